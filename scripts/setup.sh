@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Set up ARIA on a fresh machine: the system packages it uses, and a virtual environment at
+# .venv in this checkout with the `aria` command and every extra installed.
+#
+#   scripts/setup.sh          # runtime: .venv with aria-tda[all]
+#   scripts/setup.sh --dev    # also test tools (pytest, playwright, ruff, mypy) and Chromium
+#
+# System packages (Debian/Ubuntu, installed with apt-get when missing and we are root or have
+# passwordless sudo): fluidsynth + a General-MIDI soundfont (rendering MIDI to audio), and with
+# --dev Chromium (the report's browser tests). Safe to rerun: finished steps are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEV=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (expected --dev)" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# --- system packages -------------------------------------------------------------------
+need=()
+command -v fluidsynth >/dev/null 2>&1 || need+=(fluidsynth)
+ldconfig -p 2>/dev/null | grep -q libfluidsynth || need+=(libfluidsynth3)
+[ -e /usr/share/sounds/sf2/FluidR3_GM.sf2 ] || need+=(fluid-soundfont-gm)
+if [ "$DEV" = 1 ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+fi
+if [ "${#need[@]}" -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then
+      if sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO="none"; fi
+    fi
+    if [ "$SUDO" = none ]; then
+      log "WARNING: cannot install ${need[*]} (not root, no passwordless sudo); audio rendering/report browser tests will be skipped"
+    else
+      log "installing system packages: ${need[*]}"
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    fi
+  else
+    log "WARNING: no apt-get; please install ${need[*]} yourself"
+  fi
+fi
+
+# --- virtual environment ---------------------------------------------------------------
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  for cand in python3.11 python3.12 python3; do
+    if command -v "$cand" >/dev/null 2>&1; then PY="$cand"; break; fi
+  done
+fi
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv with $PY ($($PY --version 2>&1))"
+  "$PY" -m venv .venv
+fi
+PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+# this machine's pip config names local wheel folders that may be absent; hide that noise
+pip_install() { "${PIP[@]}" "$@" 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2); }
+
+# torch first, pinned to the CPU build this project is tested with, so that no other
+# package pulls a multi-GB CUDA build.
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  log "installing torch==2.13.0"
+  pip_install "torch==2.13.0"
+fi
+
+if [ "$DEV" = 1 ]; then extras="dev"; else extras="all"; fi
+log "installing aria-tda[$extras] (editable)"
+pip_install -e ".[$extras]"
+
+log "done: $(.venv/bin/aria --version)"

@@ -1,0 +1,1 @@
+"""Per-track musical evidence: feature extraction, the channel registry and the feature store."""

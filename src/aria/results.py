@@ -1,0 +1,245 @@
+r"""The results folder: what ``aria run`` / ``aria demo`` write and ``aria report`` reads.
+
+Conventions
+-----------
+A results folder holds ``results.json`` (run metadata) and one file per table. Small tables
+are CSV; per-query tables are Parquet. Every table is *long* format: one row per
+(setting, variant, K, channel, ...) combination, so that adding a setting, a K or a channel
+adds rows, never columns.
+
+Vocabulary used in the columns:
+
+- ``setting``  — one score matrix, e.g. ``"TRAK"`` or ``"TRAK/fine"`` (method × stage);
+- ``method``, ``stage`` — its parts (stage is ``"-"`` when there is none);
+- ``variant``  — ``"original"`` (the score matrix as given) or ``"residual"`` (rank-1 residual
+  :math:`S - \sigma_1 u_1 v_1^\top`);
+- ``K``        — group size; ``channel`` — an evidence channel name from
+  :mod:`aria.features.registry`; ``query`` — 0-based query (column) index;
+- ``track_id`` — the track identifier used by the feature store.
+
+``results.json`` keys: ``kind`` (``"aria-results"``), ``aria_version``, ``created``,
+``study`` (parameters: ``modality``, ``K`` list, ``K_report``, ``B``, ``seed``,
+``n_bootstrap``, ``feature_store``, …), ``settings`` (list of objects with at least ``name``,
+``method``, ``stage``, ``normalize``, ``scores``), ``channels`` (channel → feature names),
+``versions`` (package → version), ``timings`` (stage → seconds), ``notes`` (list of strings).
+
+The schema below is the contract between the writers (:mod:`aria.study`, :mod:`aria.bench`)
+and the reader (:mod:`aria.report`). Writers must provide the required columns and may add
+more; readers must tolerate extra columns and missing optional tables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aria._io import atomic_path, read_json, write_json
+from aria.errors import DataError, FileFormatError, ParameterError, expected
+from aria.manifest import make_manifest
+
+__all__ = [
+    "RESULTS_FILE",
+    "TABLES",
+    "TableSpec",
+    "is_results_dir",
+    "read_results_meta",
+    "read_table",
+    "write_results_meta",
+    "write_table",
+]
+
+RESULTS_FILE = "results.json"
+RESULTS_KIND = "aria-results"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of the results folder."""
+
+    name: str
+    filename: str
+    columns: tuple[str, ...]
+    description: str
+
+    @property
+    def format(self) -> str:
+        return "parquet" if self.filename.endswith(".parquet") else "csv"
+
+
+_SPECS = (
+    TableSpec(
+        "reliability",
+        "reliability.csv",
+        ("setting", "method", "stage", "n_train", "n_queries", "kappa", "r1", "r2_5", "p",
+         "v1_constancy", "constant_columns", "verdict", "verdict_reason"),
+        "Reliability diagnostics of each setting's S_seg (paper Eqs. 1-3) and its collapse "
+        "verdict ('collapsed' | 'suspect' | 'ok'); optional energy_1..energy_10 columns hold r_1..r_10. "
+        "v1_constancy = |sum v1| / sqrt(T) in [0, 1] (1 = v1 constant across queries).",
+    ),
+    TableSpec(
+        "homogeneity",
+        "homogeneity.csv",
+        ("setting", "variant", "K", "channel", "zbar", "zbar_lo", "zbar_hi", "pos", "sig", "n_queries"),
+        "Per-channel summary over queries (paper Eq. summary) for every K (the K-sweep) and "
+        "variant; zbar_lo/zbar_hi are a bootstrap 95% CI over queries; pos/sig are fractions in [0, 1].",
+    ),
+    TableSpec(
+        "query_z",
+        "query_z.parquet",
+        ("setting", "variant", "K", "query", "channel", "z"),
+        "z_c(q) for every query (paper Eq. z_c).",
+    ),
+    TableSpec(
+        "null",
+        "null.csv",
+        ("K", "channel", "feature", "mu", "sigma", "B"),
+        "Null distribution per K: per feature (mu_d, sigma_d) and per channel (feature='*').",
+    ),
+    TableSpec(
+        "topk",
+        "topk.parquet",
+        ("setting", "variant", "query", "rank", "track_id", "score"),
+        "The top-K_report attributed tracks of each query (rank 1 = highest S_track score).",
+    ),
+    TableSpec(
+        "pairs",
+        "pairs.parquet",
+        ("setting", "variant", "K", "query", "channel", "track_a", "track_b", "similarity", "contribution"),
+        "The track pairs of A_K(q) contributing most to each channel's g (contribution = the pair's "
+        "standardised similarity averaged over the channel's features).",
+    ),
+    TableSpec(
+        "alignment",
+        "alignment.csv",
+        ("setting", "channel", "alpha_max", "alpha_max_feature", "alpha_reg", "alpha_reg_group"),
+        "Axis-channel alignment of u_1 of S_track (paper Eq. alpha).",
+    ),
+    TableSpec(
+        "confound",
+        "confound.csv",
+        ("setting", "variant", "K", "channel", "column", "stratum", "n", "mean_z", "pos", "sig", "sd_across"),
+        "z_c stratified by a query metadata column; sd_across = SD of mean_z across strata "
+        "(repeated on each row of the group).",
+    ),
+    TableSpec(
+        "ranking",
+        "ranking.csv",
+        ("setting", "variant", "K", "channel", "zbar", "rank", "excluded", "reason"),
+        "Method ranking on zbar per channel; collapsed settings are excluded (rank empty, excluded=True).",
+    ),
+    TableSpec(
+        "lds",
+        "lds.csv",
+        ("method", "lds", "lds_sd", "n_subsets", "n_queries"),
+        "Linear datamodeling score per attribution method (mean over queries, SD over queries).",
+    ),
+    TableSpec(
+        "agreement",
+        "agreement.csv",
+        ("diagnostic", "spearman", "kendall", "n_methods"),
+        "Rank agreement across methods between each diagnostic (lower = better) and LDS (higher = better).",
+    ),
+    TableSpec(
+        "sensitivity",
+        "sensitivity.csv",
+        ("proj_dim", "lam", "K", "channel", "zbar"),
+        "TRAK sensitivity sweep over projection dimension x lambda (paper appendix table).",
+    ),
+    TableSpec(
+        "queries",
+        "queries.csv",
+        ("query", "label"),
+        "Optional per-query metadata (label, genre, source work, path of its MIDI/audio, ...).",
+    ),
+    TableSpec(
+        "tracks",
+        "tracks.csv",
+        ("track_id", "label"),
+        "Optional per-track metadata for display (title, composer, genre, ...).",
+    ),
+)
+
+TABLES: Mapping[str, TableSpec] = {s.name: s for s in _SPECS}
+
+
+def _spec(name: str) -> TableSpec:
+    if name not in TABLES:
+        raise ParameterError(expected("table", "one of " + ", ".join(TABLES), name))
+    return TABLES[name]
+
+
+def write_table(results_dir: str | os.PathLike[str], name: str, df: Any) -> Path:
+    """Write table ``name`` (a pandas DataFrame) into ``results_dir`` atomically.
+
+    Raises
+    ------
+    DataError
+        if a required column is missing.
+    """
+    spec = _spec(name)
+    missing = [c for c in spec.columns if c not in df.columns]
+    if missing:
+        raise DataError(f"table {name!r}: missing required column(s) {missing}; has {list(df.columns)}")
+    path = Path(results_dir) / spec.filename
+    with atomic_path(path) as tmp:
+        if spec.format == "parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False, float_format="%.6g")
+    return path
+
+
+def read_table(results_dir: str | os.PathLike[str], name: str) -> Any | None:
+    """Read table ``name`` as a pandas DataFrame, or ``None`` when the folder does not have it."""
+    import pandas as pd
+
+    spec = _spec(name)
+    path = Path(results_dir) / spec.filename
+    if not path.is_file():
+        return None
+    try:
+        if spec.format == "parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except Exception as exc:  # pyarrow / pandas raise many types for corrupt files
+        raise FileFormatError(f"table {name!r} at {str(path)!r} is unreadable: {exc}") from None
+
+
+def write_results_meta(results_dir: str | os.PathLike[str], meta: Mapping[str, Any]) -> Path:
+    """Write ``results.json`` (adds ``kind``, ``aria_version`` and ``created``)."""
+    out = make_manifest(RESULTS_KIND, **dict(meta))
+    return write_json(Path(results_dir) / RESULTS_FILE, out)
+
+
+def is_results_dir(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a directory holding an ARIA ``results.json``."""
+    f = Path(path) / RESULTS_FILE
+    if not f.is_file():
+        return False
+    try:
+        return read_json(f).get("kind") == RESULTS_KIND
+    except Exception:
+        return False
+
+
+def read_results_meta(results_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read ``results.json``.
+
+    Raises
+    ------
+    FileFormatError
+        if ``results_dir`` is not an ARIA results folder.
+    """
+    p = Path(results_dir)
+    if not p.is_dir():
+        raise FileFormatError(f"results_dir: no such directory: {str(p)!r}")
+    if not is_results_dir(p):
+        raise FileFormatError(
+            f"results_dir: {str(p)!r} is not an ARIA results folder (no valid {RESULTS_FILE}); "
+            "make one with 'aria run STUDY.toml' or 'aria demo'"
+        )
+    data: dict[str, Any] = read_json(p / RESULTS_FILE)
+    return data
