@@ -109,7 +109,7 @@ class Stage:
             "summary": summary,
             "seconds": round(time.perf_counter() - self._t0, 3) if self._t0 else None,
             "aria_version": package_version(),
-            "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "finished": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         }
         write_json(self.record_path, rec)
         return rec

@@ -46,7 +46,7 @@ def package_version() -> str:
 def manifest_path(artifact: str | os.PathLike[str]) -> Path:
     """Where the manifest of ``artifact`` lives (see module docstring)."""
     p = Path(artifact)
-    if p.is_dir() or p.suffix in {".zarr", ""} and not p.is_file():
+    if p.is_dir() or (p.suffix in {".zarr", ""} and not p.is_file()):
         return p / DIR_NAME
     return p.with_name(p.name + FILE_SUFFIX)
 
@@ -56,7 +56,7 @@ def make_manifest(kind: str, **fields: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "kind": kind,
         "aria_version": package_version(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     out.update(fields)
     return out
