@@ -1,0 +1,71 @@
+"""Axis-channel alignment (paper Eq. alpha): fast path vs reference, planted alignment, edge cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aria.alignment import alignment, alignment_reference, channel_alignment, sequence_histogram
+from aria.errors import DataError, ParameterError
+
+
+def test_matches_reference(rng):
+    n = 300
+    groups = {"a": rng.normal(size=(n, 5)), "b": rng.normal(size=(n, 1)), "c": rng.normal(size=(n, 12))}
+    u1 = rng.normal(size=n)
+    res = alignment(u1, groups)
+    ref_max, ref_reg = alignment_reference(u1, groups)
+    assert res.alpha_max == pytest.approx(ref_max, rel=1e-10)
+    assert res.alpha_reg == pytest.approx(ref_reg, rel=1e-8)
+
+
+def test_u1_built_from_a_feature_gives_one(rng):
+    n = 500
+    chroma = rng.dirichlet(np.ones(12), size=n)
+    mfcc = rng.normal(size=(n, 26))
+    u1 = chroma @ rng.normal(size=12)
+    u1 /= np.linalg.norm(u1)
+    res = channel_alignment(u1, {"harmony": {"chroma": chroma}, "timbre": {"mfcc": mfcc}})
+    assert res["harmony"].alpha_reg == pytest.approx(1.0, abs=1e-9)
+    assert res["harmony"].alpha_reg_group == "chroma"
+    # unrelated channel: sqrt(R^2) of noise on 26 dims ~ sqrt(26/500)
+    assert res["timbre"].alpha_reg < 0.4
+    # single-dimension alignment
+    u_single = 3.0 * mfcc[:, 7] - 1.0
+    assert alignment(u_single, {"mfcc": mfcc}).alpha_max == pytest.approx(1.0)
+    assert alignment(u_single, {"mfcc": mfcc}).alpha_max_feature == "mfcc[7]"
+
+
+def test_sign_and_scale_invariant(rng):
+    groups = {"g": rng.normal(size=(100, 3))}
+    u = rng.normal(size=100)
+    a, b = alignment(u, groups), alignment(-5 * u + 2, groups)
+    assert a.alpha_max == pytest.approx(b.alpha_max) and a.alpha_reg == pytest.approx(b.alpha_reg)
+
+
+def test_nan_rows_and_constant_dims(rng):
+    X = rng.normal(size=(50, 3))
+    X[:, 1] = 4.0  # constant dimension
+    X[3] = np.nan
+    u = X[:, 0].copy()
+    u[3] = 0.0
+    res = alignment(u, {"g": X})
+    assert res.alpha_max == pytest.approx(1.0) and res.alpha_max_feature == "g[0]"
+    assert res.n == 49
+
+
+def test_bad_input(rng):
+    with pytest.raises(DataError, match="shape"):
+        alignment(rng.normal(size=10), {"g": rng.normal(size=(9, 2))})
+    with pytest.raises(ParameterError, match="u1"):
+        alignment(np.zeros(2), {"g": np.zeros((2, 1))})
+    with pytest.raises(DataError, match="NaN"):
+        alignment(np.array([1.0, np.nan, 2.0]), {"g": np.zeros((3, 1))})
+
+
+def test_sequence_histogram():
+    h = sequence_histogram([np.array([0, 5, 5, 7]), np.array([], dtype=int)])
+    assert h[0, 5] == pytest.approx(0.5) and h[0].sum() == pytest.approx(1.0)
+    assert np.isnan(h[1]).all()
+    with pytest.raises(DataError, match="symbols"):
+        sequence_histogram([np.array([12])])

@@ -1,0 +1,89 @@
+"""Collapse verdicts: the documented rules, calibrated on the paper's Table 2, and ranking."""
+
+from __future__ import annotations
+
+import pytest
+
+from aria.errors import ParameterError
+from aria.verdict import Verdict, VerdictThresholds, classify, rank_settings
+
+# (setting, r1, r2_5, p, kappa) from the paper's Table 2 (audio, K=300) and Table 1 (symbolic).
+PAPER_AUDIO = {
+    "TRAK/S": (0.282, 0.098, 0.175, 0.076),
+    "TRAK/C": (0.993, 0.004, 0.022, 0.991),
+    "TRAK/F": (0.772, 0.208, 0.002, 0.641),
+    "FactGraSS/S": (0.006, 0.018, 0.000, 0.012),
+    "FactGraSS/C": (0.051, 0.030, 0.001, 0.046),
+    "FactGraSS/F": (0.866, 0.081, 0.000, 0.663),
+    "GradCos/S": (0.413, 0.419, 0.216, 0.374),
+    "GradCos/C": (1.000, 0.000, 1.000, 0.997),
+    "GradCos/F": (0.793, 0.200, 0.015, 0.736),
+    "LoGra/S": (0.008, 0.017, 0.000, 0.013),
+    "LoGra/C": (0.057, 0.038, 0.006, 0.049),
+    "LoGra/F": (0.223, 0.065, 0.000, 0.272),
+    "CLAP": (0.924, 0.054, 0.801, 0.584),
+    "CLEWS": (0.607, 0.141, 0.406, 0.280),
+    "MERT": (0.437, 0.375, 0.002, 0.358),
+}
+PAPER_SYMBOLIC = {
+    "TRAK10": (0.047, 0.067, 0.0002, 0.022),
+    "TracIn": (0.102, 0.229, 0.037, 0.106),
+    "GradCos": (0.137, 0.241, 0.038, 0.123),
+    "GradDot": (0.147, 0.238, 0.035, 0.129),
+}
+
+
+def _classify(row, v1=None):
+    r1, r25, p, kappa = row
+    return classify(kappa=kappa, r1=r1, r2_5=r25, p=p, v1_constancy=v1)
+
+
+def test_paper_collapsed_settings_are_flagged():
+    labels = {k: _classify(v).label for k, v in PAPER_AUDIO.items()}
+    assert {k for k, lab in labels.items() if lab == "collapsed"} == {"TRAK/C", "GradCos/C", "FactGraSS/F"}
+    assert labels["TRAK/F"] == "suspect" and labels["GradCos/F"] == "suspect"
+    assert labels["CLAP"] == "suspect"  # offset-dominated, not a fixed group
+    for k in ("TRAK/S", "FactGraSS/S", "FactGraSS/C", "LoGra/S", "LoGra/C", "LoGra/F", "MERT", "GradCos/S"):
+        assert labels[k] == "ok", k
+
+
+def test_symbolic_methods_are_not_vetoed():
+    assert {_classify(v).label for v in PAPER_SYMBOLIC.values()} == {"ok"}
+
+
+def test_v1_constancy_gates_rank_one_rule():
+    row = PAPER_AUDIO["FactGraSS/F"]
+    assert _classify(row, v1=0.99).label == "collapsed"
+    # the same energy split with v1 changing sign across queries is not one shared group
+    assert _classify(row, v1=0.2).label == "suspect"
+
+
+def test_offset_dominated_rank_one_is_not_collapsed():
+    v = classify(kappa=0.3, r1=0.95, r2_5=0.01, p=0.9, v1_constancy=1.0)
+    assert v.label == "suspect" and "offset" in v.reason
+
+
+def test_thresholds_validated():
+    with pytest.raises(ParameterError, match="kappa_collapsed"):
+        VerdictThresholds(kappa_collapsed=1.5)
+    with pytest.raises(ParameterError, match="r1"):
+        classify(kappa=0.1, r1=-0.2, r2_5=0.1, p=0.1)
+
+
+def test_rank_settings_excludes_collapsed():
+    verdicts = {k: _classify(v) for k, v in PAPER_AUDIO.items()}
+    # the paper's harmonic zbar, K=300: GradCos coarse would top a naive ranking
+    zbar = {"GradCos/C": 8.56, "TRAK/F": 1.25, "MERT": 6.55, "TRAK/C": -5.89, "LoGra/S": -1.53}
+    rows = rank_settings(zbar, verdicts)
+    ranked = [r["setting"] for r in rows if not r["excluded"]]
+    assert ranked == ["MERT", "TRAK/F", "LoGra/S"]
+    assert [r["rank"] for r in rows[:3]] == [1, 2, 3]
+    excluded = {r["setting"] for r in rows if r["excluded"]}
+    assert excluded == {"GradCos/C", "TRAK/C"}
+    assert all(r["rank"] is None and r["reason"].startswith("collapsed") for r in rows if r["excluded"])
+
+
+def test_rank_settings_needs_every_verdict():
+    with pytest.raises(ParameterError, match="verdict for every setting"):
+        rank_settings({"a": 1.0}, {})
+    assert rank_settings({"a": 1.0}, {"a": Verdict("ok", "")})[0]["rank"] == 1
