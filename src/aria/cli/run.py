@@ -1,0 +1,34 @@
+"""``aria run STUDY.toml`` — every analysis of a study, written as a results folder + report."""
+
+from __future__ import annotations
+
+import argparse
+
+from aria.cli._common import add_progress_flag
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "run",
+        help="run a study: diagnostics, homogeneity (K-sweep, residual), alignment, confounds, report",
+        description=(
+            "Run every analysis of a study file for every setting it names and write a results "
+            "folder (results.json + CSV/Parquet tables) and report.html. Finished settings are "
+            "cached and reused when their inputs and parameters are unchanged. See "
+            "'aria.study_config' for the study file format."
+        ),
+    )
+    p.add_argument("study", metavar="STUDY.toml", help="the study file")
+    p.add_argument("--out", dest="output", default=None, help="results folder (default: the study's 'output')")
+    p.add_argument("--no-report", dest="report", action="store_false", default=None,
+                   help="do not write report.html")
+    p.add_argument("--quiet", action="store_true", help="no log lines")
+    add_progress_flag(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aria.study import run_study
+
+    run_study(args.study, output=args.output, report=args.report, progress=args.progress, quiet=args.quiet)
+    return 0
