@@ -64,18 +64,18 @@ def _aud(
 
 
 _SYMBOLIC = (
-    _sym("melodic_interval", "melody", 25, "melodic-interval histogram, signed bins -12..+12 semitones", "M-1 (paper form)"),
-    _sym("pitch_class", "harmony", 12, "pitch-class histogram, L1-normalised", "P-2"),
-    _sym("vertical_interval", "harmony", 12, "wrapped vertical-interval histogram on a 50 Hz grid", "C-2 (paper form)"),
-    _sym("note_density", "rhythm", 1, "note onsets per second", "RT-5"),
-    _sym("mean_rhythmic_value", "rhythm", 1, "mean note duration in quarter notes", "R-25"),
+    _sym("melodic_interval", "melody", 25, "melodic-interval histogram per voice, signed bins -12..+12 semitones (larger leaps in the end bins)", "M-1 (paper form)"),
+    _sym("pitch_class", "harmony", 12, "pitch-class histogram, L1-normalised, rotated so the most common class is bin 0", "P-2"),
+    _sym("vertical_interval", "harmony", 12, "wrapped vertical-interval histogram (S_p + S_q per pitch pair) on a 50 Hz grid", "C-2 (paper form)"),
+    _sym("note_density", "rhythm", 1, "note onsets per second of the segment (0 under 1 s)", "RT-5"),
+    _sym("mean_rhythmic_value", "rhythm", 1, "mean snapped rhythmic value in quarter notes", "R-25"),
     _sym("rhythmic_value", "rhythm", 11, "rhythmic-value histogram, 32nd to double-whole", "R-13 (paper form)"),
-    _sym("velocity_change", "dynamic", 1, "mean |delta velocity| between consecutive onsets", "D-4"),
-    _sym("velocity_std", "dynamic", 1, "standard deviation of velocity", "D-2"),
-    _sym("dynamic_range", "dynamic", 1, "max - min velocity", "D-1"),
-    _sym("mean_polyphony", "texture", 1, "mean number of sounding pitches (50 Hz grid)", "C-6 (paper form)"),
-    _sym("polyphony_std", "texture", 1, "SD of the number of sounding pitches (50 Hz grid)", "C-7 (paper form)"),
-    _sym("pitch_range", "texture", 1, "highest - lowest pitch in semitones", "P-8"),
+    _sym("velocity_change", "dynamic", 1, "mean |delta loudness| between successive onsets on one MIDI channel", "D-4"),
+    _sym("velocity_std", "dynamic", 1, "sample SD of loudness (velocity x CC7 volume)", "D-2"),
+    _sym("dynamic_range", "dynamic", 1, "max - min loudness", "D-1"),
+    _sym("mean_polyphony", "texture", 1, "mean number of distinct sounding pitches over sounding frames (50 Hz grid)", "C-6 (paper form)"),
+    _sym("polyphony_std", "texture", 1, "sample SD of the same per-frame counts (50 Hz grid)", "C-7 (paper form)"),
+    _sym("pitch_range", "texture", 1, "highest - lowest pitch in semitones (drums excluded)", "P-8"),
 )
 
 _AUDIO = (
