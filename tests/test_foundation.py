@@ -130,3 +130,15 @@ def test_cli_help_and_version():
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
     assert exc.value.code == 0
+
+
+def test_read_table_columns_and_filters(tmp_path):
+    write_results_meta(tmp_path, {"settings": []})
+    topk = pd.DataFrame({"setting": "a", "variant": "original", "query": np.repeat([0, 1], 5),
+                         "rank": np.tile(np.arange(1, 6), 2), "track_id": "t", "score": 1.0})
+    write_table(tmp_path, "topk", topk)
+    got = read_table(tmp_path, "topk", columns=["query", "rank"], filters=[("rank", "<=", 2)])
+    assert list(got.columns) == ["query", "rank"] and len(got) == 4
+    hom = pd.DataFrame({c: [1, 2] for c in TABLES["homogeneity"].columns})
+    write_table(tmp_path, "homogeneity", hom)
+    assert len(read_table(tmp_path, "homogeneity", filters=[("K", "in", [2])])) == 1

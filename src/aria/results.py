@@ -192,8 +192,23 @@ def write_table(results_dir: str | os.PathLike[str], name: str, df: Any) -> Path
     return path
 
 
-def read_table(results_dir: str | os.PathLike[str], name: str) -> Any | None:
-    """Read table ``name`` as a pandas DataFrame, or ``None`` when the folder does not have it."""
+def read_table(
+    results_dir: str | os.PathLike[str],
+    name: str,
+    *,
+    columns: list[str] | None = None,
+    filters: list[tuple[str, str, Any]] | None = None,
+) -> Any | None:
+    """Read table ``name`` as a pandas DataFrame, or ``None`` when the folder does not have it.
+
+    Parameters
+    ----------
+    columns : list of str, optional
+        Read only these columns.
+    filters : list of (column, op, value), optional
+        Row filters combined with AND, ``op`` one of ``==, !=, <, <=, >, >=, in``
+        (pushed down into Parquet reads, so large per-query tables are never read whole).
+    """
     import pandas as pd
 
     spec = _spec(name)
@@ -202,10 +217,24 @@ def read_table(results_dir: str | os.PathLike[str], name: str) -> Any | None:
         return None
     try:
         if spec.format == "parquet":
-            return pd.read_parquet(path)
-        return pd.read_csv(path)
+            return pd.read_parquet(path, columns=columns, filters=filters or None)
+        df = pd.read_csv(path, usecols=columns)
+        for col, op, value in filters or []:
+            df = df[_OPS[op](df[col], value)]
+        return df.reset_index(drop=True)
     except Exception as exc:  # pyarrow / pandas raise many types for corrupt files
         raise FileFormatError(f"table {name!r} at {str(path)!r} is unreadable: {exc}") from None
+
+
+_OPS = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "in": lambda a, b: a.isin(list(b)),
+}
 
 
 def write_results_meta(results_dir: str | os.PathLike[str], meta: Mapping[str, Any]) -> Path:
