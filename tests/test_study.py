@@ -145,7 +145,8 @@ def test_cli_homogeneity_one_setting(tmp_path, rng):
     out = tmp_path / "one"
     code = main(["homogeneity", str(tmp_path / "scores.npy"), "--features", str(tmp_path / "store"),
                  "--segments", str(tmp_path / "segments.csv"), "-K", "5", "10", "-B", "20",
-                 "--bootstrap", "20", "--no-report", "--out", str(out)])
+                 "--bootstrap", "20", "--out", str(out)])
     assert code == 0
+    assert (out / "report.html").stat().st_size > 10_000
     hom = read_table(out, "homogeneity")
     assert set(hom.K) == {5, 10} and set(hom.setting) == {"scores"}

@@ -513,8 +513,8 @@ def run_study(
     if want_report:
         from aria.report import write_report
 
-        path = write_report(out)
-        _log(f"report: {path}", quiet=quiet)
+        written = write_report(out)
+        _log(f"report: {written.html}", quiet=quiet)
     _log(f"results: {out}", quiet=quiet)
     return out
 

@@ -182,7 +182,7 @@ def write_report(
 
     top_n = check_int("top_n", top_n, min_value=1)
     pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
-    data = load_results(results_dir)
+    data = load_results(results_dir, top_n=top_n)
     kk = choose_k(data, k)
     out_path = check_writable_path("out", Path(results_dir) / "report.html" if out is None else out)
     tables = build_tables(data, k=kk)

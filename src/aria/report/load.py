@@ -226,13 +226,16 @@ def _registry_channels(modality: Any) -> list[str]:
         return []
 
 
-def load_results(results_dir: str | os.PathLike[str]) -> ResultsData:
+def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = None) -> ResultsData:
     """Read ``results_dir`` (a results folder written by ``aria run`` / ``aria demo``).
 
     Parameters
     ----------
     results_dir : path
         Folder holding ``results.json`` and the tables of :data:`aria.results.TABLES`.
+    top_n : int, optional
+        Read only ranks ``<= top_n`` of the per-query ``topk`` table (the filter is pushed
+        down into the Parquet read, so paper-scale folders are never read whole).
 
     Returns
     -------
@@ -247,7 +250,8 @@ def load_results(results_dir: str | os.PathLike[str]) -> ResultsData:
     data = ResultsData(path=Path(results_dir), meta=meta)
     for name, spec in TABLES.items():
         try:
-            df = read_table(results_dir, name)
+            filters = [("rank", "<=", int(top_n))] if (name == "topk" and top_n is not None) else None
+            df = read_table(results_dir, name, filters=filters)
         except FileFormatError as exc:
             data.missing.append(f"{spec.filename}: unreadable, left out ({exc})")
             continue
