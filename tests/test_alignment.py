@@ -69,3 +69,8 @@ def test_sequence_histogram():
     assert np.isnan(h[1]).all()
     with pytest.raises(DataError, match="symbols"):
         sequence_histogram([np.array([12])])
+
+
+def test_constant_channel_is_undefined(rng):
+    res = alignment(rng.normal(size=20), {"g": np.full((20, 3), 2.0)})
+    assert np.isnan(res.alpha_max) and np.isnan(res.alpha_reg) and res.alpha_reg_group == ""

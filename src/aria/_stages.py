@@ -93,9 +93,14 @@ class Stage:
         lines = diff_manifest(rec.get("params", {}), self.params)
         return ("parameters changed: " + "; ".join(lines)) if lines else None
 
-    def begin(self) -> Path:
-        """Clear any stale content, create the stage directory and mark it running."""
-        remove_path(self.path)
+    def begin(self, *, clear: bool = True) -> Path:
+        """Create the stage directory and mark it running.
+
+        With ``clear`` (default) stale content is removed first; ``clear=False`` keeps it, for
+        stages whose body resumes partial work itself (and checks that work's settings).
+        """
+        if clear:
+            remove_path(self.path)
         self.path.mkdir(parents=True, exist_ok=True)
         self._t0 = time.perf_counter()
         write_json(self.record_path, {"status": "running", "params": self.params})

@@ -15,7 +15,8 @@ where :math:`d` ranges over every single dimension of every group of the channel
 :math:`R^2` is the coefficient of determination of an ordinary-least-squares fit of
 :math:`u_1` on :math:`\Psi` with an intercept. Tracks with a NaN in a group are left out of
 that group's fit; constant dimensions carry no correlation and are skipped in
-:math:`\alpha^{\max}`. Sequence-valued features (chord progressions) enter as their
+:math:`\alpha^{\max}`; a channel whose every dimension is constant has undefined (NaN)
+alignment. Sequence-valued features (chord progressions) enter as their
 12-bin histogram of symbols (:func:`sequence_histogram`), since a regression needs a
 fixed-width vector.
 
@@ -121,6 +122,7 @@ def alignment(u1: np.ndarray, groups: Mapping[str, np.ndarray]) -> AlignmentResu
     best_max, best_max_name = 0.0, ""
     best_reg, best_reg_name = 0.0, ""
     n_min, dim_total = u.size, 0
+    evaluated = False
     for name, X in groups.items():
         rows = np.all(np.isfinite(X), axis=1)
         n = int(rows.sum())
@@ -128,6 +130,7 @@ def alignment(u1: np.ndarray, groups: Mapping[str, np.ndarray]) -> AlignmentResu
         if n < 3:
             continue
         n_min = min(n_min, n)
+        evaluated = True
         y, Xr = u[rows], X[rows]
         yc = y - y.mean()
         Xc = Xr - Xr.mean(axis=0)
@@ -144,8 +147,11 @@ def alignment(u1: np.ndarray, groups: Mapping[str, np.ndarray]) -> AlignmentResu
         r = float(np.sqrt(_r2(y, Xr)))
         if r > best_reg:
             best_reg, best_reg_name = r, name
-    if not best_reg_name and not best_max_name:
+    if not evaluated:
         raise DataError("groups: no group has at least 3 tracks with finite features")
+    if not best_max_name and not best_reg_name:
+        # every dimension constant over the tracks (or u1 constant): alignment is undefined
+        return AlignmentResult(float("nan"), "", float("nan"), "", n_min, dim_total)
     return AlignmentResult(best_max, best_max_name, best_reg, best_reg_name, n_min, dim_total)
 
 

@@ -268,6 +268,7 @@ def _run_setting(
     store_fp: dict[str, Any],
     cache_root: Path,
     nulls: dict[str, Any],
+    prepared_cache: dict[bytes, Any],
     *,
     progress: bool | None,
     quiet: bool,
@@ -325,7 +326,10 @@ def _run_setting(
         src = open_scores(s_track) if isinstance(s_track, (str, os.PathLike)) else s_track
         track_ids = _track_ids_of(src, store, setting.name)
         rows, present = _align_tracks(track_ids, store, max_missing=spec.max_missing_fraction, setting=setting.name)
-        prepared = prepare_channels(store, rows=np.where(present, rows, 0), channels=channels)
+        key = np.where(present, rows, -1).tobytes()
+        if key not in prepared_cache:  # features re-indexed to these rows, prepared once per run
+            prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0), channels=channels)
+        prepared = prepared_cache[key]
         from aria.homogeneity import feature_pool
 
         pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
@@ -413,11 +417,13 @@ def run_study(
     store_fp = file_fingerprint(spec.feature_store)
 
     nulls: dict[str, Any] = {}
+    prepared_cache: dict[bytes, Any] = {}
     results: dict[str, dict[str, Any]] = {}
     n_queries_seen: int | None = None
     queries = None
     for setting in spec.settings:
-        res = _run_setting(setting, spec, store, store_fp, out / CACHE, nulls, progress=progress, quiet=quiet)
+        res = _run_setting(setting, spec, store, store_fp, out / CACHE, nulls, prepared_cache,
+                           progress=progress, quiet=quiet)
         results[setting.name] = res
         nq = int(res["diagnostics"]["n_queries"])
         if n_queries_seen is None:

@@ -16,10 +16,11 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import warnings
 from collections.abc import Sequence
 
 from aria import __version__
-from aria.cli._common import handle_errors
+from aria.cli._common import handle_errors, install_warning_format
 
 # Order in ``aria --help``; discovered modules not listed here follow alphabetically.
 ORDER = ("demo", "diagnose", "aggregate", "features", "homogeneity", "run", "sweep", "report")
@@ -52,7 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``aria`` console script; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    return handle_errors(args.command, lambda: args.func(args))
+    with warnings.catch_warnings():
+        install_warning_format(args.command)
+        return handle_errors(args.command, lambda: args.func(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,7 +11,7 @@ from typing import Any
 
 from aria.errors import AriaError
 
-__all__ = ["add_progress_flag", "handle_errors", "print_json"]
+__all__ = ["add_progress_flag", "handle_errors", "install_warning_format", "print_json"]
 
 EXIT_USAGE = 2
 
@@ -41,6 +41,27 @@ def handle_errors(command: str, body: Callable[[], int | None]) -> int:
     except KeyboardInterrupt:
         _one_line_error(command, "interrupted; finished stages are kept and a rerun resumes")
         return 130
+
+
+def install_warning_format(command: str) -> None:
+    """Show ARIA's warnings as ``aria COMMAND: warning: ...`` lines (each message once).
+
+    Call inside ``warnings.catch_warnings()``. Other libraries' warnings keep Python's format.
+    """
+    import warnings
+
+    from aria.errors import AriaWarning
+
+    original = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if isinstance(category, type) and issubclass(category, AriaWarning):
+            print(f"aria {command}: warning: {message}", file=sys.stderr)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter("default", AriaWarning)
 
 
 def _one_line_error(command: str, message: str) -> None:
