@@ -1,0 +1,45 @@
+"""The data/model side end to end at the ``tiny`` preset: corpus → model → queries → features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aria.bench.presets import PRESETS, preset
+from aria.errors import ParameterError
+
+
+def test_presets_are_consistent():
+    for p in PRESETS.values():
+        assert p.model.max_len >= p.corpus.window
+        assert 1 <= p.prompt_len < p.corpus.window
+        assert p.model.vocab_size == 390
+    assert preset("default").n_subsets >= 32 and preset("default").n_ensemble == 10
+    with pytest.raises(ParameterError, match="preset"):
+        preset("huge")
+
+
+@pytest.mark.slow
+def test_tiny_pipeline_end_to_end(tmp_path, tiny_corpus):
+    pytest.importorskip("aria.features.store")
+    from aria.bench.corpus import build_corpus
+    from aria.bench.featurize import build_feature_store
+    from aria.bench.generate import generate_queries
+    from aria.bench.train import evaluate_losses, load_trained, retrain_subsets, train_model
+    from aria.features.store import FeatureStore
+
+    p = preset("tiny")
+    corpus = build_corpus(tmp_path / "corpus", config=p.corpus, work_cache=tiny_corpus.path.parent / "works",
+                          progress_bar=False)
+    assert corpus.train_tokens.shape == (p.corpus.max_train_segments, p.corpus.window)
+    tm = train_model(corpus.train_tokens, model_config=p.model, train_config=p.train, seed=0,
+                     out_dir=tmp_path / "model")
+    assert tm.losses[-1] < tm.losses[0]
+    q = generate_queries(load_trained(tmp_path / "model").model, corpus, n_queries=p.n_queries,
+                         prompt_len=p.prompt_len, seed=0, out_dir=tmp_path / "queries")
+    assert q.tokens.shape == (p.n_queries, p.corpus.window)
+    lds = retrain_subsets(corpus.train_tokens, n_subsets=2, model_config=p.model, train_config=p.train)
+    targets = np.stack([evaluate_losses(m.model, q.tokens, loss="last_token") for m in lds.models])
+    assert targets.shape == (2, p.n_queries) and np.isfinite(targets).all()
+    store = FeatureStore.open(build_feature_store(corpus, tmp_path / "features"))
+    assert len(store.track_ids) == corpus.train_tokens.shape[0]
