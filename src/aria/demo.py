@@ -70,6 +70,7 @@ class DemoSettings:
     B: int = 200
     n_bootstrap: int = 1000
     threads: int = 1
+    collections: tuple[str, ...] | None = None
 
     def ks(self, n_train: int) -> tuple[list[int], int]:
         """K list and K_report: the paper's values, capped so groups stay a fraction of the pool."""
@@ -221,7 +222,8 @@ def run_demo(
         Progress bars; log lines.
     **overrides :
         Fields of :class:`DemoSettings` (``trak_proj_dim``, ``trak_lam``, ``K``, ``K_report``,
-        ``B``, ``n_bootstrap``, ``loss``, ``target``).
+        ``B``, ``n_bootstrap``, ``loss``, ``target``, ``collections`` — music21 corpus folders
+        to draw works from instead of the preset's ``("bach",)``).
 
     Returns
     -------
@@ -257,6 +259,8 @@ def run_demo(
     from aria.bench.corpus import load_corpus
 
     corpus_cfg = p.with_seed(seed).corpus
+    if settings.collections is not None:
+        corpus_cfg = dataclasses.replace(corpus_cfg, collections=tuple(settings.collections))
     corpus_dir = run.stage("corpus", {"corpus": corpus_cfg.to_dict()}, [], lambda d: _corpus(d, corpus_cfg, progress))
     corpus = load_corpus(corpus_dir / "corpus")
     n_train = corpus.train_tokens.shape[0]

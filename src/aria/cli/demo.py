@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
                    help="attribution methods (default: all six)")
     p.add_argument("--trak-proj-dim", type=int, default=512, help="TRAK projection dimension (default 512)")
     p.add_argument("--trak-lam", type=float, default=0.01, help="TRAK regularisation lambda (default 0.01)")
+    p.add_argument("--collections", nargs="+", default=None, metavar="NAME",
+                   help="music21 corpus folders to draw works from (default: bach). Bach chorales carry "
+                        "no dynamics markings, so the dynamic channel is undefined on them; e.g. add haydn, "
+                        "beethoven or schubert for works whose dynamics music21 turns into velocities")
     p.add_argument("-B", "--B", dest="B", type=int, default=200, help="random reference groups per K (default 200)")
     p.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
     p.add_argument("--quiet", action="store_true", help="no log lines")
@@ -44,5 +48,6 @@ def run(args: argparse.Namespace) -> int:
 
     run_demo(args.out, quick=args.quick, preset=args.preset, seed=args.seed, methods=args.methods,
              threads=args.threads, report=args.report, progress=args.progress, quiet=args.quiet,
-             trak_proj_dim=args.trak_proj_dim, trak_lam=args.trak_lam, B=args.B)
+             trak_proj_dim=args.trak_proj_dim, trak_lam=args.trak_lam, B=args.B,
+             collections=None if args.collections is None else tuple(args.collections))
     return 0
