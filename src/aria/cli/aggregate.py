@@ -1,0 +1,153 @@
+"""``aria aggregate SCORES``: per-query normalisation and track aggregation (paper §3.1)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from aria.cli._common import add_progress_flag, print_json
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "aggregate",
+        help="normalise each query's scores and average segments per track -> S_track",
+        description=(
+            "Normalise each query column of a segment-level score matrix (z-score, rank, or "
+            "auto: rank when the median excess kurtosis of the columns exceeds the threshold), "
+            "optionally after removing the rank-1 component, then average the segments of each "
+            "track (Eq. track-agg). Writes S_track (n_tracks x n_queries) with its track ids "
+            "and a manifest; nothing is written if anything fails."
+        ),
+    )
+    p.add_argument("scores", metavar="SCORES", help="segment-level score matrix file or zarr store")
+    p.add_argument(
+        "--segments",
+        default=None,
+        metavar="MAP",
+        help="segment -> track map: CSV/Parquet with a track_id column (optionally "
+        "row or segment_id), or .npy/.txt of track ids in row order; "
+        "omit for the identity (each row its own track)",
+    )
+    p.add_argument(
+        "--normalize",
+        choices=("zscore", "rank", "auto"),
+        default="zscore",
+        help="per-query normalisation (default zscore)",
+    )
+    p.add_argument(
+        "--residual",
+        action="store_true",
+        help="use the rank-1 residual S - sigma1 u1 v1^T (paper section 4.4)",
+    )
+    p.add_argument("--out", required=True, metavar="PATH", help="output .npy or .zarr")
+    p.add_argument(
+        "--tracks",
+        default=None,
+        metavar="FILE",
+        help="known track ids in output order (a text file, one per line)",
+    )
+    p.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rows per streamed block (default: about 64 MB)",
+    )
+    p.add_argument(
+        "--key",
+        default=None,
+        metavar="NAME",
+        help="array to read from an .npz, a torch dict or a zarr group",
+    )
+    p.add_argument(
+        "--kurtosis-threshold",
+        type=float,
+        default=None,
+        metavar="TAU",
+        help="threshold of the auto rule on the median excess kurtosis (default 10)",
+    )
+    p.add_argument(
+        "--tmp-dir",
+        default=None,
+        metavar="DIR",
+        help="where the rank path may put its temporary transpose (default: beside --out)",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_progress_flag(p)
+    p.set_defaults(func=run)
+
+
+def _read_tracks(path: str) -> list[str]:
+    from aria._checks import check_existing_path
+
+    p = check_existing_path("tracks", path, kind="file")
+    return [line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """Show ARIA's warnings as one line each on stderr (no source lines)."""
+    from aria.errors import AriaWarning
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", AriaWarning)
+            yield
+    finally:  # replay outside the recording context (else showwarning would record again)
+        for w in caught:
+            if issubclass(w.category, AriaWarning):
+                print(f"aria aggregate: warning: {w.message}", file=sys.stderr)
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aria.scores import aggregate
+    from aria.scores.normalization import KURTOSIS_THRESHOLD
+
+    with _warnings_as_lines():
+        result = aggregate(
+            args.scores,
+            segments=args.segments,
+            normalize=args.normalize,
+            residual=args.residual,
+            out=args.out,
+            chunk_rows=args.chunk_rows,
+            tracks=None if args.tracks is None else _read_tracks(args.tracks),
+            key=args.key,
+            kurtosis_threshold=KURTOSIS_THRESHOLD
+            if args.kurtosis_threshold is None
+            else args.kurtosis_threshold,
+            tmp_dir=args.tmp_dir,
+            progress=args.progress,
+        )
+
+    params = (result.manifest or {}).get("parameters", {})
+    summary = {
+        "out": str(args.out),
+        "n_tracks": result.shape[0],
+        "n_queries": result.shape[1],
+        "normalize": params.get("normalize"),
+        "normalize_requested": params.get("normalize_requested"),
+        "median_excess_kurtosis": params.get("median_excess_kurtosis"),
+        "residual": params.get("residual"),
+    }
+    if args.json:
+        print_json(summary)
+    else:
+        extra = ""
+        if summary["normalize_requested"] == "auto":
+            k = summary["median_excess_kurtosis"]
+            extra = f" (auto: median excess kurtosis {'undefined' if k is None else f'{k:.3g}'})"
+        print(
+            f"wrote S_track {summary['n_tracks']} tracks x {summary['n_queries']} queries to "
+            f"{args.out}; normalisation {summary['normalize']}{extra}"
+            + ("; rank-1 residual" if args.residual else "")
+        )
+    return 0

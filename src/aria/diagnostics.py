@@ -1,0 +1,392 @@
+r"""Score-matrix reliability diagnostics (paper §3.2): κ, r_i, p, from one streaming pass.
+
+Conventions
+-----------
+``S`` is the segment-level score matrix ``(M, T)`` = ``(n_train_segments, n_queries)``, used
+raw: the diagnostics are taken *before* per-query normalisation and track aggregation.
+
+- **Mean absolute inter-query correlation** (Eq. kappa). With :math:`C` the Pearson
+  correlation matrix of the columns of ``S``,
+  :math:`\kappa = \frac{1}{T(T-1)} \sum_{j \ne j'} |C_{jj'}| \in [0, 1]`.
+  A constant column has no correlation; such columns are left out (with an
+  :class:`~aria.errors.AriaWarning`) and counted in ``constant_columns``; ``T`` then counts
+  the remaining columns. Fewer than two remaining columns make κ undefined (NaN, warned).
+- **Singular value energy ratios** (Eq. ri). :math:`r_i = \sigma_i^2 / \lVert S \rVert_F^2`,
+  reported for :math:`i = 1..10` (zeros beyond the rank); :math:`r_{2:5} = \sum_{i=2}^5 r_i`.
+- **Mean concentration ratio** (Eq. p). :math:`p = \frac{1}{T} \sum_j M \mu_j^2 /
+  \lVert S_{\cdot j} \rVert_2^2` with :math:`\mu_j` the column mean; all-zero columns (0/0)
+  are left out of the average.
+- The collapse reading of the paper needs :math:`r_1 \approx 1` *and* a near-constant
+  :math:`v_1`; ``v1_constancy`` :math:`= |\sum_j v_{1j}| / \sqrt{T} \in [0, 1]` is 1 exactly
+  when :math:`v_1 \propto (1, \dots, 1)`.
+
+How it is computed
+------------------
+One pass over row blocks accumulates the Gram :math:`S^\top S` (``T x T``, float64), column
+sums and sums of squares (:func:`aria.scores.stats.stream_stats`). The Pearson matrix is the
+scatter matrix scaled by the column standard deviations; the eigenvalues of the Gram are the
+:math:`\sigma_i^2`; its top eigenvector is :math:`v_1`. A second pass gives
+:math:`u_1 = S v_1 / \sigma_1` when asked. Memory is bounded by the block size and
+:math:`T^2`, never by ``M``. :func:`diagnose_exact` is the small in-memory reference
+(``np.corrcoef`` and ``np.linalg.svd``) the streaming path is tested against.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aria._checks import check_int
+from aria.errors import AriaWarning, DataError
+from aria.scores.lowrank import fix_sign, top_eigenpairs
+from aria.scores.readers import as_source, expected_text
+from aria.scores.stats import BlockStats, stream_matvec, stream_stats
+
+__all__ = ["Diagnostics", "diagnose", "diagnose_exact", "diagnostics_from_stats"]
+
+#: Constant-column rule: centred energy <= (CONST_ULPS * eps)^2 * raw energy of the column,
+#: eps the machine epsilon of the products (float32 or float64).
+CONST_ULPS = 64.0
+
+
+@dataclass(frozen=True, eq=False)
+class Diagnostics:
+    r"""Reliability diagnostics of one score matrix (paper §3.2).
+
+    Attributes
+    ----------
+    n_train, n_queries : int
+        ``M`` and ``T``.
+    kappa : float
+        Mean absolute inter-query correlation κ ∈ [0, 1] (Eq. kappa); NaN when fewer than
+        two columns vary.
+    r1, r2_5 : float
+        :math:`r_1` and :math:`r_{2:5} = r_2 + \dots + r_5` (Eq. ri).
+    p : float
+        Mean concentration ratio ∈ [0, 1] (Eq. p).
+    energy_ratios : tuple of float
+        :math:`(r_1, \dots, r_{n})`, ``n = n_energy`` (10 by default).
+    sigma1 : float
+        Largest singular value.
+    frobenius : float
+        :math:`\lVert S \rVert_F`.
+    v1 : numpy.ndarray [shape=(T,)]
+        Leading right (query-side) singular vector, :math:`\sum_j v_{1j} \ge 0`.
+    v1_constancy : float
+        :math:`|\sum_j v_{1j}| / \sqrt{T} \in [0, 1]`; 1 means :math:`v_1` is constant.
+    constant_columns : int
+        Columns left out of κ because they are constant (and, if all-zero, out of p).
+    constant_indices : numpy.ndarray [shape=(constant_columns,)] of int
+    u1 : numpy.ndarray [shape=(M,)] or None
+        Leading left (segment-side) singular vector :math:`S v_1 / \sigma_1` (``with_u1``).
+    """
+
+    n_train: int
+    n_queries: int
+    kappa: float
+    r1: float
+    r2_5: float
+    p: float
+    energy_ratios: tuple[float, ...]
+    sigma1: float
+    frobenius: float
+    v1: np.ndarray
+    v1_constancy: float
+    constant_columns: int
+    constant_indices: np.ndarray
+    u1: np.ndarray | None = None
+
+    def to_dict(self, *, vectors: bool = False) -> dict[str, Any]:
+        """JSON-ready mapping (NaN becomes ``None``); vectors only when ``vectors=True``."""
+
+        def num(x: float) -> float | None:
+            return None if not math.isfinite(x) else float(x)
+
+        out: dict[str, Any] = {
+            "n_train": self.n_train,
+            "n_queries": self.n_queries,
+            "kappa": num(self.kappa),
+            "r1": num(self.r1),
+            "r2_5": num(self.r2_5),
+            "p": num(self.p),
+            "energy_ratios": [float(r) for r in self.energy_ratios],
+            "sigma1": float(self.sigma1),
+            "frobenius": float(self.frobenius),
+            "v1_constancy": float(self.v1_constancy),
+            "constant_columns": self.constant_columns,
+        }
+        if vectors:
+            out["v1"] = self.v1.tolist()
+            out["u1"] = None if self.u1 is None else self.u1.tolist()
+            out["constant_indices"] = self.constant_indices.tolist()
+        return out
+
+    def collapsed(self, *, r1_min: float = 0.9, constancy_min: float = 0.9) -> bool:
+        """The paper's collapse reading: ``r1 >= r1_min`` and ``v1_constancy >= constancy_min``."""
+        return self.r1 >= r1_min and self.v1_constancy >= constancy_min
+
+
+def _check_dims(m: int, t: int) -> None:
+    if t < 2:
+        raise DataError(
+            expected_text("scores", "at least 2 queries (columns) for κ", f"{t} column(s)")
+        )
+    if m < 2:
+        raise DataError(expected_text("scores", "at least 2 training rows", f"{m} row(s)"))
+
+
+def _warn_constant(idx: np.ndarray, t: int) -> None:
+    if idx.size:
+        first = ", ".join(str(int(i)) for i in idx[:5]) + (", ..." if idx.size > 5 else "")
+        warnings.warn(
+            f"{idx.size} of {t} score columns are constant (columns {first}); their "
+            "correlation is undefined, so they are left out of kappa (and all-zero ones out of p)",
+            AriaWarning,
+            stacklevel=3,
+        )
+
+
+def _kappa_from_corr(corr_abs_sum: float, k: int) -> float:
+    return float(min(1.0, max(0.0, corr_abs_sum / (k * (k - 1)))))
+
+
+def diagnostics_from_stats(
+    stats: BlockStats, *, n_energy: int = 10, device: Any = None, u1: np.ndarray | None = None
+) -> Diagnostics:
+    r"""Finish the diagnostics from the sums of a Gram pass (:class:`BlockStats`).
+
+    Used by :func:`diagnose` and by the Dask path, which produce the same sums.
+    """
+    n_energy = check_int("n_energy", n_energy, min_value=1)
+    m, t = stats.n, stats.n_cols
+    _check_dims(m, t)
+    if stats.gram is None:
+        raise ValueError("diagnostics need BlockStats with the Gram matrix")
+    sumsq = stats.sum_squares
+    frob2 = float(sumsq.sum())
+    if not frob2 > 0.0:
+        raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
+
+    # κ (Eq. kappa): Pearson correlations of the non-constant columns
+    css = stats.centered_ss
+    constant = stats.constant_mask(ulps=CONST_ULPS)
+    const_idx = np.flatnonzero(constant)
+    _warn_constant(const_idx, t)
+    keep = ~constant
+    k = int(keep.sum())
+    if k < 2:
+        warnings.warn(
+            f"only {k} of {t} score columns vary: kappa is undefined (NaN)",
+            AriaWarning,
+            stacklevel=2,
+        )
+        kappa = float("nan")
+    else:
+        corr = stats.centered_gram()
+        if const_idx.size:
+            corr = corr[np.ix_(keep, keep)]
+        sd = np.sqrt(css[keep])
+        corr /= sd[:, None]
+        corr /= sd[None, :]
+        np.abs(corr, out=corr)
+        np.minimum(corr, 1.0, out=corr)
+        kappa = _kappa_from_corr(float(corr.sum() - np.trace(corr)), k)
+        del corr
+
+    # r_i (Eq. ri): eigenvalues of the Gram are sigma_i^2
+    values, vectors = top_eigenpairs(stats.raw_gram(), n_energy, device=device, overwrite=True)
+    total = max(frob2, float(values.sum()))
+    ratios = np.clip(values / total, 0.0, 1.0)
+    v1 = vectors[:, 0].copy()
+    sigma1 = float(np.sqrt(values[0]))
+
+    # p (Eq. p): mean over columns of M mu_j^2 / ||S_.j||^2 (all-zero columns left out)
+    colsum = stats.column_sums
+    nz = sumsq > 0
+    p = float(np.mean(np.clip(colsum[nz] ** 2 / (m * sumsq[nz]), 0.0, 1.0)))
+
+    return Diagnostics(
+        n_train=m,
+        n_queries=t,
+        kappa=kappa,
+        r1=float(ratios[0]),
+        r2_5=float(ratios[1:5].sum()),
+        p=p,
+        energy_ratios=tuple(float(r) for r in ratios),
+        sigma1=sigma1,
+        frobenius=math.sqrt(frob2),
+        v1=v1,
+        v1_constancy=float(min(1.0, abs(v1.sum()) / math.sqrt(t))),
+        constant_columns=int(const_idx.size),
+        constant_indices=const_idx,
+        u1=u1,
+    )
+
+
+def diagnose(
+    scores: Any,
+    *,
+    chunk_rows: int | None = None,
+    n_energy: int = 10,
+    with_u1: bool = False,
+    key: str | None = None,
+    compute_dtype: str | None = None,
+    device: Any = None,
+    n_threads: int | None = None,
+    client: Any = None,
+    progress: bool | None = None,
+) -> Diagnostics:
+    r"""Reliability diagnostics κ, r_i, p of a score matrix in one streaming pass.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        The segment-level score matrix ``(M, T)`` (``.npy``, ``.npz``, ``.pt``/``.pth`` or
+        zarr on disk; float16/32/64), never loaded whole.
+    chunk_rows : int, optional
+        Rows per streamed block (default: about 64 MB). Results do not depend on it beyond
+        rounding.
+    n_energy : int
+        How many energy ratios :math:`r_1..r_n` to report (default 10).
+    with_u1 : bool
+        Also compute :math:`u_1 = S v_1 / \sigma_1` (a second pass).
+    key : str, optional
+        Array to read from an ``.npz``/torch dict/zarr group.
+    compute_dtype : {None, "float32", "float64"}
+        Precision of the block products (default: float32 for float32/float16 input,
+        float64 for float64 input); accumulation is always float64.
+    device : str, optional
+        Torch device for the kernel (e.g. ``"cuda"``); default NumPy on the CPU.
+    n_threads : int, optional
+        Limit BLAS threads during the pass (default: the BLAS library's setting).
+    client : dask.distributed.Client, optional
+        Run the passes as Dask tasks over row ranges (:mod:`aria.scores.distributed`).
+    progress : bool, optional
+        Draw progress bars (default: when stderr is a terminal and ``ARIA_PROGRESS`` is
+        not ``0``).
+
+    Returns
+    -------
+    Diagnostics
+
+    Raises
+    ------
+    DataError
+        NaN/inf (naming the first bad row and column), fewer than 2 columns or rows,
+        an all-zero matrix.
+    FileFormatError
+        missing, truncated or unreadable files.
+
+    Warns
+    -----
+    AriaWarning
+        constant columns (left out of κ), or κ undefined.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> S = np.outer(rng.random(500) + 1, np.ones(8)) + 1e-3 * rng.standard_normal((500, 8))
+    >>> d = diagnose(S)
+    >>> round(d.r1, 3), round(d.kappa, 2), round(d.v1_constancy, 3)
+    (1.0, 1.0, 1.0)
+    """
+    n_energy = check_int("n_energy", n_energy, min_value=1)
+    if client is not None:
+        from aria.scores.distributed import diagnose_dask
+
+        return diagnose_dask(
+            scores,
+            client=client,
+            chunk_rows=chunk_rows,
+            n_energy=n_energy,
+            with_u1=with_u1,
+            key=key,
+            compute_dtype=compute_dtype,
+        )
+    src = as_source(scores, key=key)
+    _check_dims(*src.shape)
+    stats = stream_stats(
+        src,
+        chunk_rows=chunk_rows,
+        compute_dtype=compute_dtype,
+        device=device,
+        n_threads=n_threads,
+        progress=progress,
+    )
+    d = diagnostics_from_stats(stats, n_energy=n_energy, device=device)
+    if with_u1:
+        u1 = stream_matvec(src, d.v1, chunk_rows=chunk_rows, device=device, progress=progress)
+        d = _with_u1(d, u1 / d.sigma1)
+    return d
+
+
+def _with_u1(d: Diagnostics, u1: np.ndarray) -> Diagnostics:
+    from dataclasses import replace
+
+    return replace(d, u1=u1)
+
+
+def diagnose_exact(scores: Any, *, n_energy: int = 10, with_u1: bool = True) -> Diagnostics:
+    r"""In-memory reference: ``np.corrcoef`` for κ and ``np.linalg.svd`` for r_i, v_1, u_1.
+
+    Loads the whole matrix (``(M, T)``); the SVD runs in the input's precision (float32
+    input: float32 SVD). Constant columns are those with ``np.ptp == 0``. Used to test
+    :func:`diagnose` and as the naive route in the benchmark.
+    """
+    n_energy = check_int("n_energy", n_energy, min_value=1)
+    s = np.asarray(scores)
+    if s.ndim != 2:
+        raise DataError(expected_text("scores", "a 2-D matrix", f"shape {s.shape}"))
+    if s.dtype.kind != "f":
+        s = s.astype(np.float64)
+    m, t = s.shape
+    _check_dims(m, t)
+    if not np.isfinite(s).all():
+        i, j = np.argwhere(~np.isfinite(s))[0]
+        raise DataError(f"scores: expected finite scores, got {s[i, j]} at row {i}, column {j}")
+    constant = np.ptp(s, axis=0) == 0
+    const_idx = np.flatnonzero(constant)
+    _warn_constant(const_idx, t)
+    keep = ~constant
+    k = int(keep.sum())
+    if k >= 2:
+        c = np.corrcoef(s[:, keep], rowvar=False)
+        kappa = _kappa_from_corr(float(np.abs(c).sum() - np.trace(np.abs(c))), k)
+    else:
+        kappa = float("nan")
+    u, sv, vt = np.linalg.svd(s, full_matrices=False, compute_uv=True)
+    energy = sv.astype(np.float64) ** 2
+    frob2 = float(energy.sum())
+    if frob2 == 0.0:
+        raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
+    ratios = np.zeros(n_energy)
+    kk = min(n_energy, energy.size)
+    ratios[:kk] = energy[:kk] / frob2
+    v1 = vt[0].astype(np.float64)
+    sign = fix_sign(v1)
+    v1 *= sign
+    colsum = s.sum(axis=0, dtype=np.float64)
+    sumsq = np.einsum("ij,ij->j", s, s, dtype=np.float64)
+    nz = sumsq > 0
+    p = float(np.mean(colsum[nz] ** 2 / (m * sumsq[nz])))
+    return Diagnostics(
+        n_train=m,
+        n_queries=t,
+        kappa=kappa,
+        r1=float(ratios[0]),
+        r2_5=float(ratios[1:5].sum()),
+        p=p,
+        energy_ratios=tuple(float(r) for r in ratios),
+        sigma1=float(sv[0]),
+        frobenius=math.sqrt(frob2),
+        v1=v1,
+        v1_constancy=float(abs(v1.sum()) / math.sqrt(t)),
+        constant_columns=int(const_idx.size),
+        constant_indices=const_idx,
+        u1=(u[:, 0].astype(np.float64) * sign) if with_u1 else None,
+    )

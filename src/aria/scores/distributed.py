@@ -1,0 +1,300 @@
+r"""The score-matrix passes on a Dask cluster (``pip install 'aria-tda[scale]'``).
+
+The same kernel as the single-machine path (:func:`aria.scores.stats.block_stats`, streamed by
+:func:`~aria.scores.stats.stream_stats`) runs as one ``dask.delayed`` task per row range; each
+task re-opens the file-backed matrix itself (nothing large crosses the network), returns its
+float64 :class:`~aria.scores.stats.BlockStats`, and the partial sums are merged in float64 in
+a tree (``split_every`` at a time). All tasks share one shift vector (the first block's column
+means, read on the client), so the merge is exact addition. Dask arrays (and in-memory
+arrays) are reduced block by block in the same way.
+
+Why not ``x.T @ x`` on a dask array: it accumulates in the input precision and keeps several
+``T x T`` partials per worker (gigabytes at ``T ~ 7000``).
+
+A :class:`~dask.distributed.LocalCluster` with worker *processes* must be created under
+``if __name__ == "__main__":`` (workers are spawned and re-import the main module)::
+
+    from dask.distributed import Client, LocalCluster
+    from aria.diagnostics import diagnose
+
+    if __name__ == "__main__":
+        with LocalCluster(n_workers=4, threads_per_worker=1) as cluster, Client(cluster) as client:
+            d = diagnose("scores.zarr", client=client)
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from aria._checks import check_int
+from aria._optional import require
+from aria.errors import ParameterError, expected
+from aria.scores.readers import (
+    ArraySource,
+    ScoreSource,
+    _resolve_chunk_rows,
+    as_source,
+    block_dtype_for,
+    check_matrix_shape,
+    open_scores,
+)
+from aria.scores.stats import BlockStats, block_stats, locate_nonfinite, stream_matvec, stream_stats
+
+__all__ = ["diagnose_dask", "matvec_dask", "row_ranges", "stats_dask"]
+
+
+def row_ranges(n_rows: int, n_parts: int, align: int) -> list[tuple[int, int]]:
+    """Split ``0..n_rows`` into at most ``n_parts`` ranges whose starts are multiples of ``align``."""
+    n_blocks = -(-n_rows // align)
+    n_parts = max(1, min(n_parts, n_blocks))
+    edges = [min(n_rows, (n_blocks * i // n_parts) * align) for i in range(n_parts + 1)]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def _partition_stats(
+    path: str,
+    key: str | None,
+    start: int,
+    stop: int,
+    shift: np.ndarray,
+    chunk_rows: int,
+    gram: bool,
+    moments: int,
+    compute_dtype: str | None,
+) -> BlockStats:
+    src = open_scores(path, key=key)
+    try:
+        return stream_stats(
+            src,
+            chunk_rows=chunk_rows,
+            gram=gram,
+            moments=moments,
+            shift=shift,
+            start=start,
+            stop=stop,
+            compute_dtype=compute_dtype,
+            prefetch=False,
+            progress=False,
+        )
+    finally:
+        src.close()
+
+
+def _array_block_stats(
+    block: Any, start: int, shift: np.ndarray, gram: bool, moments: int, compute_dtype: str | None
+) -> BlockStats:
+    arr = np.asarray(block)
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    elif arr.dtype.itemsize < 4:
+        arr = arr.astype(np.float32)
+    with np.errstate(all="ignore"):
+        st = block_stats(arr, shift=shift, gram=gram, moments=moments, compute_dtype=compute_dtype)
+    if not (np.isfinite(st.s1).all() and np.isfinite(st.s2).all()):
+        raise locate_nonfinite(arr, start)
+    return st
+
+
+def _merge(*parts: BlockStats) -> BlockStats:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.merge(p)
+    return out
+
+
+def _tree_merge(parts: list[Any], split_every: int) -> Any:
+    import dask
+
+    merge = dask.delayed(_merge, pure=True)
+    while len(parts) > 1:
+        parts = [merge(*parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
+    return parts[0]
+
+
+def _compute(obj: Any, client: Any) -> Any:
+    import dask
+
+    if client is not None:
+        return client.gather(client.compute(obj))
+    return dask.compute(obj)[0]
+
+
+def _n_parts(client: Any, n_partitions: int | None) -> int:
+    if n_partitions is not None:
+        return check_int("n_partitions", n_partitions, min_value=1)
+    if client is not None:
+        try:
+            return max(1, 2 * sum(client.nthreads().values()))
+        except Exception:  # pragma: no cover - exotic clients
+            return 4
+    return 4
+
+
+def _dask_array(scores: Any) -> Any | None:
+    """The input as a dask array when it is one (or an in-memory array), else None."""
+    mod = type(scores).__module__
+    if mod.startswith("dask"):
+        return scores
+    if isinstance(scores, ArraySource):
+        return scores.array
+    if isinstance(scores, np.ndarray):
+        return scores
+    return None
+
+
+def stats_dask(
+    scores: Any,
+    *,
+    client: Any = None,
+    chunk_rows: int | None = None,
+    n_partitions: int | None = None,
+    gram: bool = True,
+    moments: int = 2,
+    key: str | None = None,
+    compute_dtype: str | None = None,
+    split_every: int = 4,
+) -> BlockStats:
+    r"""One Gram/moment pass as Dask tasks; same result as :func:`~aria.scores.stats.stream_stats`.
+
+    Parameters
+    ----------
+    scores : path, file-backed ScoreSource, dask.array.Array or numpy.ndarray
+        ``(M, T)``. Files are re-opened inside each task (workers need the same path).
+    client : dask.distributed.Client, optional
+        Default: the current Dask scheduler.
+    chunk_rows : int, optional
+        Rows per block inside a task (and the alignment of the row ranges).
+    n_partitions : int, optional
+        Number of row-range tasks (default: twice the cluster's threads).
+    gram, moments, compute_dtype
+        As in :func:`~aria.scores.stats.block_stats`.
+    split_every : int
+        Fan-in of the float64 merge tree.
+    """
+    require("dask", "scale", purpose="running the score passes on a Dask cluster")
+    import dask
+
+    split_every = check_int("split_every", split_every, min_value=2)
+    arr = _dask_array(scores)
+    if arr is not None:
+        x = _as_dask_rows(arr, chunk_rows)
+        first = np.asarray(x.blocks[0, 0].compute(), dtype=np.float64)
+        if not np.isfinite(first).all():
+            raise locate_nonfinite(first, 0)
+        shift = first.mean(axis=0)
+        starts = np.concatenate([[0], np.cumsum(x.chunks[0])[:-1]])
+        task = dask.delayed(_array_block_stats, pure=True)
+        parts = [
+            task(blk, int(s), shift, gram, moments, compute_dtype)
+            for blk, s in zip(x.to_delayed()[:, 0], starts, strict=True)
+        ]
+        return _compute(_tree_merge(parts, split_every), client)
+    src = as_source(scores, key=key)
+    if src.path is None:
+        raise ParameterError(
+            expected(
+                "scores",
+                "a file-backed matrix, a dask array or a numpy array for the Dask path",
+                src.describe(),
+            )
+        )
+    rows = src.chunk_rows(chunk_rows)
+    first = src.read_rows(0, min(rows, src.n_rows))
+    if not np.isfinite(first).all():
+        raise locate_nonfinite(first, 0)
+    shift = first.mean(axis=0, dtype=np.float64)
+    task = dask.delayed(_partition_stats, pure=True)
+    parts = [
+        task(str(src.path), src.key, a, b, shift, rows, gram, moments, compute_dtype)
+        for a, b in row_ranges(src.n_rows, _n_parts(client, n_partitions), rows)
+    ]
+    return _compute(_tree_merge(parts, split_every), client)
+
+
+def _as_dask_rows(arr: Any, chunk_rows: int | None) -> Any:
+    """A dask array of ``arr`` in row blocks spanning all columns."""
+    import dask.array as da
+
+    is_dask = type(arr).__module__.startswith("dask")
+    if not is_dask:
+        arr = np.asarray(arr)
+    m, t = check_matrix_shape(arr.shape)
+    block_dtype_for(arr.dtype)
+    rows = _resolve_chunk_rows(chunk_rows, (m, t), arr.dtype)
+    if not is_dask:
+        return da.from_array(arr, chunks=(rows, t))
+    if chunk_rows is not None:
+        return arr.rechunk({0: rows, 1: -1})
+    return arr if arr.chunks[1] == (t,) else arr.rechunk({1: -1})
+
+
+def _partition_matvec(
+    path: str, key: str | None, start: int, stop: int, v: np.ndarray, rows: int
+) -> np.ndarray:
+    src = open_scores(path, key=key)
+    try:
+        return stream_matvec(src, v, chunk_rows=rows, start=start, stop=stop, progress=False)
+    finally:
+        src.close()
+
+
+def matvec_dask(
+    scores: Any,
+    v: np.ndarray,
+    *,
+    client: Any = None,
+    chunk_rows: int | None = None,
+    n_partitions: int | None = None,
+    key: str | None = None,
+) -> np.ndarray:
+    r""":math:`S v` ``(M,)`` in float64 as Dask tasks over row ranges (or dask-array blocks)."""
+    require("dask", "scale", purpose="running the score passes on a Dask cluster")
+    import dask
+
+    arr = _dask_array(scores)
+    vec = np.asarray(v, dtype=np.float64)
+    if arr is not None:
+        x = _as_dask_rows(arr, chunk_rows)
+        return np.asarray(_compute(x.astype(np.float64) @ vec, client))
+    src: ScoreSource = as_source(scores, key=key)
+    rows = src.chunk_rows(chunk_rows)
+    task = dask.delayed(_partition_matvec, pure=True)
+    parts = [
+        task(str(src.path), src.key, a, b, vec, rows)
+        for a, b in row_ranges(src.n_rows, _n_parts(client, n_partitions), rows)
+    ]
+    return np.concatenate(_compute(parts, client))
+
+
+def diagnose_dask(
+    scores: Any,
+    *,
+    client: Any = None,
+    chunk_rows: int | None = None,
+    n_energy: int = 10,
+    with_u1: bool = False,
+    key: str | None = None,
+    compute_dtype: str | None = None,
+    n_partitions: int | None = None,
+) -> Any:
+    """:func:`aria.diagnostics.diagnose` with its passes run as Dask tasks (see module docstring)."""
+    from aria.diagnostics import _with_u1, diagnostics_from_stats
+
+    stats = stats_dask(
+        scores,
+        client=client,
+        chunk_rows=chunk_rows,
+        n_partitions=n_partitions,
+        key=key,
+        compute_dtype=compute_dtype,
+    )
+    d = diagnostics_from_stats(stats, n_energy=n_energy)
+    if with_u1:
+        u = matvec_dask(
+            scores, d.v1, client=client, chunk_rows=chunk_rows, n_partitions=n_partitions, key=key
+        )
+        d = _with_u1(d, u / d.sigma1)
+    return d

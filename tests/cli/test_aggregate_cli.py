@@ -1,0 +1,113 @@
+"""``aria aggregate``: S_track written with ids and manifest; errors leave nothing behind."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aria.cli import main
+from aria.manifest import read_manifest
+from aria.scores import aggregate_exact, open_scores, save_scores, segment_codes
+
+
+@pytest.fixture
+def inputs(rng, tmp_path):
+    tracks = np.repeat([f"song{i}" for i in range(30)], 4)
+    s = rng.standard_normal((120, 5)) * 3 + 1
+    path = save_scores(s, tmp_path / "seg.npy")
+    pd.DataFrame({"track_id": tracks}).to_csv(tmp_path / "map.csv", index=False)
+    return s, tracks, path, tmp_path / "map.csv"
+
+
+@pytest.mark.parametrize("method", ["zscore", "rank"])
+@pytest.mark.parametrize("suffix", [".npy", ".zarr"])
+def test_writes_s_track(inputs, tmp_path, capsys, method, suffix):
+    s, tracks, path, seg_map = inputs
+    out = tmp_path / f"track{suffix}"
+    rc = main(
+        [
+            "aggregate",
+            str(path),
+            "--segments",
+            str(seg_map),
+            "--normalize",
+            method,
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
+    assert rc == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["n_tracks"] == 30 and rec["normalize"] == method
+    got = open_scores(out)
+    codes, ids = segment_codes(tracks, n_rows=120)
+    np.testing.assert_allclose(got.to_numpy(), aggregate_exact(s, codes, 30, method), atol=1e-10)
+    assert got.row_ids.tolist() == ids.tolist()
+    assert read_manifest(out)["parameters"]["normalize"] == method
+
+
+def test_auto_residual_identity_and_tracks(inputs, tmp_path, capsys):
+    _, tracks, path, seg_map = inputs
+    assert (
+        main(
+            [
+                "aggregate",
+                str(path),
+                "--normalize",
+                "auto",
+                "--residual",
+                "--out",
+                str(tmp_path / "id.npy"),
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "auto: median excess kurtosis" in out and "rank-1 residual" in out
+    assert open_scores(tmp_path / "id.npy").shape == (120, 5)
+    known = sorted(set(tracks), reverse=True)
+    (tmp_path / "tracks.txt").write_text("\n".join(known) + "\n")
+    assert (
+        main(
+            [
+                "aggregate",
+                str(path),
+                "--segments",
+                str(seg_map),
+                "--tracks",
+                str(tmp_path / "tracks.txt"),
+                "--out",
+                str(tmp_path / "t.npy"),
+            ]
+        )
+        == 0
+    )
+    assert open_scores(tmp_path / "t.npy").row_ids.tolist() == known
+
+
+def test_errors_leave_no_output(inputs, tmp_path, capsys):
+    s, tracks, path, seg_map = inputs
+    pd.DataFrame({"track_id": tracks[:-1]}).to_csv(tmp_path / "short.csv", index=False)
+    s_bad = s.copy()
+    s_bad[7, 3] = np.inf
+    bad = save_scores(s_bad, tmp_path / "bad.npy")
+    cases = [
+        (["--segments", str(tmp_path / "short.csv")], "one track id per score row (120), got 119"),
+        (["--segments", str(tmp_path / "none.csv")], "no such file"),
+        (["--segments", str(seg_map), "--normalize", "rank"], None),  # bad scores below
+    ]
+    for extra, message in cases:
+        src = bad if message is None else path
+        out = tmp_path / "out.npy"
+        assert main(["aggregate", str(src), *extra, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("aria aggregate: error:")
+        assert (message or "row 7, column 3") in err[0]
+        assert not out.exists()
+        assert not list(tmp_path.glob(".out.npy*"))
+    assert main(["aggregate", str(path), "--out", str(tmp_path / "x.h5")]) == 2
+    assert "out: expected a path ending in .npy or .zarr" in capsys.readouterr().err

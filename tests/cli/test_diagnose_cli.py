@@ -1,0 +1,112 @@
+"""``aria diagnose``: JSON and table output, one-line errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from aria.cli import main
+from aria.diagnostics import diagnose
+from aria.scores import save_scores
+
+
+@pytest.fixture
+def scores_file(rng, tmp_path):
+    s = rng.standard_normal((400, 12)).astype(np.float32) + np.outer(rng.random(400), np.ones(12))
+    return s, save_scores(s, tmp_path / "scores.npy")
+
+
+def test_json_output(scores_file, capsys):
+    s, path = scores_file
+    assert main(["diagnose", str(path), "--json", "--chunk-rows", "64"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    for key in (
+        "n_train",
+        "n_queries",
+        "kappa",
+        "r1",
+        "r2_5",
+        "p",
+        "energy_ratios",
+        "constant_columns",
+    ):
+        assert key in rec
+    assert (rec["n_train"], rec["n_queries"]) == (400, 12)
+    assert len(rec["energy_ratios"]) == 10
+    ref = diagnose(s)
+    assert rec["kappa"] == pytest.approx(ref.kappa, rel=1e-9)
+    assert rec["r1"] == pytest.approx(ref.r1, rel=1e-9)
+    assert rec["p"] == pytest.approx(ref.p, rel=1e-9)
+
+
+def test_table_output(scores_file, capsys):
+    _, path = scores_file
+    assert main(["diagnose", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "400 training segments x 12 queries" in out
+    for label in ("kappa", "r1", "r2:5", "p ", "v1 constancy", "energy ratios"):
+        assert label in out
+
+
+def test_key_and_constant_columns(rng, tmp_path, capsys):
+    s = rng.standard_normal((50, 4))
+    s[:, 0] = 1.0
+    np.savez(tmp_path / "m.npz", a=s, b=s * 2)
+    assert main(["diagnose", str(tmp_path / "m.npz"), "--key", "b", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["constant_columns"] == 1
+    warn = captured.err.strip().splitlines()
+    assert warn == [
+        "aria diagnose: warning: 1 of 4 score columns are constant (columns 0); their correlation "
+        "is undefined, so they are left out of kappa (and all-zero ones out of p)"
+    ]
+    assert main(["diagnose", str(tmp_path / "m.npz"), "--json"]) == 2
+    assert "pass key= (--key)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "missing.npy", "no such file or directory"),
+        (lambda d: (d / "junk.npy").write_bytes(b"junk") and d / "junk.npy", "not a readable .npy"),
+        (
+            lambda d: (
+                np.save(d / "nan.npy", np.where(np.eye(5, 3) > 0, np.nan, 1.0)) or d / "nan.npy"
+            ),
+            "got nan at row 0, column 0",
+        ),
+        (lambda d: np.save(d / "zero.npy", np.zeros((5, 3))) or d / "zero.npy", "all-zero matrix"),
+        (lambda d: np.save(d / "one.npy", np.ones((5, 1))) or d / "one.npy", "at least 2 queries"),
+        (lambda d: np.save(d / "v.npy", np.ones(5)) or d / "v.npy", "2-D matrix"),
+    ],
+)
+def test_errors_are_one_line(tmp_path, capsys, make, message):
+    path = make(tmp_path)
+    assert main(["diagnose", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("aria diagnose: error:")
+    assert message in err[0]
+
+
+def test_bad_flag_value(scores_file, capsys):
+    _, path = scores_file
+    assert main(["diagnose", str(path), "--chunk-rows", "0"]) == 2
+    assert "chunk_rows: expected an integer >= 1, got 0" in capsys.readouterr().err
+
+
+def test_console_script_prints_no_traceback(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "aria.cli", "diagnose", str(tmp_path / "nope.npy")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("aria diagnose: error: FileFormatError")

@@ -1,0 +1,83 @@
+"""Leading singular triple and the streamed rank-1 residual (paper §4.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aria.diagnostics import diagnose
+from aria.errors import DataError, ParameterError
+from aria.scores import Rank1, rank1, residual, save_scores
+from aria.scores.lowrank import fix_sign, top_eigenpairs
+
+
+def svd_rank1(s):
+    u, sv, vt = np.linalg.svd(s, full_matrices=False)
+    sign = fix_sign(vt[0])
+    return sv, u[:, 0] * sign, vt[0] * sign
+
+
+def test_rank1_matches_svd(rng, tmp_path):
+    s = rng.standard_normal((300, 8)) + np.outer(rng.random(300), rng.random(8)) * 4
+    sv, u1, v1 = svd_rank1(s)
+    path = save_scores(s, tmp_path / "s.npy")
+    for src in (s, path):
+        r = rank1(src, chunk_rows=33)
+        assert r.sigma1 == pytest.approx(sv[0], rel=1e-12)
+        np.testing.assert_allclose(r.v1, v1, atol=1e-10)
+        np.testing.assert_allclose(r.u1, u1, atol=1e-10)
+        assert r.v1.sum() >= 0
+        assert np.linalg.norm(r.u1) == pytest.approx(1.0)
+
+
+def test_residual_rows_and_spectrum(rng, tmp_path):
+    s = rng.standard_normal((200, 6)) @ np.diag([5, 3, 2, 1, 1, 0.5]) + 2
+    sv, u1, v1 = svd_rank1(s)
+    res = residual(save_scores(s, tmp_path / "s.npy"), chunk_rows=17)
+    assert res.shape == s.shape and res.block_dtype == np.float64
+    expected = s - sv[0] * np.outer(u1, v1)
+    np.testing.assert_allclose(res.to_numpy(), expected, atol=1e-9)
+    np.testing.assert_allclose(
+        np.concatenate([b for _, b in res.iter_chunks(23)]), expected, atol=1e-9
+    )
+    # the residual's leading energy is sigma_2^2 of the original
+    d = diagnose(res)
+    assert d.sigma1 == pytest.approx(sv[1], rel=1e-9)
+    assert d.r1 == pytest.approx(sv[1] ** 2 / (sv[1:] ** 2).sum(), rel=1e-9)
+    # orthogonal to v1: (S - s1 u1 v1^T) v1 = 0
+    np.testing.assert_allclose(res.to_numpy() @ v1, 0, atol=1e-9)
+
+
+def test_residual_with_precomputed_rank1(rng):
+    s = rng.standard_normal((50, 4))
+    d = diagnose(s, with_u1=True)
+    r = Rank1(d.sigma1, d.u1, d.v1)
+    np.testing.assert_allclose(residual(s, rank1=r).to_numpy(), residual(s).to_numpy(), atol=1e-12)
+    with pytest.raises(ParameterError, match="rank1: expected a Rank1"):
+        residual(s, rank1=(1.0, d.u1, d.v1))
+    with pytest.raises(ParameterError, match="rank1: expected vectors of shapes"):
+        residual(s[:10], rank1=r)
+
+
+def test_sign_convention():
+    assert fix_sign(np.array([0.5, -0.2])) == 1.0
+    assert fix_sign(np.array([-0.5, 0.2])) == -1.0
+    assert fix_sign(np.array([0.0, -1.0, 1.0])) == -1.0  # tie: first non-zero made positive
+    assert fix_sign(np.zeros(3)) == 1.0
+
+
+def test_top_eigenpairs_subset_equals_full(rng):
+    a = rng.standard_normal((40, 12))
+    g = a.T @ a
+    w_full, v_full = top_eigenpairs(g, 12)
+    w3, v3 = top_eigenpairs(g, 3)
+    np.testing.assert_allclose(w3, w_full[:3], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(v3), np.abs(v_full[:, :3]), atol=1e-10)
+    w20, _ = top_eigenpairs(g, 20)
+    assert w20.shape == (20,) and np.all(w20[12:] == 0)
+    np.testing.assert_allclose(w_full, np.sort(np.linalg.eigvalsh(g))[::-1], rtol=1e-10)
+
+
+def test_rank1_of_zero_matrix():
+    with pytest.raises(DataError, match="all-zero"):
+        rank1(np.zeros((5, 3)))
