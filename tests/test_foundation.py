@@ -142,3 +142,13 @@ def test_read_table_columns_and_filters(tmp_path):
     hom = pd.DataFrame({c: [1, 2] for c in TABLES["homogeneity"].columns})
     write_table(tmp_path, "homogeneity", hom)
     assert len(read_table(tmp_path, "homogeneity", filters=[("K", "in", [2])])) == 1
+
+
+def test_top_level_api_is_lazy_and_complete():
+    import aria
+
+    for name in aria.__all__:
+        assert getattr(aria, name) is not None, name
+    assert aria.diagnose.__module__ == "aria.diagnostics"
+    with pytest.raises(AttributeError):
+        aria.nope  # noqa: B018
