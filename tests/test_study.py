@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.errors import DataError
+from aria.errors import DataError, ParameterError
 from aria.features.registry import features as registry_features
 from aria.features.store import write_store
 from aria.results import read_results_meta, read_table
@@ -150,3 +150,50 @@ def test_cli_homogeneity_one_setting(tmp_path, rng):
     assert (out / "report.html").stat().st_size > 10_000
     hom = read_table(out, "homogeneity")
     assert set(hom.K) == {5, 10} and set(hom.setting) == {"scores"}
+
+
+def test_study_without_segment_map_matches_store_by_position(tmp_path, rng):
+    study = _make_study(tmp_path, rng)
+    # one score row per store track, no row ids, no segment map: matched by position
+    s = rng.normal(size=(N_TRACKS, N_QUERIES)).astype(np.float32)
+    np.save(tmp_path / "plain.npy", s)
+    text = study.read_text().replace('scores = "scores.npy"\nsegments = "segments.csv"', 'scores = "plain.npy"')
+    study.write_text(text)
+    out = run_study(load_study(study), quiet=True)
+    topk = read_table(out, "topk")
+    assert topk["track_id"].str.startswith("t").all()
+    np.save(tmp_path / "plain.npy", s[:-1])
+    with pytest.raises(DataError, match="no row ids"):
+        run_study(load_study(study), quiet=True)
+
+
+def test_shuffled_segment_map_with_row_column(tmp_path, rng):
+    """A map listing segments out of order (with their score row) gives the same results."""
+    study = _make_study(tmp_path, rng)
+    out1 = run_study(load_study(study), quiet=True, output=tmp_path / "r1")
+    seg = pd.read_csv(tmp_path / "segments.csv").rename(columns={"segment": "row"})
+    seg.sample(frac=1.0, random_state=0).to_csv(tmp_path / "segments.csv", index=False)
+    out2 = run_study(load_study(study), quiet=True, output=tmp_path / "r2")
+    h1, h2 = read_table(out1, "homogeneity"), read_table(out2, "homogeneity")
+    pd.testing.assert_frame_equal(h1, h2)
+
+
+def test_input_mistakes_are_found_before_any_work(tmp_path, rng):
+    study = _make_study(tmp_path, rng)
+    study.write_text(study.read_text().replace('confound = ["genre"]', 'confound = ["genre", "tempo"]'))
+    with pytest.raises(DataError, match="tempo"):
+        run_study(load_study(study), quiet=True)
+    assert not (tmp_path / "results" / ".cache").exists()
+    assert not any((tmp_path / "results").glob("*.csv"))
+    study.write_text(study.read_text().replace('confound = ["genre", "tempo"]', "").replace("K = [5, 10, 20]", "K = [10, 500]"))
+    with pytest.raises(ParameterError, match="group sizes up to"):
+        run_study(load_study(study), quiet=True)
+
+
+def test_auto_normalisation_is_resolved_once_and_recorded(tmp_path, rng):
+    study = _make_study(tmp_path, rng)
+    study.write_text(study.read_text().replace('normalize = "zscore"', 'normalize = "auto"'))
+    out = run_study(load_study(study), quiet=True)
+    rel = read_table(out, "reliability").iloc[0]
+    assert rel.normalize == "auto" and rel.normalize_used in {"zscore", "rank"}
+    assert read_results_meta(out)["settings"][0]["normalize_used"] == rel.normalize_used

@@ -83,3 +83,14 @@ def test_not_toml(tmp_path):
         parse_study("a = = 1")
     with pytest.raises(FileFormatError, match="no such file"):
         load_study(tmp_path / "nope.toml")
+
+
+def test_study_to_toml_round_trip(tmp_path):
+    from aria.study_config import study_to_toml
+
+    (tmp_path / "s.toml").write_text(GOOD.replace('method = "TRAK"', 'method = "TR\\"AK"'))
+    s = load_study(tmp_path / "s.toml")
+    back = parse_study(study_to_toml(s, header="made by a test"))
+    assert back.settings == s.settings
+    assert back.params() | {"feature_store": ""} == s.params() | {"feature_store": ""}
+    assert back.settings[0].method == 'TR"AK'

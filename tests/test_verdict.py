@@ -87,3 +87,10 @@ def test_rank_settings_needs_every_verdict():
     with pytest.raises(ParameterError, match="verdict for every setting"):
         rank_settings({"a": 1.0}, {})
     assert rank_settings({"a": 1.0}, {"a": Verdict("ok", "")})[0]["rank"] == 1
+
+
+def test_undefined_kappa_is_suspect_not_an_error():
+    for k in (None, float("nan")):
+        v = classify(kappa=k, r1=0.3, r2_5=0.1, p=0.1)
+        assert v.label == "suspect" and "kappa undefined" in v.reason
+    assert classify(kappa=None, r1=0.99, r2_5=0.0, p=0.0, v1_constancy=1.0).label == "collapsed"

@@ -372,7 +372,11 @@ def run_demo(
 
         res = lds_score(open_scores(scores[m]).to_numpy(), subsets, outputs)
         lds_values[m] = float(res.mean)
-        lds_rows.append(res.to_row(m))
+        row = res.to_row(m)
+        # standard error of the mean over queries: differences between methods smaller than
+        # about twice this are within the noise of the LDS estimate
+        row["lds_se"] = float(res.sd) / np.sqrt(max(int(res.n_queries), 1))
+        lds_rows.append(row)
     write_table(results, "lds", pd.DataFrame(lds_rows))
     rel = read_table(results, "reliability").set_index("setting")
     diags = {m: {d: float(rel.loc[m, d]) for d in DIAGNOSTICS} for m in methods}
@@ -425,17 +429,21 @@ def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> Non
     meta_k = hom["K"].max() if 300 not in set(hom["K"]) else 300
     h = hom[(hom.variant == "original") & (hom.K == meta_k)].pivot(index="setting", columns="channel", values="zbar")
     chans = [c for c in ("melody", "harmony", "rhythm", "dynamic", "texture") if c in h.columns]
-    head = f"{'Method':<10}{'LDS':>7}{'r1':>7}{'r2:5':>7}{'p':>8}{'kappa':>7}  " + "".join(f"{c[:4]:>7}" for c in chans)
+    head = f"{'Method':<10}{'LDS':>7}{'±SE':>7}{'r1':>7}{'r2:5':>7}{'p':>8}{'kappa':>7}  " + "".join(f"{c[:4]:>7}" for c in chans)
     print(f"\nTable 1 layout (z-bar at K={meta_k}):")
     print(head)
     for m in rel.index:
         row = rel.loc[m]
         zs = "".join(f"{h.loc[m, c]:>+7.2f}" for c in chans)
-        print(f"{m:<10}{lds.loc[m, 'lds']:>7.3f}{row.r1:>7.3f}{row.r2_5:>7.3f}{row.p:>8.4f}{row.kappa:>7.3f}  {zs}"
+        print(f"{m:<10}{lds.loc[m, 'lds']:>7.3f}{lds.loc[m, 'lds_se']:>7.3f}{row.r1:>7.3f}{row.r2_5:>7.3f}{row.p:>8.4f}{row.kappa:>7.3f}  {zs}"
               f"  [{row.verdict}]")
     agree = read_table(results, "agreement")
     print("\nRank agreement with LDS (Spearman / Kendall of -diagnostic vs LDS):")
     for _, r in agree.iterrows():
         print(f"  {r.methods:<6}{r.diagnostic:<7}{r.spearman:>+6.2f} / {r.kendall:>+6.2f}  (n={r.n_methods})")
+    undefined = [c for c in chans if h[c].isna().all()]
+    if undefined:
+        print(f"\nChannel(s) {', '.join(undefined)}: z undefined — the features are constant over this corpus "
+              "(music21's chorales carry no dynamics markings; see --collections).")
     print("\nStage wall times (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     print(f"Results: {results}")

@@ -29,13 +29,14 @@ import os
 import platform
 import re
 import time
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aria._io import read_json, write_json
+from aria._io import read_json, remove_path, write_json
 from aria._stages import Stage, file_fingerprint
 from aria.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
 from aria.study_config import SettingSpec, StudySpec, load_study
@@ -135,26 +136,42 @@ def _track_ids_of(src: Any, store: Any, setting: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 
 
-def _s_track(setting: SettingSpec, *, residual: bool, out: Path, chunk_rows: int | None, progress: bool | None) -> Any:
-    """S_track (original or residual) written under ``out``; returns its ScoreSource."""
+def _s_track(setting: SettingSpec, store: Any, *, normalize: str, residual: bool, out: Path,
+             chunk_rows: int | None, progress: bool | None) -> Any:
+    """S_track (original or residual) written under ``out``; returns its ScoreSource.
+
+    ``normalize`` is the method actually applied (``auto`` is resolved once on the original and
+    the same method is used for the residual, so the two differ only by the rank-1 part).
+    Without a segment map, a score matrix that carries no row ids is matched to the feature
+    store by position (it must have one row per store track).
+    """
     from aria.scores import aggregate, open_scores, save_scores
     from aria.scores import residual as residual_source
 
-    if setting.normalize == "none":
+    src = open_scores(setting.scores, key=setting.key)
+    segments: Any = setting.segments
+    if segments is None and src.row_ids is None:
+        if src.shape[0] != len(store):
+            raise DataError(
+                f"setting {setting.name!r}: the score matrix has {src.shape[0]} rows and no row ids, and no "
+                f"segment map was given; the feature store has {len(store)} tracks. Give segments = a "
+                "segment -> track map, or save the scores with row ids"
+            )
+        segments = np.asarray(store.track_ids).astype(str)
+    if normalize == "none":
         if setting.segments is not None:
             raise ParameterError(
                 f"setting {setting.name!r}: normalize='none' needs one segment per track (no segment map); "
                 "choose zscore, rank or auto"
             )
-        src = open_scores(setting.scores, key=setting.key)
         if not residual:
             return src
         res = residual_source(src, chunk_rows=chunk_rows)
         save_scores(res, out, method=setting.method, stage=setting.stage,
                     parameters={"variant": "residual", "normalize": "none"}, row_ids=src.row_ids)
         return open_scores(out)
-    return aggregate(setting.scores, key=setting.key, segments=setting.segments, normalize=setting.normalize,
-                     residual=residual, out=out, chunk_rows=chunk_rows, progress=progress)
+    return aggregate(src, segments=segments, normalize=normalize, residual=residual, out=out,
+                     chunk_rows=chunk_rows, progress=progress)
 
 
 def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k: int) -> Any:
@@ -277,7 +294,6 @@ def _run_setting(
     import pandas as pd
 
     from aria.diagnostics import diagnose
-    from aria.scores import open_scores
     from aria.similarity import prepare_channels
 
     if not Path(setting.scores).exists():
@@ -317,51 +333,56 @@ def _run_setting(
     tables: dict[str, list[Any]] = {"homogeneity": [], "query_z": [], "pairs": [], "topk": [], "null": []}
     alignment: list[dict[str, Any]] = []
     variants = ("original", "residual") if spec.residual else ("original",)
-    channels = list(spec.channels) if spec.channels else None
-    for variant in variants:
-        t0 = time.perf_counter()
-        _log(f"{setting.name}: S_track ({variant})", quiet=quiet)
-        s_track = _s_track(setting, residual=variant == "residual", out=work / f"s_track_{variant}.npy",
-                           chunk_rows=spec.chunk_rows, progress=progress)
-        src = open_scores(s_track) if isinstance(s_track, (str, os.PathLike)) else s_track
-        track_ids = _track_ids_of(src, store, setting.name)
-        rows, present = _align_tracks(track_ids, store, max_missing=spec.max_missing_fraction, setting=setting.name)
-        key = np.where(present, rows, -1).tobytes()
-        if key not in prepared_cache:  # features re-indexed to these rows, prepared once per run
-            prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0), channels=channels)
-        prepared = prepared_cache[key]
-        from aria.homogeneity import feature_pool
-
-        pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
-        timings[f"s_track_{variant}"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        _log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})", quiet=quiet)
-        null = _null_for(nulls, prepared, pool, rows, spec, progress)
-        vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress)
-        for name, df in vt.items():
-            df.insert(0, "variant", variant)
-            df.insert(0, "setting", setting.name)
-            tables[name].append(df)
-        nf = null.to_frame()
-        nf.insert(0, "variant", variant)
-        nf.insert(0, "setting", setting.name)
-        tables["null"].append(nf)
-        timings[f"homogeneity_{variant}"] = time.perf_counter() - t0
-        if variant == "original":
+    normalize_used = setting.normalize
+    d["normalize_used"] = normalize_used
+    try:
+        channels = list(spec.channels) if spec.channels else None
+        for variant in variants:
             t0 = time.perf_counter()
-            alignment = _alignment_rows(src, store, rows, present, list(prepared), spec.chunk_rows)
-            timings["alignment"] = time.perf_counter() - t0
+            _log(f"{setting.name}: S_track ({variant})", quiet=quiet)
+            src = _s_track(setting, store, normalize=normalize_used, residual=variant == "residual",
+                           out=work / f"s_track_{variant}.npy", chunk_rows=spec.chunk_rows, progress=progress)
+            if variant == "original" and normalize_used == "auto":
+                normalize_used = str(((src.manifest or {}).get("parameters") or {}).get("normalize", "auto"))
+                d["normalize_used"] = normalize_used
+            track_ids = _track_ids_of(src, store, setting.name)
+            rows, present = _align_tracks(track_ids, store, max_missing=spec.max_missing_fraction, setting=setting.name)
+            key = np.where(present, rows, -1).tobytes()
+            if key not in prepared_cache:  # features re-indexed to these rows, prepared once per run
+                prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0), channels=channels)
+            prepared = prepared_cache[key]
+            from aria.homogeneity import feature_pool
 
-    out: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings}
-    write_json(work / "diagnostics.json", d)
-    write_json(work / "alignment.json", alignment)
-    for name, parts in tables.items():
-        df = pd.concat(parts, ignore_index=True)
-        df.to_parquet(work / f"{name}.parquet", index=False)
-        out[name] = df
-    for f in work.glob("s_track_*"):
-        if f.is_file():
-            f.unlink()
+            pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
+            timings[f"s_track_{variant}"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            _log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})", quiet=quiet)
+            null = _null_for(nulls, prepared, pool, rows, spec, progress)
+            vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress)
+            for name, df in vt.items():
+                df.insert(0, "variant", variant)
+                df.insert(0, "setting", setting.name)
+                tables[name].append(df)
+            nf = null.to_frame()
+            nf.insert(0, "variant", variant)
+            nf.insert(0, "setting", setting.name)
+            tables["null"].append(nf)
+            timings[f"homogeneity_{variant}"] = time.perf_counter() - t0
+            if variant == "original":
+                t0 = time.perf_counter()
+                alignment = _alignment_rows(src, store, rows, present, list(prepared), spec.chunk_rows)
+                timings["alignment"] = time.perf_counter() - t0
+
+        out: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings}
+        write_json(work / "diagnostics.json", d)
+        write_json(work / "alignment.json", alignment)
+        for name, parts in tables.items():
+            df = pd.concat(parts, ignore_index=True)
+            df.to_parquet(work / f"{name}.parquet", index=False)
+            out[name] = df
+    finally:  # S_track files are N x T float64: never leave them behind
+        for f in work.glob("s_track_*"):
+            remove_path(f)
     stage.complete(timings=timings)
     return out
 
@@ -401,10 +422,9 @@ def run_study(
     pathlib.Path
         The results folder.
     """
-    import pandas as pd
 
     from aria.features.store import FeatureStore
-    from aria.results import write_results_meta, write_table
+    from aria.results import write_results_meta
 
     spec = study if isinstance(study, StudySpec) else load_study(study)
     out = Path(output) if output is not None else spec.output
@@ -416,20 +436,84 @@ def run_study(
         raise DataError(expected("feature_store", f"a {spec.modality} feature store", f"a {store.modality} store"))
     store_fp = file_fingerprint(spec.feature_store)
 
+    queries = _check_inputs(spec, store)
+
     nulls: dict[str, Any] = {}
     prepared_cache: dict[bytes, Any] = {}
     results: dict[str, dict[str, Any]] = {}
-    n_queries_seen: int | None = None
-    queries = None
     for setting in spec.settings:
         res = _run_setting(setting, spec, store, store_fp, out / CACHE, nulls, prepared_cache,
                            progress=progress, quiet=quiet)
         results[setting.name] = res
-        nq = int(res["diagnostics"]["n_queries"])
-        if n_queries_seen is None:
-            n_queries_seen = nq
-    if spec.queries is not None and n_queries_seen is not None:
-        queries = _read_queries(spec.queries, n_queries_seen)
+
+    staging = out / f".staging-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        meta = _write_tables(staging, spec, store, results, queries, t_start)
+        _publish(staging, out)
+    finally:
+        remove_path(staging)
+    write_results_meta(out, {**meta, **(extra_meta or {})})
+    want_report = spec.report if report is None else report
+    if want_report:
+        from aria.report import write_report
+
+        written = write_report(out)
+        _log(f"report: {written.html}", quiet=quiet)
+    _log(f"results: {out}", quiet=quiet)
+    return out
+
+
+def _check_inputs(spec: StudySpec, store: Any) -> Any:
+    """Everything that can be checked before hours of work: files, shapes, K, queries, confounds."""
+    from aria.scores import open_scores
+
+    n_queries = {}
+    for setting in spec.settings:
+        if not Path(setting.scores).exists():
+            raise FileFormatError(f"setting {setting.name!r}: scores: no such file: {str(setting.scores)!r}")
+        if setting.segments is not None and not Path(setting.segments).exists():
+            raise FileFormatError(f"setting {setting.name!r}: segments: no such file: {str(setting.segments)!r}")
+        n_queries[setting.name] = int(open_scores(setting.scores, key=setting.key).shape[1])
+    if max(spec.K) > len(store):
+        raise ParameterError(expected("K", f"group sizes up to the {len(store)} tracks of the feature store", max(spec.K)))
+    if spec.confound and spec.queries is None:
+        raise ParameterError("confound: needs a queries file (queries = ...) holding those columns")
+    if spec.queries is None:
+        return None
+    if len(set(n_queries.values())) > 1:
+        raise DataError(f"queries: one queries file needs settings with the same number of queries, got {n_queries}")
+    queries = _read_queries(spec.queries, next(iter(n_queries.values())))
+    missing = [c for c in spec.confound if c not in queries.columns]
+    if missing:
+        raise DataError(expected("confound", f"columns of the queries file {list(queries.columns)}", missing))
+    return queries
+
+
+#: Tables this runner writes (others, e.g. lds/agreement/sensitivity from the demo or a sweep, are left alone).
+RUN_TABLES = ("reliability", "homogeneity", "query_z", "pairs", "topk", "ranking", "alignment", "null",
+              "queries", "confound", "tracks")
+
+
+def _publish(staging: Path, out: Path) -> None:
+    """Move the finished tables into ``out``; drop this runner's tables an earlier run left and this one did not make."""
+    from aria.results import TABLES
+
+    made = {f.name for f in staging.iterdir()}
+    for name in sorted(made):
+        os.replace(staging / name, out / name)
+    for name in RUN_TABLES:
+        filename = TABLES[name].filename
+        if filename not in made and (out / filename).exists():
+            remove_path(out / filename)
+
+
+def _write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict[str, Any]], queries: Any,
+                  t_start: float) -> dict[str, Any]:
+    """Write every table of the results folder into ``out``; return the results.json content."""
+    import pandas as pd
+
+    from aria.results import write_table
 
     # ---- tables -----------------------------------------------------------------------
     verdicts: dict[str, Verdict] = {}
@@ -442,7 +526,8 @@ def run_study(
                "n_train": d["n_train"], "n_queries": d["n_queries"], "kappa": d["kappa"], "r1": d["r1"],
                "r2_5": d["r2_5"], "p": d["p"], "v1_constancy": d.get("v1_constancy"),
                "constant_columns": d.get("constant_columns", 0), "verdict": v.label, "verdict_reason": v.reason,
-               "normalize": setting.normalize}
+               "normalize": setting.normalize,
+               "normalize_used": d.get("normalize_used", setting.normalize)}
         for i, r in enumerate(d.get("energy_ratios", [])[:10]):
             row[f"energy_{i + 1}"] = r
         rel_rows.append(row)
@@ -482,8 +567,6 @@ def run_study(
                     conf_rows.append({"setting": s.name, "variant": variant, "K": spec.K_report, **r})
         if conf_rows:
             write_table(out, "confound", pd.DataFrame(conf_rows))
-    elif spec.confound:
-        raise ParameterError("confound: needs a queries file (queries = ...) with those columns")
 
     meta_df = store.metadata
     if meta_df is not None and len(meta_df):
@@ -500,11 +583,13 @@ def run_study(
         write_table(out, "tracks", tracks)
 
     timings = {s.name: results[s.name]["timings"] for s in spec.settings}
-    meta = {
+    return {
         "study": spec.params(),
         "settings": [
-            {"name": s.name, "method": s.method, "stage": s.stage, "normalize": s.normalize, "scores": str(s.scores),
-             "segments": None if s.segments is None else str(s.segments), "verdict": verdicts[s.name].label}
+            {"name": s.name, "method": s.method, "stage": s.stage, "normalize": s.normalize,
+             "normalize_used": results[s.name]["diagnostics"].get("normalize_used", s.normalize),
+             "scores": str(s.scores), "segments": None if s.segments is None else str(s.segments),
+             "verdict": verdicts[s.name].label}
             for s in spec.settings
         ],
         "channels": {c: [f.name for f in fs] for c, fs in _channels(store, spec).items()},
@@ -512,17 +597,6 @@ def run_study(
         "timings": {"settings": timings, "total": round(time.perf_counter() - t_start, 3)},
         "notes": [],
     }
-    if extra_meta:
-        meta.update(extra_meta)
-    write_results_meta(out, meta)
-    want_report = spec.report if report is None else report
-    if want_report:
-        from aria.report import write_report
-
-        written = write_report(out)
-        _log(f"report: {written.html}", quiet=quiet)
-    _log(f"results: {out}", quiet=quiet)
-    return out
 
 
 def _channels(store: Any, spec: StudySpec) -> dict[str, list[Any]]:

@@ -42,7 +42,7 @@ from typing import Any
 from aria.errors import FileFormatError, ParameterError
 from aria.features.registry import MODALITIES
 
-__all__ = ["SettingSpec", "StudySpec", "load_study", "parse_study"]
+__all__ = ["SettingSpec", "StudySpec", "load_study", "parse_study", "study_to_toml", "validate_study"]
 
 DEFAULT_K = (20, 50, 100, 200, 300, 400, 500)
 NORMALIZE = ("zscore", "rank", "auto", "none")
@@ -294,3 +294,61 @@ def load_study(path: str | os.PathLike[str]) -> StudySpec:
         raise FileFormatError(f"study: cannot read {str(p)!r}: {exc}") from None
     spec = parse_study(text, base_dir=p.parent, source=str(p))
     return StudySpec(**{**spec.__dict__, "path": p})
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    text = str(value)
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
+
+
+def study_to_toml(spec: StudySpec, *, header: str | None = None) -> str:
+    """The study file text of ``spec`` (absolute paths); :func:`parse_study` reads it back equal."""
+    lines = [f"# {line}" for line in (header or "").splitlines()]
+    top: dict[str, Any] = {
+        "name": spec.name,
+        "modality": spec.modality,
+        "feature_store": str(Path(spec.feature_store).absolute()),
+        "output": str(Path(spec.output).absolute()),
+        "K": list(spec.K),
+        "K_report": spec.K_report,
+        "B": spec.B,
+        "seed": spec.seed,
+        "n_bootstrap": spec.n_bootstrap,
+        "residual": spec.residual,
+        "max_missing_fraction": spec.max_missing_fraction,
+        "report": spec.report,
+    }
+    if spec.queries is not None:
+        top["queries"] = str(Path(spec.queries).absolute())
+    if spec.confound:
+        top["confound"] = list(spec.confound)
+    if spec.channels is not None:
+        top["channels"] = list(spec.channels)
+    if spec.chunk_rows is not None:
+        top["chunk_rows"] = spec.chunk_rows
+    lines += [f"{k} = {_toml_value(v)}" for k, v in top.items()]
+    for s in spec.settings:
+        lines += ["", "[[setting]]", f"name = {_toml_value(s.name)}", f"method = {_toml_value(s.method)}",
+                  f"stage = {_toml_value(s.stage)}", f"scores = {_toml_value(str(Path(s.scores).absolute()))}",
+                  f"normalize = {_toml_value(s.normalize)}"]
+        if s.segments is not None:
+            lines.append(f"segments = {_toml_value(str(Path(s.segments).absolute()))}")
+        if s.key is not None:
+            lines.append(f"key = {_toml_value(s.key)}")
+    return "\n".join(lines) + "\n"
+
+
+def validate_study(spec: StudySpec, *, source: str = "study") -> StudySpec:
+    """Validate a programmatically built :class:`StudySpec` with the same checks as a study file.
+
+    The spec is written as TOML and parsed back, so every rule lives in :func:`parse_study`;
+    errors name the key (``source:line: key: expected ..., got ...``).
+    """
+    return parse_study(study_to_toml(spec), source=source)

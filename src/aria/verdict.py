@@ -80,7 +80,7 @@ class Verdict:
 
 def classify(
     *,
-    kappa: float,
+    kappa: float | None,
     r1: float,
     r2_5: float,
     p: float,
@@ -92,7 +92,9 @@ def classify(
     Parameters
     ----------
     kappa, r1, r2_5, p : float in [0, 1]
-        Reliability diagnostics of :math:`S^{\mathrm{seg}}` (paper Eqs. 1-3).
+        Reliability diagnostics of :math:`S^{\mathrm{seg}}` (paper Eqs. 1-3). ``kappa`` may be
+        ``None``/NaN (undefined when fewer than two query columns vary): the setting is then
+        at best ``suspect``.
     v1_constancy : float in [0, 1], optional
         :math:`|\sum_j v_{1j}|/\sqrt{T}`; ``None`` when unknown, in which case rule 2 of
         ``collapsed`` uses :math:`r_1` and :math:`p` alone.
@@ -103,7 +105,9 @@ def classify(
     Verdict
     """
     t = thresholds or VerdictThresholds()
-    kappa = check_float("kappa", kappa, min_value=0.0, max_value=1.0 + 1e-9)
+    kappa_known = not (kappa is None or (isinstance(kappa, float) and math.isnan(kappa)))
+    if kappa_known:
+        kappa = check_float("kappa", kappa, min_value=0.0, max_value=1.0 + 1e-9)
     r1 = check_float("r1", r1, min_value=0.0, max_value=1.0 + 1e-9)
     r2_5 = check_float("r2_5", r2_5, min_value=0.0, max_value=1.0 + 1e-9)
     p = check_float("p", p, min_value=0.0, max_value=1.0 + 1e-9)
@@ -112,7 +116,7 @@ def classify(
     else:
         v1_constancy = None
 
-    if kappa >= t.kappa_collapsed:
+    if kappa_known and kappa >= t.kappa_collapsed:
         return Verdict(
             "collapsed",
             f"kappa={kappa:.3f} >= {t.kappa_collapsed}: queries share one score profile",
@@ -130,8 +134,10 @@ def classify(
         reasons.append(f"r1={r1:.3f} >= {t.r1_suspect} (rank-1 dominant; compare the residual)")
     if p >= t.p_offset:
         reasons.append(f"p={p:.3f} >= {t.p_offset} (per-query offset dominates)")
-    if kappa >= t.kappa_suspect:
+    if kappa_known and kappa >= t.kappa_suspect:
         reasons.append(f"kappa={kappa:.3f} >= {t.kappa_suspect}")
+    if not kappa_known:
+        reasons.append("kappa undefined (fewer than two non-constant query columns)")
     if reasons:
         return Verdict("suspect", "; ".join(reasons))
     return Verdict("ok", f"kappa={kappa:.3f}, r1={r1:.3f}, r2_5={r2_5:.3f}, p={p:.3f}")

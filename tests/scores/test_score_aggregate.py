@@ -212,3 +212,19 @@ def test_refuses_to_overwrite_its_input(seg, tmp_path):
     with pytest.raises(FileFormatError, match="refusing to overwrite the matrix being read"):
         aggregate(path, segments=tracks, out=path)
     np.testing.assert_array_equal(open_scores(path).to_numpy(), s)
+
+
+def test_segment_column_without_row_ids_is_a_row_index(tmp_path):
+    import pandas as pd
+
+    from aria.scores import aggregate
+
+    s = np.arange(8, dtype=float).reshape(4, 2)
+    pd.DataFrame({"segment": [2, 0, 1, 3], "track_id": ["c", "a", "b", "d"]}).to_csv(tmp_path / "m.csv", index=False)
+    out = aggregate(s, segments=tmp_path / "m.csv", normalize="zscore")
+    assert list(out.row_ids) == ["a", "b", "c", "d"]
+    z = (s - s.mean(0)) / s.std(0)
+    np.testing.assert_allclose(out.to_numpy(), z)
+    pd.DataFrame({"segment": ["x", "y", "z", "w"], "track_id": list("abcd")}).to_csv(tmp_path / "n.csv", index=False)
+    with pytest.raises(DataError, match="no row ids"):
+        aggregate(s, segments=tmp_path / "n.csv", normalize="zscore")

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import sys
-import warnings
-from collections.abc import Iterator
 from typing import Any
 
 from aria.cli._common import add_progress_flag, print_json
@@ -89,44 +85,25 @@ def _read_tracks(path: str) -> list[str]:
     return [line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-@contextlib.contextmanager
-def _warnings_as_lines() -> Iterator[None]:
-    """Show ARIA's warnings as one line each on stderr (no source lines)."""
-    from aria.errors import AriaWarning
-
-    caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", AriaWarning)
-            yield
-    finally:  # replay outside the recording context (else showwarning would record again)
-        for w in caught:
-            if issubclass(w.category, AriaWarning):
-                print(f"aria aggregate: warning: {w.message}", file=sys.stderr)
-            else:
-                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-
-
 def run(args: argparse.Namespace) -> int:
     from aria.scores import aggregate
     from aria.scores.normalization import KURTOSIS_THRESHOLD
 
-    with _warnings_as_lines():
-        result = aggregate(
-            args.scores,
-            segments=args.segments,
-            normalize=args.normalize,
-            residual=args.residual,
-            out=args.out,
-            chunk_rows=args.chunk_rows,
-            tracks=None if args.tracks is None else _read_tracks(args.tracks),
-            key=args.key,
-            kurtosis_threshold=KURTOSIS_THRESHOLD
-            if args.kurtosis_threshold is None
-            else args.kurtosis_threshold,
-            tmp_dir=args.tmp_dir,
-            progress=args.progress,
-        )
+    result = aggregate(
+        args.scores,
+        segments=args.segments,
+        normalize=args.normalize,
+        residual=args.residual,
+        out=args.out,
+        chunk_rows=args.chunk_rows,
+        tracks=None if args.tracks is None else _read_tracks(args.tracks),
+        key=args.key,
+        kurtosis_threshold=KURTOSIS_THRESHOLD
+        if args.kurtosis_threshold is None
+        else args.kurtosis_threshold,
+        tmp_dir=args.tmp_dir,
+        progress=args.progress,
+    )
 
     params = (result.manifest or {}).get("parameters", {})
     summary = {

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import sys
-import warnings
-from collections.abc import Iterator
 from typing import Any
 
 from aria.cli._common import add_progress_flag, print_json
@@ -82,37 +78,18 @@ def format_table(d: Any, source: str) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def _warnings_as_lines() -> Iterator[None]:
-    """Show ARIA's warnings as one line each on stderr (no source lines)."""
-    from aria.errors import AriaWarning
-
-    caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", AriaWarning)
-            yield
-    finally:  # replay outside the recording context (else showwarning would record again)
-        for w in caught:
-            if issubclass(w.category, AriaWarning):
-                print(f"aria diagnose: warning: {w.message}", file=sys.stderr)
-            else:
-                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-
-
 def run(args: argparse.Namespace) -> int:
     from aria.diagnostics import diagnose
 
-    with _warnings_as_lines():
-        d = diagnose(
-            args.scores,
-            chunk_rows=args.chunk_rows,
-            n_energy=args.n_energy,
-            key=args.key,
-            compute_dtype=args.compute_dtype,
-            device=args.device,
-            progress=args.progress,
-        )
+    d = diagnose(
+        args.scores,
+        chunk_rows=args.chunk_rows,
+        n_energy=args.n_energy,
+        key=args.key,
+        compute_dtype=args.compute_dtype,
+        device=args.device,
+        progress=args.progress,
+    )
     if args.json:
         print_json(d.to_dict())
     else:

@@ -43,37 +43,29 @@ def run(args: argparse.Namespace) -> int:
 
     from aria.features.store import FeatureStore
     from aria.study import run_study
-    from aria.study_config import parse_study
+    from aria.study_config import SettingSpec, StudySpec, validate_study
 
     store = FeatureStore.open(args.features)
     method = args.method or Path(args.scores).stem
-
-    def q(v: object) -> str:
-        return '"' + str(Path(v).absolute()).replace("\\", "\\\\").replace('"', '\\"') + '"'  # type: ignore[arg-type]
-
-    lines = [
-        f"modality = \"{store.modality}\"",
-        f"feature_store = {q(args.features)}",
-        f"output = {q(args.out)}",
-        f"K = {list(args.K)}",
-        f"B = {args.B}",
-        f"seed = {args.seed}",
-        f"n_bootstrap = {args.bootstrap}",
-        f"residual = {'true' if args.residual else 'false'}",
-        f"report = {'true' if args.report else 'false'}",
-    ]
-    if args.k_report is not None:
-        lines.append(f"K_report = {args.k_report}")
-    if args.queries:
-        lines.append(f"queries = {q(args.queries)}")
-    if args.confound:
-        lines.append("confound = [" + ", ".join(f'"{c}"' for c in args.confound) + "]")
-    lines += ["", "[[setting]]", f"method = \"{method}\"", f"scores = {q(args.scores)}",
-              f"normalize = \"{args.normalize}\""]
-    if args.segments:
-        lines.append(f"segments = {q(args.segments)}")
-    if args.key:
-        lines.append(f"key = \"{args.key}\"")
-    spec = parse_study("\n".join(lines) + "\n", source="aria homogeneity")
-    run_study(spec, progress=args.progress)
+    ks = tuple(sorted(set(args.K)))
+    spec = StudySpec(
+        path=None,
+        name=f"aria homogeneity {method}",
+        modality=store.modality,
+        feature_store=Path(args.features),
+        output=Path(args.out),
+        settings=(SettingSpec(name=method, method=method, stage="-", scores=Path(args.scores),
+                              segments=None if args.segments is None else Path(args.segments),
+                              normalize=args.normalize, key=args.key),),
+        K=ks,
+        K_report=args.k_report if args.k_report is not None else (300 if 300 in ks else ks[-1]),
+        B=args.B,
+        seed=args.seed,
+        n_bootstrap=args.bootstrap,
+        residual=args.residual,
+        queries=None if args.queries is None else Path(args.queries),
+        confound=tuple(args.confound),
+        report=args.report,
+    )
+    run_study(validate_study(spec, source="aria homogeneity"), progress=args.progress)
     return 0

@@ -301,11 +301,16 @@ def _table_html(t: ReportTable) -> str:
     if t.name == "sensitivity":
         return sensitivity_html(t)
     if t.name == "lds":
-        return generic_html(t, [("method", "Method", None), ("lds", "LDS ↑", _fmt.fixed), ("lds_sd", "SD", _fmt.fixed),
-                                ("n_subsets", "Subsets", _fmt.integer), ("n_queries", "Queries", _fmt.integer)])
+        cols = [("method", "Method", None), ("lds", "LDS ↑", _fmt.fixed), ("lds_sd", "SD over queries", _fmt.fixed)]
+        if "lds_se" in t.df.columns:
+            cols.append(("lds_se", "SE of the mean", _fmt.fixed))
+        return generic_html(t, cols + [("n_subsets", "Subsets", _fmt.integer), ("n_queries", "Queries", _fmt.integer)])
     if t.name == "agreement":
-        return generic_html(t, [("diagnostic", "Diagnostic", None), ("spearman", "Spearman", _fmt.fixed),
-                                ("kendall", "Kendall", _fmt.fixed), ("n_methods", "Methods", _fmt.integer)])
+        cols = [("diagnostic", "Diagnostic", None), ("spearman", "Spearman", _fmt.fixed),
+                ("kendall", "Kendall", _fmt.fixed), ("n_methods", "Methods", _fmt.integer)]
+        if "order" in t.df.columns:
+            cols.append(("order", "Methods compared", None))
+        return generic_html(t, cols)
     if t.name == "null":
         return generic_html(t, [("K", "K", _fmt.integer), ("channel", "Channel", None), ("feature", "Feature ('*' = channel)", None),
                                 ("mu", "μ", _fmt.general), ("sigma", "σ", _fmt.general), ("B", "B", _fmt.integer)])

@@ -19,8 +19,9 @@ The segment → track map
 - a CSV (``.csv``, ``.tsv``) or Parquet (``.parquet``/``.pq``) table, or a ``.npy`` array /
   ``.txt`` file (one id per line, no header) of track ids in row order. A table needs a
   ``track_id`` column (or exactly one column). Rows are matched by a
-  ``row`` column (0-based row index) if present, else by a ``segment_id`` column against the
-  score matrix's ``row_ids`` if both exist, else by position (the table must have ``M`` rows).
+  ``row`` column (0-based row index) if present, else by a ``segment_id``/``segment`` column
+  against the score matrix's ``row_ids`` if it has them (an integer ``segment`` column is read
+  as row indices when it has none), else by position (the table must have ``M`` rows).
 
 Tracks appear in ``S_track`` in the order of ``tracks=`` when given (every segment's track must
 be among them, and each of them must have a segment), else in order of first appearance.
@@ -221,6 +222,15 @@ def _rows_from_table(df: Any, *, n_rows: int, row_ids: np.ndarray | None) -> np.
                 expected(
                     "segments", "integer row indices in column 'row'", df[row_col].iloc[:3].tolist()
                 )
+            ) from None
+    elif seg_col is not None and row_ids is None:
+        # no row ids to match against: integer segment values are row indices, others an error
+        try:
+            rows = np.asarray(df[seg_col].to_numpy(), dtype=np.int64)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"segments: column {seg_col!r} holds segment ids but the score matrix has no row ids to "
+                "match them against; give a 'row' column (0-based score row) or save the scores with row ids"
             ) from None
     elif seg_col is not None and row_ids is not None:
         seg = _ids(df[seg_col].to_numpy(), "segments.segment_id")
