@@ -159,33 +159,6 @@ def agreement_table(lds: dict[str, float], diagnostics: dict[str, dict[str, floa
     return pd.DataFrame(rows)
 
 
-def _study_toml(*, features: Path, scores: dict[str, Path], queries: Path, output: Path, ks: list[int],
-                k_report: int, settings: DemoSettings) -> str:
-    def q(p: Path) -> str:
-        return '"' + str(p).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    lines = [
-        "# Written by `aria demo`; rerun with `aria run` to reanalyse the same score matrices.",
-        'name = "ARIA demo: MusicTransformer on music21 Bach chorales"',
-        'modality = "symbolic"',
-        f"feature_store = {q(features)}",
-        f"output = {q(output)}",
-        f"K = {ks}",
-        f"K_report = {k_report}",
-        f"B = {settings.B}",
-        f"seed = {settings.seed}",
-        f"n_bootstrap = {settings.n_bootstrap}",
-        "residual = true",
-        f"queries = {q(queries)}",
-        'confound = ["mode"]',
-        "",
-    ]
-    for method, path in scores.items():
-        # segment-level training instances: S_track = S_seg (paper §3.1), no normalisation
-        lines += ["[[setting]]", f'method = "{method}"', f"scores = {q(path)}", 'normalize = "none"', ""]
-    return "\n".join(lines)
-
-
 def run_demo(
     out: str | os.PathLike[str] = "aria-demo",
     *,
@@ -359,11 +332,21 @@ def run_demo(
     qmeta["label"] = qmeta["query_id"] + " — " + qmeta["title"].astype(str)
     queries_csv = root / "queries.csv"
     write_text(queries_csv, qmeta.to_csv(index=False))
-    study_file = root / "study.toml"
-    write_text(study_file, _study_toml(features=feat_dir / "store", scores=scores, queries=queries_csv,
-                                       output=results, ks=ks, k_report=k_report, settings=settings))
+    from aria.study_config import SettingSpec, StudySpec, study_to_toml, validate_study
+
+    spec = validate_study(StudySpec(
+        path=None, name="ARIA demo: MusicTransformer on music21 Bach chorales", modality="symbolic",
+        feature_store=feat_dir / "store", output=results,
+        # segment-level training instances: S_track = S_seg (paper §3.1), no normalisation
+        settings=tuple(SettingSpec(name=m, method=m, stage="-", scores=path, normalize="none")
+                       for m, path in scores.items()),
+        K=tuple(ks), K_report=k_report, B=settings.B, seed=settings.seed, n_bootstrap=settings.n_bootstrap,
+        residual=True, queries=queries_csv, confound=("mode",),
+    ), source="aria demo")
+    write_text(root / "study.toml", study_to_toml(
+        spec, header="Written by `aria demo`; `aria run` on this file reanalyses the same score matrices."))
     t0 = time.perf_counter()
-    run_study(study_file, report=False, progress=progress, quiet=quiet)
+    run_study(spec, report=False, progress=progress, quiet=quiet)
     run.timings["aria"] = round(time.perf_counter() - t0, 2)
 
     lds_rows, lds_values = [], {}

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aria.attribution import lds, model_outputs, run_methods  # noqa: E402
+from aria.attribution import lds_reference, lds, model_outputs, run_methods  # noqa: E402
 from aria.bench.model import ModelConfig  # noqa: E402
 from aria.bench.train import TrainConfig, retrain_subsets, train_ensemble, train_model  # noqa: E402
 
@@ -52,7 +52,9 @@ def test_all_methods_and_lds_on_the_bench_model(bench):
         assert r.scores.shape == (40, 6) and np.isfinite(r.scores).all(), name
         assert (bench["root"] / "scores" / f"{name}.npy").is_file()
         val = lds(r.scores, retrains.indices, outputs)
-        assert np.isfinite(val.mean) and -1 <= val.mean <= 1
+        ref = lds_reference(r.scores, retrains.indices, outputs)
+        np.testing.assert_allclose(val.per_query, ref.per_query, rtol=1e-12, atol=1e-12)
+        assert np.isfinite(val.mean)
 
 
 @pytest.mark.slow
