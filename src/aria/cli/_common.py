@@ -11,7 +11,7 @@ from typing import Any
 
 from aria.errors import AriaError
 
-__all__ = ["add_progress_flag", "handle_errors", "install_warning_format", "print_json"]
+__all__ = ["add_progress_flag", "add_score_reading_flags", "handle_errors", "install_warning_format", "print_json"]
 
 EXIT_USAGE = 2
 
@@ -76,6 +76,14 @@ def print_json(obj: Any) -> None:
     from aria._io import _json_default
 
     print(json.dumps(obj, indent=2, default=_json_default))
+
+
+def add_score_reading_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--chunk-rows N`` and ``--key NAME`` (how a score matrix is read)."""
+    parser.add_argument("--chunk-rows", type=int, default=None, metavar="N",
+                        help="rows per streamed block (default: about 64 MB)")
+    parser.add_argument("--key", default=None, metavar="NAME",
+                        help="array to read from an .npz, a torch dict or a zarr group")
 
 
 def add_progress_flag(parser: argparse.ArgumentParser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria.cli._common import add_progress_flag, print_json
+from aria.cli._common import add_progress_flag, add_score_reading_flags, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -47,19 +47,7 @@ def register(subparsers: Any) -> None:
         metavar="FILE",
         help="known track ids in output order (a text file, one per line)",
     )
-    p.add_argument(
-        "--chunk-rows",
-        type=int,
-        default=None,
-        metavar="N",
-        help="rows per streamed block (default: about 64 MB)",
-    )
-    p.add_argument(
-        "--key",
-        default=None,
-        metavar="NAME",
-        help="array to read from an .npz, a torch dict or a zarr group",
-    )
+    add_score_reading_flags(p)
     p.add_argument(
         "--kurtosis-threshold",
         type=float,

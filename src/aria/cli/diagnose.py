@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria.cli._common import add_progress_flag, print_json
+from aria.cli._common import add_progress_flag, add_score_reading_flags, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -21,19 +21,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("scores", metavar="SCORES", help="score matrix file or zarr store")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
-    p.add_argument(
-        "--chunk-rows",
-        type=int,
-        default=None,
-        metavar="N",
-        help="rows per streamed block (default: about 64 MB)",
-    )
-    p.add_argument(
-        "--key",
-        default=None,
-        metavar="NAME",
-        help="array to read from an .npz, a torch dict or a zarr group",
-    )
+    add_score_reading_flags(p)
     p.add_argument(
         "--n-energy",
         type=int,
