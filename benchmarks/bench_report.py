@@ -47,7 +47,6 @@ def build(root: Path, *, T: int, depth: int, n_tracks: int, seed: int = 0) -> di
     write_table(root, "reliability", rel)
     tracks = np.array([f"fma_{i:06d}" for i in range(n_tracks)])
     sv = [(s, v) for s in names for v in ("original", "residual")]
-    cat = pd.CategoricalDtype
 
     # topk: (settings x variants x T x depth) rows
     n = len(sv) * T * depth

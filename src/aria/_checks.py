@@ -74,7 +74,7 @@ def check_choice(name: str, value: Any, choices: Collection[T]) -> T:
     if value not in choices:
         listed = ", ".join(repr(c) for c in choices)
         raise ParameterError(expected(name, f"one of {listed}", value))
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def check_int_list(name: str, value: Any, *, min_value: int | None = None) -> list[int]:

@@ -43,7 +43,7 @@ import numpy as np
 from aria._checks import check_choice, check_int
 from aria._io import write_text
 from aria._stages import Stage, params_digest
-from aria.errors import ParameterError, expected
+from aria.errors import DataError, ParameterError, expected
 
 __all__ = ["DEMO_METHODS", "DemoSettings", "agreement_table", "run_demo"]
 
@@ -322,7 +322,7 @@ def run_demo(
     # 7. ARIA -----------------------------------------------------------------------------
     import pandas as pd
 
-    from aria.results import read_table, write_results_meta, write_table
+    from aria.results import write_results_meta, write_table
     from aria.study import run_study
 
     ks, k_report = settings.ks(n_train)
@@ -361,7 +361,7 @@ def run_demo(
         row["lds_se"] = float(res.sd) / np.sqrt(max(int(res.n_queries), 1))
         lds_rows.append(row)
     write_table(results, "lds", pd.DataFrame(lds_rows))
-    rel = read_table(results, "reliability").set_index("setting")
+    rel = _table(results, "reliability").set_index("setting")
     diags = {m: {d: float(rel.loc[m, d]) for d in DIAGNOSTICS} for m in methods}
     agree = agreement_table(lds_values, diags)
     write_table(results, "agreement", agree)
@@ -403,12 +403,19 @@ def _corpus(d: Path, cfg: Any, progress: bool | None) -> dict[str, Any]:
     return {"n_train": int(c.train_tokens.shape[0]), "n_failed": int(c.n_failed)}
 
 
-def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> None:
+def _table(results: Path, name: str) -> Any:
     from aria.results import read_table
 
-    rel = read_table(results, "reliability").set_index("setting")
-    lds = read_table(results, "lds").set_index("method")
-    hom = read_table(results, "homogeneity")
+    df = read_table(results, name)
+    if df is None:
+        raise DataError(f"results: {name} table missing from {str(results)!r}")
+    return df
+
+
+def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> None:
+    rel = _table(results, "reliability").set_index("setting")
+    lds = _table(results, "lds").set_index("method")
+    hom = _table(results, "homogeneity")
     meta_k = hom["K"].max() if 300 not in set(hom["K"]) else 300
     h = hom[(hom.variant == "original") & (hom.K == meta_k)].pivot(index="setting", columns="channel", values="zbar")
     chans = [c for c in ("melody", "harmony", "rhythm", "dynamic", "texture") if c in h.columns]
@@ -420,7 +427,7 @@ def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> Non
         zs = "".join(f"{h.loc[m, c]:>+7.2f}" for c in chans)
         print(f"{m:<10}{lds.loc[m, 'lds']:>7.3f}{lds.loc[m, 'lds_se']:>7.3f}{row.r1:>7.3f}{row.r2_5:>7.3f}{row.p:>8.4f}{row.kappa:>7.3f}  {zs}"
               f"  [{row.verdict}]")
-    agree = read_table(results, "agreement")
+    agree = _table(results, "agreement")
     print("\nRank agreement with LDS (Spearman / Kendall of -diagnostic vs LDS):")
     for _, r in agree.iterrows():
         print(f"  {r.methods:<6}{r.diagnostic:<7}{r.spearman:>+6.2f} / {r.kendall:>+6.2f}  (n={r.n_methods})")

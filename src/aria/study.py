@@ -373,18 +373,18 @@ def _run_setting(
                 alignment = _alignment_rows(src, store, rows, present, list(prepared), spec.chunk_rows)
                 timings["alignment"] = time.perf_counter() - t0
 
-        out: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings}
+        result: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings}
         write_json(work / "diagnostics.json", d)
         write_json(work / "alignment.json", alignment)
         for name, parts in tables.items():
             df = pd.concat(parts, ignore_index=True)
             df.to_parquet(work / f"{name}.parquet", index=False)
-            out[name] = df
+            result[name] = df
     finally:  # S_track files are N x T float64: never leave them behind
         for f in work.glob("s_track_*"):
             remove_path(f)
     stage.complete(timings=timings)
-    return out
+    return result
 
 
 # --------------------------------------------------------------------------------------

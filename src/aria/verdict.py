@@ -106,8 +106,7 @@ def classify(
     """
     t = thresholds or VerdictThresholds()
     kappa_known = not (kappa is None or (isinstance(kappa, float) and math.isnan(kappa)))
-    if kappa_known:
-        kappa = check_float("kappa", kappa, min_value=0.0, max_value=1.0 + 1e-9)
+    k = check_float("kappa", kappa, min_value=0.0, max_value=1.0 + 1e-9) if kappa_known else float("nan")
     r1 = check_float("r1", r1, min_value=0.0, max_value=1.0 + 1e-9)
     r2_5 = check_float("r2_5", r2_5, min_value=0.0, max_value=1.0 + 1e-9)
     p = check_float("p", p, min_value=0.0, max_value=1.0 + 1e-9)
@@ -116,10 +115,10 @@ def classify(
     else:
         v1_constancy = None
 
-    if kappa_known and kappa >= t.kappa_collapsed:
+    if kappa_known and k >= t.kappa_collapsed:
         return Verdict(
             "collapsed",
-            f"kappa={kappa:.3f} >= {t.kappa_collapsed}: queries share one score profile",
+            f"kappa={k:.3f} >= {t.kappa_collapsed}: queries share one score profile",
         )
     v1_ok = v1_constancy is None or v1_constancy >= t.v1_constancy_collapsed
     if r1 >= t.r1_collapsed and v1_ok and p < t.p_offset:
@@ -134,13 +133,13 @@ def classify(
         reasons.append(f"r1={r1:.3f} >= {t.r1_suspect} (rank-1 dominant; compare the residual)")
     if p >= t.p_offset:
         reasons.append(f"p={p:.3f} >= {t.p_offset} (per-query offset dominates)")
-    if kappa_known and kappa >= t.kappa_suspect:
-        reasons.append(f"kappa={kappa:.3f} >= {t.kappa_suspect}")
+    if kappa_known and k >= t.kappa_suspect:
+        reasons.append(f"kappa={k:.3f} >= {t.kappa_suspect}")
     if not kappa_known:
         reasons.append("kappa undefined (fewer than two non-constant query columns)")
     if reasons:
         return Verdict("suspect", "; ".join(reasons))
-    return Verdict("ok", f"kappa={kappa:.3f}, r1={r1:.3f}, r2_5={r2_5:.3f}, p={p:.3f}")
+    return Verdict("ok", f"kappa={k:.3f}, r1={r1:.3f}, r2_5={r2_5:.3f}, p={p:.3f}")
 
 
 def rank_settings(
@@ -179,9 +178,11 @@ def rank_settings(
         else:
             ranked.append((float(z), setting))
     ranked.sort(key=lambda t: (-t[0], t[1]))
+    def label_of(v: Verdict | str) -> str:
+        return v.label if isinstance(v, Verdict) else str(v)
+
     rows = [
-        {"setting": s, "zbar": z, "rank": i + 1, "excluded": False,
-         "reason": (verdicts[s].label if isinstance(verdicts[s], Verdict) else str(verdicts[s]))}
+        {"setting": s, "zbar": z, "rank": i + 1, "excluded": False, "reason": label_of(verdicts[s])}
         for i, (z, s) in enumerate(ranked)
     ]
     return rows + sorted(excluded, key=lambda r: r["setting"])

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aria.attribution import lds_reference, lds, model_outputs, run_methods  # noqa: E402
+from aria.attribution import lds, lds_reference, model_outputs, run_methods  # noqa: E402
 from aria.bench.model import ModelConfig  # noqa: E402
 from aria.bench.train import TrainConfig, retrain_subsets, train_ensemble, train_model  # noqa: E402
 

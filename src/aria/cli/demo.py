@@ -7,7 +7,7 @@ import argparse
 from aria.cli._common import add_progress_flag
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     from aria.demo import DEMO_METHODS
 
     p = sub.add_parser(

@@ -8,7 +8,7 @@ from aria.cli._common import add_progress_flag
 from aria.study_config import DEFAULT_K, NORMALIZE
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "homogeneity",
         help="homogeneity of the top-K attributed tracks of one score matrix, per channel",

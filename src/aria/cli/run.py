@@ -7,7 +7,7 @@ import argparse
 from aria.cli._common import add_progress_flag
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run",
         help="run a study: diagnostics, homogeneity (K-sweep, residual), alignment, confounds, report",

@@ -301,13 +301,14 @@ def _table_html(t: ReportTable) -> str:
     if t.name == "sensitivity":
         return sensitivity_html(t)
     if t.name == "lds":
-        cols = [("method", "Method", None), ("lds", "LDS ↑", _fmt.fixed), ("lds_sd", "SD over queries", _fmt.fixed)]
+        cols: list[tuple[str, str, Any]] = [("method", "Method", None), ("lds", "LDS ↑", _fmt.fixed),
+                                            ("lds_sd", "SD over queries", _fmt.fixed)]
         if "lds_se" in t.df.columns:
             cols.append(("lds_se", "SE of the mean", _fmt.fixed))
-        return generic_html(t, cols + [("n_subsets", "Subsets", _fmt.integer), ("n_queries", "Queries", _fmt.integer)])
+        return generic_html(t, [*cols, ("n_subsets", "Subsets", _fmt.integer), ("n_queries", "Queries", _fmt.integer)])
     if t.name == "agreement":
         cols = [("diagnostic", "Diagnostic", None), ("spearman", "Spearman", _fmt.fixed),
-                ("kendall", "Kendall", _fmt.fixed), ("n_methods", "Methods", _fmt.integer)]
+                ("kendall", "Kendall", _fmt.fixed), ("n_methods", "Methods", _fmt.integer), ("methods", "Set", None)]
         if "order" in t.df.columns:
             cols.append(("order", "Methods compared", None))
         return generic_html(t, cols)

@@ -1,0 +1,59 @@
+"""Wall time of ``aria demo`` per stage, quick and default, from an empty folder and cache.
+
+Runs each preset in a fresh working folder with a fresh ``ARIA_CACHE_DIR`` (so music21
+conversions are included, as on a fresh machine), in a subprocess of the installed ``aria``
+command, and prints the per-stage wall times recorded in ``results.json`` next to the
+targets (quick ≤ 3 min, default ≤ 15 min on 2 CPU cores).
+
+    .venv/bin/python benchmarks/bench_demo.py [--presets quick default] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_S = {"quick": 180, "default": 900, "tiny": 60}
+
+
+def run(preset: str, work: Path) -> dict:
+    env = dict(os.environ, ARIA_CACHE_DIR=str(work / "cache"), ARIA_PROGRESS="0")
+    aria = Path(sys.executable).with_name("aria")
+    t0 = time.perf_counter()
+    proc = subprocess.run([str(aria), "demo", "--preset", preset, "--out", str(work / "demo"), "--quiet"],
+                          env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"aria demo --preset {preset} failed:\n{proc.stderr[-2000:]}")
+    meta = json.loads((work / "demo" / "results" / "results.json").read_text())
+    return {"preset": preset, "wall_s": round(wall, 1), "stages_s": meta["demo"]["stage_seconds"],
+            "n_train": meta["demo"]["n_train"], "n_queries": meta["demo"]["n_queries"],
+            "target_s": TARGET_S[preset]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--presets", nargs="+", default=["quick", "default"], choices=sorted(TARGET_S))
+    ap.add_argument("--json", default=None, help="also write the figures here")
+    args = ap.parse_args()
+    rows = []
+    for preset in args.presets:
+        with tempfile.TemporaryDirectory(prefix=f"aria-bench-demo-{preset}-") as d:
+            rows.append(run(preset, Path(d)))
+        r = rows[-1]
+        stages = ", ".join(f"{k} {v:.0f}" for k, v in r["stages_s"].items() if k != "total")
+        ok = "meets" if r["wall_s"] <= r["target_s"] else "MISSES"
+        print(f"{preset:>8}: {r['wall_s']:7.1f} s wall ({ok} the {r['target_s']} s target); "
+              f"n_train={r['n_train']} n_queries={r['n_queries']}; stages (s): {stages}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
