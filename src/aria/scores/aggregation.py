@@ -352,6 +352,11 @@ def aggregate(
         "source_parameters": base_manifest.get("parameters"),
     }
     shape = (n_tracks, src.n_cols)
+
+    def fill(target: np.ndarray) -> None:
+        _fill(target, src, chosen, moments, codes, counts, identity, chunk_rows=chunk_rows,
+              tmp_dir=tmp_dir, progress=progress)
+
     if out is not None:
         if tmp_dir is None:
             tmp_dir = Path(out).absolute().parent
@@ -366,32 +371,10 @@ def aggregate(
             parameters=params,
             seed=base_manifest.get("seed"),
         ) as w:
-            _fill(
-                w.array,
-                src,
-                chosen,
-                moments,
-                codes,
-                counts,
-                identity,
-                chunk_rows=chunk_rows,
-                tmp_dir=tmp_dir,
-                progress=progress,
-            )
+            fill(w.array)
         return open_scores(out)
     target = np.zeros(shape)
-    _fill(
-        target,
-        src,
-        chosen,
-        moments,
-        codes,
-        counts,
-        identity,
-        chunk_rows=chunk_rows,
-        tmp_dir=tmp_dir,
-        progress=progress,
-    )
+    fill(target)
     manifest = {"kind": "track_scores", "parameters": params, "method": base_manifest.get("method")}
     return ArraySource(target, row_ids=track_ids, manifest=manifest)
 
