@@ -65,7 +65,9 @@ def ratios(model, windows) -> dict[str, float]:
         small, q = windows[:96], windows[96:112]
         ck = [model.state_dict()] * 2
         for engine in ("aria", "dattri"):
-            r = tracin(model, ck, small, q, learning_rates=[1e-3, 1e-3], proj_dim=256, engine=engine)
+            r = tracin(
+                model, ck, small, q, learning_rates=[1e-3, 1e-3], proj_dim=256, engine=engine
+            )
             out[f"tracin_96x16_s_{engine}"] = r.seconds
     return out
 
@@ -78,16 +80,29 @@ def methods(p, model, rng, only: list[str] | None) -> dict[str, float]:
     traj = [build_model(p.model, seed=100 + i).state_dict() for i in range(p.train.n_checkpoints)]
     names = only or list(DEFAULTS)
     t0 = time.perf_counter()
-    res = run_methods(names, model, train, queries, ensemble=ensemble, trajectory=traj,
-                      learning_rates=[1e-3] * len(traj), final=traj[-1], common={"progress": False})
+    res = run_methods(
+        names,
+        model,
+        train,
+        queries,
+        ensemble=ensemble,
+        trajectory=traj,
+        learning_rates=[1e-3] * len(traj),
+        final=traj[-1],
+        common={"progress": False},
+    )
     out = {m: r.seconds for m, r in res.items()}
     out["total_wall"] = time.perf_counter() - t0
-    out.update({"n_train": n, "n_queries": t, "n_ensemble": p.n_ensemble, "n_checkpoints": len(traj)})
+    out.update(
+        {"n_train": n, "n_queries": t, "n_ensemble": p.n_ensemble, "n_checkpoints": len(traj)}
+    )
     return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--preset", default="quick", choices=["tiny", "quick", "default"])
     ap.add_argument("--methods", nargs="*", default=None)
     ap.add_argument("--skip-ratios", action="store_true")
@@ -95,7 +110,9 @@ def main() -> None:
     p = preset(args.preset)
     rng = np.random.default_rng(0)
     model = build_model(p.model, seed=0)
-    print(f"preset={p.name} params={sum(x.numel() for x in model.parameters())} defaults={DEFAULTS}")
+    print(
+        f"preset={p.name} params={sum(x.numel() for x in model.parameters())} defaults={DEFAULTS}"
+    )
     report: dict[str, object] = {"preset": p.name}
     if not args.skip_ratios:
         report["ratios"] = ratios(model, rng.integers(0, 388, size=(128, p.corpus.window)))

@@ -2,7 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_audio.py [--clips 3] [--repeats 3] [--backends] [--json out.json]
+    .venv/bin/python benchmarks/bench_audio.py [--clips 3] [--repeats 3] [--backends]
+        [--json out.json]
 
 What is measured (one core: BLAS/OpenMP/numba threads pinned to 1):
 
@@ -178,7 +179,8 @@ def main() -> int:
     verdict = "PASS" if total <= BUDGET_S else "FAIL"
     wall = float(np.mean(list(per_clip_wall.values())))
     print(
-        f"\nmean {total:.3f} s CPU ({wall:.3f} s wall) per 30 s clip on one core (budget {BUDGET_S:.1f} s): {verdict}"
+        f"\nmean {total:.3f} s CPU ({wall:.3f} s wall) per 30 s clip on one core "
+        f"(budget {BUDGET_S:.1f} s): {verdict}"
     )
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -227,7 +229,8 @@ def main() -> int:
                 "stage_ratio_vs_default": st[stage] / base_stages[stage],
             }
             print(
-                f"{kind} backend {name:10s}: {st[stage]:.3f} s for the stage ({st[stage] / base_stages[stage]:.1f}x default), clip total {t:.2f} s"
+                f"{kind} backend {name:10s}: {st[stage]:.3f} s for the stage "
+                f"({st[stage] / base_stages[stage]:.1f}x default), clip total {t:.2f} s"
             )
         result["backends"] = rows
     if args.json:

@@ -26,15 +26,24 @@ def run(preset: str, work: Path) -> dict:
     env = dict(os.environ, ARIA_CACHE_DIR=str(work / "cache"), ARIA_PROGRESS="0")
     aria = Path(sys.executable).with_name("aria")
     t0 = time.perf_counter()
-    proc = subprocess.run([str(aria), "demo", "--preset", preset, "--out", str(work / "demo"), "--quiet"],
-                          env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(aria), "demo", "--preset", preset, "--out", str(work / "demo"), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"aria demo --preset {preset} failed:\n{proc.stderr[-2000:]}")
     meta = json.loads((work / "demo" / "results" / "results.json").read_text())
-    return {"preset": preset, "wall_s": round(wall, 1), "stages_s": meta["demo"]["stage_seconds"],
-            "n_train": meta["demo"]["n_train"], "n_queries": meta["demo"]["n_queries"],
-            "target_s": TARGET_S[preset]}
+    return {
+        "preset": preset,
+        "wall_s": round(wall, 1),
+        "stages_s": meta["demo"]["stage_seconds"],
+        "n_train": meta["demo"]["n_train"],
+        "n_queries": meta["demo"]["n_queries"],
+        "target_s": TARGET_S[preset],
+    }
 
 
 def main() -> None:
@@ -49,8 +58,11 @@ def main() -> None:
         r = rows[-1]
         stages = ", ".join(f"{k} {v:.0f}" for k, v in r["stages_s"].items() if k != "total")
         ok = "meets" if r["wall_s"] <= r["target_s"] else "MISSES"
-        print(f"{preset:>8}: {r['wall_s']:7.1f} s wall ({ok} the {r['target_s']} s target); "
-              f"n_train={r['n_train']} n_queries={r['n_queries']}; stages (s): {stages}", flush=True)
+        print(
+            f"{preset:>8}: {r['wall_s']:7.1f} s wall ({ok} the {r['target_s']} s target); "
+            f"n_train={r['n_train']} n_queries={r['n_queries']}; stages (s): {stages}",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

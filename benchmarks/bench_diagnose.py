@@ -19,7 +19,8 @@ Usage::
 
     .venv/bin/python benchmarks/bench_diagnose.py                 # (a), (b), (c)
     .venv/bin/python benchmarks/bench_diagnose.py --skip-big      # (a) and (c) only
-    .venv/bin/python benchmarks/bench_diagnose.py --rows 20000 --cols 300 --big-rows 200000 --big-cols 500
+    .venv/bin/python benchmarks/bench_diagnose.py --rows 20000 --cols 300 \\
+        --big-rows 200000 --big-cols 500
 
 Prints a table and writes JSON (``--out``).
 """
@@ -221,7 +222,8 @@ def part_a(opts: argparse.Namespace, work: Path) -> dict[str, Any]:
     path = work / "a.npy"
     gen = run_child(child("gen", str(path), opts.rows, opts.cols, 1))
     print(
-        f"(a) wrote {opts.rows} x {opts.cols} float32 ({gen['bytes'] / 1e9:.2f} GB) in {gen['seconds']:.1f} s",
+        f"(a) wrote {opts.rows} x {opts.cols} float32 ({gen['bytes'] / 1e9:.2f} GB) "
+        f"in {gen['seconds']:.1f} s",
         flush=True,
     )
     naive = run_child(child("naive", str(path)), threads=opts.naive_threads)
@@ -254,7 +256,8 @@ def part_b(opts: argparse.Namespace, work: Path) -> dict[str, Any]:
         raise SystemExit(f"(b) needs {need / 1e9:.1f} GB in {work}, only {free / 1e9:.1f} GB free")
     gen = run_child(child("gen", str(path), opts.big_rows, opts.big_cols, 2))
     print(
-        f"(b) wrote {opts.big_rows} x {opts.big_cols} float32 ({gen['bytes'] / 1e9:.1f} GB) in {gen['seconds']:.0f} s",
+        f"(b) wrote {opts.big_rows} x {opts.big_cols} float32 ({gen['bytes'] / 1e9:.1f} GB) "
+        f"in {gen['seconds']:.0f} s",
         flush=True,
     )
     from aria.scores.readers import default_chunk_rows
@@ -291,17 +294,22 @@ def table(res: dict[str, Any]) -> str:
         lines += [
             f"(a) {a['shape'][0]:,} x {a['shape'][1]:,} float32 .npy on disk",
             f"    {'route':<28}{'wall s':>9}{'peak RSS MB':>14}",
-            f"    {'naive numpy (load+corrcoef+svd)':<28}{n['wall_s']:>9.2f}{n['peak_rss_mb']:>14.0f}"
+            f"    {'naive numpy (load+corrcoef+svd)':<28}{n['wall_s']:>9.2f}"
+            f"{n['peak_rss_mb']:>14.0f}"
             f"   (load {n['load_s']:.2f}, corrcoef {n['corrcoef_s']:.2f}, svd {n['svd_s']:.2f})",
             f"    {'aria diagnose (CLI process)':<28}{c['wall_s']:>9.2f}{c['peak_rss_mb']:>14.0f}"
-            f"   (Gram pass {p['gram_s']:.2f} s = {p['gram_gflops']:.0f} GFLOP/s, finish {p['finish_s']:.2f} s)",
-            f"    speed-up {a['speedup_wall']:.1f}x (target >= 5x); memory {a['memory_ratio']:.3f} of naive "
-            f"(target <= 0.25); max relative difference {max(a['relative_difference'].values()):.1e}",
+            f"   (Gram pass {p['gram_s']:.2f} s = {p['gram_gflops']:.0f} GFLOP/s, "
+            f"finish {p['finish_s']:.2f} s)",
+            f"    speed-up {a['speedup_wall']:.1f}x (target >= 5x); "
+            f"memory {a['memory_ratio']:.3f} of naive "
+            "(target <= 0.25); max relative difference "
+            f"{max(a['relative_difference'].values()):.1e}",
         ]
         if a.get("gpu"):
             g = a["gpu"]
             lines.append(
-                f"(c) GPU: Gram pass {g['gram_s']:.2f} s = {g['gram_gflops']:.0f} GFLOP/s, total {g['seconds']:.2f} s"
+                f"(c) GPU: Gram pass {g['gram_s']:.2f} s = {g['gram_gflops']:.0f} GFLOP/s, "
+                f"total {g['seconds']:.2f} s"
             )
     if "gpu_skipped" in res:
         lines.append(f"(c) GPU: skipped ({res['gpu_skipped']})")
@@ -309,8 +317,10 @@ def table(res: dict[str, Any]) -> str:
     if b:
         ar = b["aria"]
         lines += [
-            f"(b) {b['shape'][0]:,} x {b['shape'][1]:,} float32 out of core ({b['bytes'] / 1e9:.1f} GB)",
-            f"    Gram pass {ar['gram_s']:.1f} s = {ar['gram_gflops']:.1f} GFLOP/s (2*M*T^2 flops), "
+            f"(b) {b['shape'][0]:,} x {b['shape'][1]:,} float32 out of core "
+            f"({b['bytes'] / 1e9:.1f} GB)",
+            f"    Gram pass {ar['gram_s']:.1f} s = {ar['gram_gflops']:.1f} GFLOP/s "
+            "(2*M*T^2 flops), "
             f"total {ar['wall_s']:.1f} s, peak RSS {ar['peak_rss_mb']:.0f} MB (target < 2048)",
         ]
         for when, g in zip(("before", "after"), b["gemm"], strict=True):
@@ -320,7 +330,8 @@ def table(res: dict[str, Any]) -> str:
                 f"{g['sgemm_gflops']:.1f} GFLOP/s"
             )
         lines.append(
-            f"    achieved / in-memory b.T@b (mean of before/after) = {b['fraction_of_inmemory_syrk']:.2f}; "
+            "    achieved / in-memory b.T@b (mean of before/after) = "
+            f"{b['fraction_of_inmemory_syrk']:.2f}; "
             f"achieved / square sgemm = {b['fraction_of_square_sgemm']:.2f} (target >= 0.70); "
             f"{b['blas_threads_streaming']} BLAS thread(s) throughout"
         )

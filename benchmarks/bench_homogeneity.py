@@ -2,7 +2,8 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_homogeneity.py                 # paper scale (N=67,219, T=7,148)
+    .venv/bin/python benchmarks/bench_homogeneity.py                 # paper scale
+                                                                     # (N=67,219, T=7,148)
     .venv/bin/python benchmarks/bench_homogeneity.py --n 5000 --t 500   # quick run
 
 Synthetic data of the paper's audio experiment size (issue 4): N tracks with the audio
@@ -81,8 +82,16 @@ def stage(name: str, sampler: _RssSampler):
     t0, c0 = time.perf_counter(), time.process_time()
     yield
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    STAGES[name] = {"seconds": dt, "cpu_seconds": cpu, "peak_rss_gb": max(sampler.peak, sampler.rss()) / 2**30}
-    print(f"  {name:<11} {dt:8.1f} s wall {cpu:8.1f} s CPU   peak RSS {STAGES[name]['peak_rss_gb']:.2f} GB", flush=True)
+    STAGES[name] = {
+        "seconds": dt,
+        "cpu_seconds": cpu,
+        "peak_rss_gb": max(sampler.peak, sampler.rss()) / 2**30,
+    }
+    print(
+        f"  {name:<11} {dt:8.1f} s wall {cpu:8.1f} s CPU   "
+        f"peak RSS {STAGES[name]['peak_rss_gb']:.2f} GB",
+        flush=True,
+    )
 
 
 def synth_features(rng: np.random.Generator, n: int, clusters: np.ndarray) -> dict[str, object]:
@@ -155,7 +164,10 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     s_path = work / f"s_track_{a.n}x{a.t}.npy"
     sampler = _RssSampler().start()
-    print(f"homogeneity benchmark: N={a.n:,} T={a.t:,} K={ks} B={a.b} cpus={len(os.sched_getaffinity(0))}")
+    print(
+        f"homogeneity benchmark: N={a.n:,} T={a.t:,} K={ks} B={a.b} "
+        f"cpus={len(os.sched_getaffinity(0))}"
+    )
     t_all = time.perf_counter()
     try:
         clusters = rng.integers(0, a.clusters, a.n)
@@ -164,7 +176,10 @@ def main() -> int:
             if not s_path.exists():
                 synth_scores(s_path, rng, clusters, a.t)
         with stage("prepare", sampler):
-            prepared = {c: [prepare_feature(s, raw[s.name]) for s in specs] for c, specs in channels("audio").items()}
+            prepared = {
+                c: [prepare_feature(s, raw[s.name]) for s in specs]
+                for c, specs in channels("audio").items()
+            }
             del raw
         with stage("null", sampler):
             null = null_distribution(prepared, ks=ks, B=a.b, seed=a.seed, n_jobs=a.n_jobs)
@@ -186,28 +201,62 @@ def main() -> int:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
     total = time.perf_counter() - t_all
-    analysis = sum(STAGES[s]["seconds"] for s in ("prepare", "null", "groups", "homog", "groups_res", "homog_res", "summary"))
+    analysis = sum(
+        STAGES[s]["seconds"]
+        for s in ("prepare", "null", "groups", "homog", "groups_res", "homog_res", "summary")
+    )
     with_rank1 = analysis + STAGES["rank1"]["seconds"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     pairs = (res.n_unique_groups + res_res.n_unique_groups) * ks[-1] * (ks[-1] - 1) // 2 * 7
-    print(f"\nhomogeneity (prepare + null + 2 x (groups + K-sweep) + summaries): {analysis:.1f} s "
-          f"(+ engine rank-1 {STAGES['rank1']['seconds']:.1f} s = {with_rank1:.1f} s; wall incl. synthesis {total:.1f} s)")
-    print(f"distinct groups: original {res.n_unique_groups:,}, residual {res_res.n_unique_groups:,}; "
-          f"{pairs / (STAGES['homog']['seconds'] + STAGES['homog_res']['seconds']) / 1e6:.1f} M feature-pairs/s")
-    cpu = sum(STAGES[s]["cpu_seconds"] for s in ("prepare", "null", "groups", "homog", "groups_res", "homog_res", "summary"))
-    print(f"CPU time of the homogeneity stages: {cpu:.1f} s (the machine is shared: wall >= CPU / n_cores)")
+    print(
+        f"\nhomogeneity (prepare + null + 2 x (groups + K-sweep) + summaries): {analysis:.1f} s "
+        f"(+ engine rank-1 {STAGES['rank1']['seconds']:.1f} s = {with_rank1:.1f} s; "
+        f"wall incl. synthesis {total:.1f} s)"
+    )
+    print(
+        f"distinct groups: original {res.n_unique_groups:,}, residual {res_res.n_unique_groups:,}; "
+        f"{pairs / (STAGES['homog']['seconds'] + STAGES['homog_res']['seconds']) / 1e6:.1f}"
+        " M feature-pairs/s"
+    )
+    cpu = sum(
+        STAGES[s]["cpu_seconds"]
+        for s in ("prepare", "null", "groups", "homog", "groups_res", "homog_res", "summary")
+    )
+    print(
+        f"CPU time of the homogeneity stages: {cpu:.1f} s "
+        "(the machine is shared: wall >= CPU / n_cores)"
+    )
     print(f"peak RSS (ru_maxrss): {peak:.2f} GB")
     print("\noriginal, K=300:" if 300 in ks else "\noriginal:")
     show = summ[summ["K"] == (300 if 300 in ks else ks[-1])]
-    print(show[["K", "channel", "zbar", "zbar_lo", "zbar_hi", "pos", "sig"]].round(3).to_string(index=False))
+    print(
+        show[["K", "channel", "zbar", "zbar_lo", "zbar_hi", "pos", "sig"]]
+        .round(3)
+        .to_string(index=False)
+    )
     print("residual:")
     show = summ_res[summ_res["K"] == (300 if 300 in ks else ks[-1])]
-    print(show[["K", "channel", "zbar", "zbar_lo", "zbar_hi", "pos", "sig"]].round(3).to_string(index=False))
+    print(
+        show[["K", "channel", "zbar", "zbar_lo", "zbar_hi", "pos", "sig"]]
+        .round(3)
+        .to_string(index=False)
+    )
     if a.json:
-        Path(a.json).write_text(json.dumps({
-            "n": a.n, "t": a.t, "ks": ks, "B": a.b, "stages": STAGES, "analysis_seconds": analysis,
-            "with_rank1_seconds": with_rank1, "peak_rss_gb": peak,
-        }, indent=2))
+        Path(a.json).write_text(
+            json.dumps(
+                {
+                    "n": a.n,
+                    "t": a.t,
+                    "ks": ks,
+                    "B": a.b,
+                    "stages": STAGES,
+                    "analysis_seconds": analysis,
+                    "with_rank1_seconds": with_rank1,
+                    "peak_rss_gb": peak,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -90,14 +90,19 @@ def run(n_seqs: int, group: int, n_groups: int, seed: int) -> list[dict]:
         t_pairs = _time(lambda pf=pf, ii=ii, jj=jj: pf.pair_similarity(ii, jj)) / ii.size
 
         dp = np.empty(ii.size, dtype=np.int64)
-        t_dp = _time(lambda pf=pf, ii=ii, jj=jj, dp=dp: _dp_pairs(pf.flat, pf.offsets, ii, jj, dp)) / ii.size
+        t_dp = (
+            _time(lambda pf=pf, ii=ii, jj=jj, dp=dp: _dp_pairs(pf.flat, pf.offsets, ii, jj, dp))
+            / ii.size
+        )
 
         # correctness on the measured pairs: bit-parallel == DP
         block = pf.pairwise(g0)
         lens = pf.lengths
         m = np.maximum(lens[ii], lens[jj])
         want = np.where(m == 0, 1.0, dp / np.maximum(m, 1))
-        ok = bool(np.array_equal(block[iu, ju], want) and np.array_equal(pf.pair_similarity(ii, jj), want))
+        ok = bool(
+            np.array_equal(block[iu, ju], want) and np.array_equal(pf.pair_similarity(ii, jj), want)
+        )
 
         n_py = 300
         t0 = time.perf_counter()
@@ -105,15 +110,17 @@ def run(n_seqs: int, group: int, n_groups: int, seed: int) -> list[dict]:
             lcs_length_reference(seqs[a], seqs[b])
         t_py = (time.perf_counter() - t0) / n_py
 
-        rows.append({
-            "max_len": max_len,
-            "group_pairs_per_s": 1 / t_group,
-            "pairs_per_s": 1 / t_pairs,
-            "dp_numba_pairs_per_s": 1 / t_dp,
-            "dp_python_pairs_per_s": 1 / t_py,
-            "speedup_group_vs_dp_numba": t_dp / t_group,
-            "exact": ok,
-        })
+        rows.append(
+            {
+                "max_len": max_len,
+                "group_pairs_per_s": 1 / t_group,
+                "pairs_per_s": 1 / t_pairs,
+                "dp_numba_pairs_per_s": 1 / t_dp,
+                "dp_python_pairs_per_s": 1 / t_py,
+                "speedup_group_vs_dp_numba": t_dp / t_group,
+                "exact": ok,
+            }
+        )
     return rows
 
 
@@ -129,13 +136,21 @@ def main() -> int:
     if a.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"LCS similarity, one core, groups of {a.group} (alphabet 12, lengths uniform in [0, max_len])")
-    print(f"{'max_len':>7} {'group Mpairs/s':>15} {'pairs Mpairs/s':>15} {'DP-numba Mpairs/s':>18} "
-          f"{'DP-py kpairs/s':>15} {'group/DP':>9} {'exact':>6}")
+    print(
+        f"LCS similarity, one core, groups of {a.group} "
+        "(alphabet 12, lengths uniform in [0, max_len])"
+    )
+    print(
+        f"{'max_len':>7} {'group Mpairs/s':>15} {'pairs Mpairs/s':>15} {'DP-numba Mpairs/s':>18} "
+        f"{'DP-py kpairs/s':>15} {'group/DP':>9} {'exact':>6}"
+    )
     for r in rows:
-        print(f"{r['max_len']:>7} {r['group_pairs_per_s'] / 1e6:>15.1f} {r['pairs_per_s'] / 1e6:>15.1f} "
-              f"{r['dp_numba_pairs_per_s'] / 1e6:>18.2f} {r['dp_python_pairs_per_s'] / 1e3:>15.2f} "
-              f"{r['speedup_group_vs_dp_numba']:>9.1f} {r['exact']!s:>6}")
+        print(
+            f"{r['max_len']:>7} {r['group_pairs_per_s'] / 1e6:>15.1f} "
+            f"{r['pairs_per_s'] / 1e6:>15.1f} "
+            f"{r['dp_numba_pairs_per_s'] / 1e6:>18.2f} {r['dp_python_pairs_per_s'] / 1e3:>15.2f} "
+            f"{r['speedup_group_vs_dp_numba']:>9.1f} {r['exact']!s:>6}"
+        )
     return 0 if all(r["exact"] for r in rows) else 1
 
 

@@ -8,7 +8,8 @@ channel at K = 300 — then times ``write_report`` and opening the page in headl
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_report.py [--depth 50] [--queries 7148] [--top-n 25] [--keep DIR]
+    .venv/bin/python benchmarks/bench_report.py [--depth 50] [--queries 7148] [--top-n 25]
+        [--keep DIR]
 
 Prints one JSON object: sizes (rows, MB), seconds, peak RSS.
 """
@@ -36,14 +37,31 @@ STAGES = ["semantic", "coarse", "fine"]
 
 def build(root: Path, *, T: int, depth: int, n_tracks: int, seed: int = 0) -> dict[str, int]:
     rng = np.random.default_rng(seed)
-    settings = [(f"{m}/{s}", m, s) for m in METHODS for s in STAGES] + [(b, b, "-") for b in ("CLAP", "CLEWS", "MERT")]
+    settings = [(f"{m}/{s}", m, s) for m in METHODS for s in STAGES] + [
+        (b, b, "-") for b in ("CLAP", "CLEWS", "MERT")
+    ]
     names = [s for s, _, _ in settings]
     collapsed = {"TRAK/coarse", "GradCos/coarse", "FactGraSS/fine"}
-    rel = pd.DataFrame([{
-        "setting": s, "method": m, "stage": st, "n_train": 1_005_520, "n_queries": T, "kappa": rng.uniform(0, 1),
-        "r1": rng.uniform(0, 1), "r2_5": rng.uniform(0, 0.4), "p": rng.uniform(0, 1), "v1_constancy": rng.uniform(0, 1),
-        "constant_columns": 0, "verdict": "collapsed" if s in collapsed else "ok", "verdict_reason": "synthetic",
-    } for s, m, st in settings])
+    rel = pd.DataFrame(
+        [
+            {
+                "setting": s,
+                "method": m,
+                "stage": st,
+                "n_train": 1_005_520,
+                "n_queries": T,
+                "kappa": rng.uniform(0, 1),
+                "r1": rng.uniform(0, 1),
+                "r2_5": rng.uniform(0, 0.4),
+                "p": rng.uniform(0, 1),
+                "v1_constancy": rng.uniform(0, 1),
+                "constant_columns": 0,
+                "verdict": "collapsed" if s in collapsed else "ok",
+                "verdict_reason": "synthetic",
+            }
+            for s, m, st in settings
+        ]
+    )
     write_table(root, "reliability", rel)
     tracks = np.array([f"fma_{i:06d}" for i in range(n_tracks)])
     sv = [(s, v) for s in names for v in ("original", "residual")]
@@ -51,32 +69,58 @@ def build(root: Path, *, T: int, depth: int, n_tracks: int, seed: int = 0) -> di
     # topk: (settings x variants x T x depth) rows
     n = len(sv) * T * depth
     idx = rng.integers(0, n_tracks, size=n)
-    topk = pd.DataFrame({
-        "setting": pd.Categorical.from_codes(np.repeat([names.index(s) for s, _ in sv], T * depth), names),
-        "variant": pd.Categorical.from_codes(np.repeat([0 if v == "original" else 1 for _, v in sv], T * depth), ["original", "residual"]),
-        "query": np.tile(np.repeat(np.arange(T), depth), len(sv)),
-        "rank": np.tile(np.arange(1, depth + 1), len(sv) * T),
-        "track_id": pd.Categorical.from_codes(idx, tracks),
-        "score": np.sort(rng.normal(size=n).astype(np.float32))[::-1],
-    })
+    topk = pd.DataFrame(
+        {
+            "setting": pd.Categorical.from_codes(
+                np.repeat([names.index(s) for s, _ in sv], T * depth), names
+            ),
+            "variant": pd.Categorical.from_codes(
+                np.repeat([0 if v == "original" else 1 for _, v in sv], T * depth),
+                ["original", "residual"],
+            ),
+            "query": np.tile(np.repeat(np.arange(T), depth), len(sv)),
+            "rank": np.tile(np.arange(1, depth + 1), len(sv) * T),
+            "track_id": pd.Categorical.from_codes(idx, tracks),
+            "score": np.sort(rng.normal(size=n).astype(np.float32))[::-1],
+        }
+    )
     write_table(root, "topk", topk)
     sizes = {"topk_rows": n}
     del topk, idx
 
     # query_z: settings x variants x K x T x channels
     rows = len(sv) * len(KS) * T * len(CHANNELS)
-    qz = pd.DataFrame({
-        "setting": pd.Categorical.from_codes(np.repeat([names.index(s) for s, _ in sv], len(KS) * T * len(CHANNELS)), names),
-        "variant": pd.Categorical.from_codes(np.repeat([0 if v == "original" else 1 for _, v in sv], len(KS) * T * len(CHANNELS)), ["original", "residual"]),
-        "K": np.tile(np.repeat(KS, T * len(CHANNELS)), len(sv)),
-        "query": np.tile(np.repeat(np.arange(T), len(CHANNELS)), len(sv) * len(KS)),
-        "channel": pd.Categorical.from_codes(np.tile(np.arange(len(CHANNELS)), len(sv) * len(KS) * T), CHANNELS),
-        "z": rng.normal(size=rows),
-    })
+    qz = pd.DataFrame(
+        {
+            "setting": pd.Categorical.from_codes(
+                np.repeat([names.index(s) for s, _ in sv], len(KS) * T * len(CHANNELS)), names
+            ),
+            "variant": pd.Categorical.from_codes(
+                np.repeat(
+                    [0 if v == "original" else 1 for _, v in sv], len(KS) * T * len(CHANNELS)
+                ),
+                ["original", "residual"],
+            ),
+            "K": np.tile(np.repeat(KS, T * len(CHANNELS)), len(sv)),
+            "query": np.tile(np.repeat(np.arange(T), len(CHANNELS)), len(sv) * len(KS)),
+            "channel": pd.Categorical.from_codes(
+                np.tile(np.arange(len(CHANNELS)), len(sv) * len(KS) * T), CHANNELS
+            ),
+            "z": rng.normal(size=rows),
+        }
+    )
     write_table(root, "query_z", qz)
     sizes["query_z_rows"] = rows
-    hom = qz.groupby(["setting", "variant", "K", "channel"], observed=True)["z"].agg(
-        zbar="mean", pos=lambda z: float(np.mean(z > 0)), sig=lambda z: float(np.mean(z > 1.96)), n_queries="size").reset_index()
+    hom = (
+        qz.groupby(["setting", "variant", "K", "channel"], observed=True)["z"]
+        .agg(
+            zbar="mean",
+            pos=lambda z: float(np.mean(z > 0)),
+            sig=lambda z: float(np.mean(z > 1.96)),
+            n_queries="size",
+        )
+        .reset_index()
+    )
     hom["zbar_lo"], hom["zbar_hi"] = hom["zbar"] - 0.03, hom["zbar"] + 0.03
     write_table(root, "homogeneity", hom)
     del qz
@@ -84,25 +128,55 @@ def build(root: Path, *, T: int, depth: int, n_tracks: int, seed: int = 0) -> di
     # pairs: 5 per (setting, variant, query, channel) at K = 300
     P = 5
     rows = len(sv) * T * len(CHANNELS) * P
-    pairs = pd.DataFrame({
-        "setting": pd.Categorical.from_codes(np.repeat([names.index(s) for s, _ in sv], T * len(CHANNELS) * P), names),
-        "variant": pd.Categorical.from_codes(np.repeat([0 if v == "original" else 1 for _, v in sv], T * len(CHANNELS) * P), ["original", "residual"]),
-        "K": 300,
-        "query": np.tile(np.repeat(np.arange(T), len(CHANNELS) * P), len(sv)),
-        "channel": pd.Categorical.from_codes(np.tile(np.repeat(np.arange(len(CHANNELS)), P), len(sv) * T), CHANNELS),
-        "track_a": pd.Categorical.from_codes(rng.integers(0, n_tracks, rows), tracks),
-        "track_b": pd.Categorical.from_codes(rng.integers(0, n_tracks, rows), tracks),
-        "similarity": rng.uniform(0, 1, rows),
-        "contribution": rng.normal(size=rows),
-    })
+    pairs = pd.DataFrame(
+        {
+            "setting": pd.Categorical.from_codes(
+                np.repeat([names.index(s) for s, _ in sv], T * len(CHANNELS) * P), names
+            ),
+            "variant": pd.Categorical.from_codes(
+                np.repeat([0 if v == "original" else 1 for _, v in sv], T * len(CHANNELS) * P),
+                ["original", "residual"],
+            ),
+            "K": 300,
+            "query": np.tile(np.repeat(np.arange(T), len(CHANNELS) * P), len(sv)),
+            "channel": pd.Categorical.from_codes(
+                np.tile(np.repeat(np.arange(len(CHANNELS)), P), len(sv) * T), CHANNELS
+            ),
+            "track_a": pd.Categorical.from_codes(rng.integers(0, n_tracks, rows), tracks),
+            "track_b": pd.Categorical.from_codes(rng.integers(0, n_tracks, rows), tracks),
+            "similarity": rng.uniform(0, 1, rows),
+            "contribution": rng.normal(size=rows),
+        }
+    )
     write_table(root, "pairs", pairs)
     sizes["pairs_rows"] = rows
     del pairs
-    write_table(root, "queries", pd.DataFrame({"query": np.arange(T), "label": [f"generated clip {q}" for q in range(T)],
-                                               "genre": rng.choice(["Rock", "Electronic", "Folk", ""], T)}))
-    write_results_meta(root, {"study": {"name": "paper-scale synthetic", "modality": "audio", "K": KS, "K_report": 300, "B": 200, "seed": 0},
-                              "settings": [{"name": s, "method": m, "stage": st} for s, m, st in settings],
-                              "channels": {c: [c] for c in CHANNELS}})
+    write_table(
+        root,
+        "queries",
+        pd.DataFrame(
+            {
+                "query": np.arange(T),
+                "label": [f"generated clip {q}" for q in range(T)],
+                "genre": rng.choice(["Rock", "Electronic", "Folk", ""], T),
+            }
+        ),
+    )
+    write_results_meta(
+        root,
+        {
+            "study": {
+                "name": "paper-scale synthetic",
+                "modality": "audio",
+                "K": KS,
+                "K_report": 300,
+                "B": 200,
+                "seed": 0,
+            },
+            "settings": [{"name": s, "method": m, "stage": st} for s, m, st in settings],
+            "channels": {c: [c] for c in CHANNELS},
+        },
+    )
     return sizes
 
 
@@ -111,9 +185,20 @@ def open_in_browser(html: Path) -> dict[str, float]:
 
     with sync_playwright() as pw:
         ctx = pw.chromium.launch_persistent_context(
-            tempfile.mkdtemp(prefix="aria-bench-chromium-"), executable_path="/usr/bin/chromium", headless=True,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            tempfile.mkdtemp(prefix="aria-bench-chromium-"),
+            executable_path="/usr/bin/chromium",
+            headless=True,
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         page = ctx.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -123,7 +208,9 @@ def open_in_browser(html: Path) -> dict[str, float]:
         first = time.perf_counter() - t0
         t1 = time.perf_counter()
         page.select_option("#qv-setting", "LoGra/fine")
-        expect(page.locator("#query-view")).to_have_attribute("data-setting", "LoGra/fine", timeout=60_000)
+        expect(page.locator("#query-view")).to_have_attribute(
+            "data-setting", "LoGra/fine", timeout=60_000
+        )
         switch = time.perf_counter() - t1
         t2 = time.perf_counter()
         page.fill("#qv-search", "clip 7147")
@@ -133,7 +220,11 @@ def open_in_browser(html: Path) -> dict[str, float]:
         ctx.close()
     if errors:
         raise RuntimeError(errors)
-    return {"page_first_evidence_s": first, "switch_setting_s": switch, "search_and_switch_query_s": query}
+    return {
+        "page_first_evidence_s": first,
+        "switch_setting_s": switch,
+        "search_and_switch_query_s": query,
+    }
 
 
 def main() -> None:
@@ -159,8 +250,13 @@ def main() -> None:
         out = write_report(root, top_n=a.top_n, latex=True)
         report_s = time.perf_counter() - t
         res = {
-            **sizes, "queries": a.queries, "depth": a.depth, "top_n": a.top_n, "build_s": round(build_s, 1),
-            "write_report_no_plots_s": round(report_noplots_s, 1), "write_report_with_plots_and_latex_s": round(report_s, 1),
+            **sizes,
+            "queries": a.queries,
+            "depth": a.depth,
+            "top_n": a.top_n,
+            "build_s": round(build_s, 1),
+            "write_report_no_plots_s": round(report_noplots_s, 1),
+            "write_report_with_plots_and_latex_s": round(report_s, 1),
             "html_MB": round(out.html.stat().st_size / 1e6, 1),
             "peak_rss_MB": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         }

@@ -39,12 +39,24 @@ from pathlib import Path
 import numpy as np
 
 
-def synthetic(rng: np.random.Generator, n_seg: int, n_notes: int, seconds: float) -> list[np.ndarray]:
+def synthetic(
+    rng: np.random.Generator, n_seg: int, n_notes: int, seconds: float
+) -> list[np.ndarray]:
     segs = []
     for _ in range(n_seg):
         start = np.sort(np.round(rng.uniform(0, seconds, n_notes), 2))
         dur = np.round(rng.exponential(0.4, n_notes), 2) + 0.01
-        segs.append(np.stack([start, start + dur, rng.integers(21, 109, n_notes), rng.integers(20, 128, n_notes)], axis=1))
+        segs.append(
+            np.stack(
+                [
+                    start,
+                    start + dur,
+                    rng.integers(21, 109, n_notes),
+                    rng.integers(20, 128, n_notes),
+                ],
+                axis=1,
+            )
+        )
     return segs
 
 
@@ -58,7 +70,9 @@ def best_of(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--n-segments", type=int, default=4000)
     ap.add_argument("--notes", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=8.0)
@@ -87,17 +101,30 @@ def main() -> None:
         durs = np.full(len(segs), args.seconds)
         batch = make_batch(segs, durations=durs)
         for form in ("paper", "jsymbolic"):
-            t_all = best_of(lambda form=form: symbolic_features_batch(segs, durations=durs, form=form), args.repeat)
+            t_all = best_of(
+                lambda form=form: symbolic_features_batch(segs, durations=durs, form=form),
+                args.repeat,
+            )
             t_feat = best_of(lambda form=form: batch_features(batch, form=form), args.repeat)
             results[f"synthetic/{form}"] = {
-                "segments": len(segs), "notes_per_segment": args.notes, "seconds_per_segment": args.seconds,
-                "seg_per_s_end_to_end": len(segs) / t_all, "seg_per_s_features_only": len(segs) / t_feat,
+                "segments": len(segs),
+                "notes_per_segment": args.notes,
+                "seconds_per_segment": args.seconds,
+                "seg_per_s_end_to_end": len(segs) / t_all,
+                "seg_per_s_features_only": len(segs) / t_feat,
             }
         for n_notes in (32, 128, 256):
-            s2 = synthetic(rng, max(500, args.n_segments // 4), n_notes, args.seconds * n_notes / args.notes)
+            s2 = synthetic(
+                rng, max(500, args.n_segments // 4), n_notes, args.seconds * n_notes / args.notes
+            )
             d2 = np.full(len(s2), args.seconds * n_notes / args.notes)
             t = best_of(lambda s2=s2, d2=d2: symbolic_features_batch(s2, durations=d2), args.repeat)
-            results[f"sizes/{n_notes}-notes"] = {"segments": len(s2), "notes_per_segment": n_notes, "seconds_per_segment": float(d2[0]), "seg_per_s_end_to_end": len(s2) / t}
+            results[f"sizes/{n_notes}-notes"] = {
+                "segments": len(s2),
+                "notes_per_segment": n_notes,
+                "seconds_per_segment": float(d2[0]),
+                "seg_per_s_end_to_end": len(s2) / t,
+            }
 
         # loop reference on a subset (same segments) and a correctness check
         sub = segs[: args.n_reference]
@@ -105,8 +132,14 @@ def main() -> None:
         fast = symbolic_features_batch(sub, durations=durs[: len(sub)])
         ref0 = reference_features(sub[0], duration=args.seconds)
         assert all(np.allclose(fast[k][0], ref0[k], rtol=1e-12, atol=1e-12) for k in ref0)
-        results["reference/paper"] = {"segments": len(sub), "seg_per_s_end_to_end": len(sub) / t_ref}
-        results["reference/paper"]["batch_speedup"] = results["synthetic/paper"]["seg_per_s_end_to_end"] / results["reference/paper"]["seg_per_s_end_to_end"]
+        results["reference/paper"] = {
+            "segments": len(sub),
+            "seg_per_s_end_to_end": len(sub) / t_ref,
+        }
+        results["reference/paper"]["batch_speedup"] = (
+            results["synthetic/paper"]["seg_per_s_end_to_end"]
+            / results["reference/paper"]["seg_per_s_end_to_end"]
+        )
 
         try:
             from music21 import corpus
@@ -132,11 +165,17 @@ def main() -> None:
             batches = [segment_notes(n, seconds=10.0) for n in notes]
             n_windows = sum(b.n_segments for b in batches)
             t_seg = best_of(lambda: [batch_features(b) for b in batches], args.repeat)
-            t_one = best_of(lambda: batch_features(segment_corpus(notes, seconds=10.0)[0]), args.repeat)
+            t_one = best_of(
+                lambda: batch_features(segment_corpus(notes, seconds=10.0)[0]), args.repeat
+            )
             results["chorales/10s-windows"] = {
-                "files": len(paths), "segments": n_windows,
-                "notes_per_segment": float(np.mean([b.onset.sum() / b.n_segments for b in batches])),
-                "seg_per_s_end_to_end": n_windows / t_one, "seg_per_s_features_only": n_windows / t_seg,
+                "files": len(paths),
+                "segments": n_windows,
+                "notes_per_segment": float(
+                    np.mean([b.onset.sum() / b.n_segments for b in batches])
+                ),
+                "seg_per_s_end_to_end": n_windows / t_one,
+                "seg_per_s_features_only": n_windows / t_seg,
                 "files_per_s_parse_mido": len(paths) / t_parse,
             }
             for p in paths:
@@ -148,13 +187,22 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"{'workload':<24} {'segments':>8} {'notes/seg':>9} {'seg/s end-to-end':>17} {'seg/s features':>15}  other")
+    print(
+        f"{'workload':<24} {'segments':>8} {'notes/seg':>9} "
+        f"{'seg/s end-to-end':>17} {'seg/s features':>15}  other"
+    )
     for k, r in results.items():
         e2e = r.get("seg_per_s_end_to_end")
         fo = r.get("seg_per_s_features_only")
-        other = ", ".join(f"{a}={b:.3g}" for a, b in r.items() if a in ("batch_speedup", "files_per_s_parse_mido", "seconds_per_segment"))
-        print(f"{k:<24} {r.get('segments', 0):>8} {r.get('notes_per_segment', float('nan')):>9.1f} "
-              f"{(f'{e2e:,.0f}' if e2e else '-'):>17} {(f'{fo:,.0f}' if fo else '-'):>15}  {other}")
+        other = ", ".join(
+            f"{a}={b:.3g}"
+            for a, b in r.items()
+            if a in ("batch_speedup", "files_per_s_parse_mido", "seconds_per_segment")
+        )
+        print(
+            f"{k:<24} {r.get('segments', 0):>8} {r.get('notes_per_segment', float('nan')):>9.1f} "
+            f"{(f'{e2e:,.0f}' if e2e else '-'):>17} {(f'{fo:,.0f}' if fo else '-'):>15}  {other}"
+        )
 
 
 if __name__ == "__main__":

@@ -56,8 +56,9 @@ class Clock:
         self.res[f"{self.name}_cpu"] = self._cpu() - self.c0
 
 
-def run_preset(name: str, out: Path, *, fresh: bool, threads: int, work_cache: Path | None
-               ) -> dict[str, float]:
+def run_preset(
+    name: str, out: Path, *, fresh: bool, threads: int, work_cache: Path | None
+) -> dict[str, float]:
     import torch
 
     from aria.bench.corpus import build_corpus
@@ -100,14 +101,24 @@ def run_preset(name: str, out: Path, *, fresh: bool, threads: int, work_cache: P
     res["n_params"] = sum(v.numel() for v in params.values())
 
     with clock("generate"):
-        q = generate_queries(tm.model, corpus, n_queries=p.n_queries, prompt_len=p.prompt_len,
-                             seed=0, num_threads=threads, out_dir=out / f"queries-{name}")
+        q = generate_queries(
+            tm.model,
+            corpus,
+            n_queries=p.n_queries,
+            prompt_len=p.prompt_len,
+            seed=0,
+            num_threads=threads,
+            out_dir=out / f"queries-{name}",
+        )
     res["n_queries"] = q.tokens.shape[0]
     with clock("features"):
         window_features(seg, start_velocities=corpus.train_meta["start_velocity"])
-    res["extrapolated_trainings_s"] = p.n_ensemble * res["train_s"] + p.n_subsets * res["retrain50_s"]
-    res["extrapolated_trainings_cpu"] = (p.n_ensemble * res["train_cpu"]
-                                         + p.n_subsets * res["retrain50_cpu"])
+    res["extrapolated_trainings_s"] = (
+        p.n_ensemble * res["train_s"] + p.n_subsets * res["retrain50_s"]
+    )
+    res["extrapolated_trainings_cpu"] = (
+        p.n_ensemble * res["train_cpu"] + p.n_subsets * res["retrain50_cpu"]
+    )
     res["n_ensemble"], res["n_subsets"] = p.n_ensemble, p.n_subsets
     return {k: (round(v, 3) if isinstance(v, float) else int(v)) for k, v in res.items()}
 
@@ -118,14 +129,19 @@ def main() -> None:
     ap.add_argument("--fresh-cache", action="store_true", help="convert the music21 works again")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--work-cache", type=Path, default=None,
-                    help="music21 conversion cache to use (default: OUT/works)")
+    ap.add_argument(
+        "--work-cache",
+        type=Path,
+        default=None,
+        help="music21 conversion cache to use (default: OUT/works)",
+    )
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="aria-bench-sym-"))
     try:
         for name in args.preset:
-            res = run_preset(name, out, fresh=args.fresh_cache, threads=args.threads,
-                             work_cache=args.work_cache)
+            res = run_preset(
+                name, out, fresh=args.fresh_cache, threads=args.threads, work_cache=args.work_cache
+            )
             print(json.dumps({"preset": name, **res}), flush=True)
     finally:
         if args.out is None:

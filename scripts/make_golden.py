@@ -104,8 +104,9 @@ def compute() -> dict[str, dict[str, Any]]:
         tracks: dict[str, Any] = {}
         for method in ("zscore", "rank"):
             for resid in (False, True):
-                s = aria.aggregate(scores, segments=seg_ids, normalize=method, residual=resid,
-                                   tracks=ids)
+                s = aria.aggregate(
+                    scores, segments=seg_ids, normalize=method, residual=resid, tracks=ids
+                )
                 tracks[f"{method}{'_residual' if resid else ''}"] = s.to_numpy()
         out["s_track"] = _plain(tracks)
 
@@ -189,7 +190,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if errs else 0
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     for stem, content in compute().items():
-        (GOLDEN_DIR / f"{stem}.json").write_text(json.dumps(content, indent=1, sort_keys=True) + "\n")
+        (GOLDEN_DIR / f"{stem}.json").write_text(
+            json.dumps(content, indent=1, sort_keys=True) + "\n"
+        )
         print(f"wrote {GOLDEN_DIR / f'{stem}.json'}")
     return 0
 

@@ -40,8 +40,13 @@ class Twin:
     reference: Callable[..., Any]
     make: Callable[[np.random.Generator], Inputs]
     chunk: tuple[str, tuple[int, ...]] | None = None
-    permute: Callable[[np.random.Generator, tuple[Any, ...], dict[str, Any]],
-                      tuple[tuple[Any, ...], dict[str, Any], Callable[[Any], Any]]] | None = None
+    permute: (
+        Callable[
+            [np.random.Generator, tuple[Any, ...], dict[str, Any]],
+            tuple[tuple[Any, ...], dict[str, Any], Callable[[Any], Any]],
+        ]
+        | None
+    ) = None
     rtol: float = 1e-10
     atol: float = 1e-12
     #: keywords the comparison skips on result objects (e.g. timing fields); rarely needed
@@ -53,8 +58,11 @@ def as_comparable(value: Any, ignore: tuple[str, ...] = ()) -> Any:
     import dataclasses
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: as_comparable(getattr(value, f.name), ignore)
-                for f in dataclasses.fields(value) if f.name not in ignore}
+        return {
+            f.name: as_comparable(getattr(value, f.name), ignore)
+            for f in dataclasses.fields(value)
+            if f.name not in ignore
+        }
     if isinstance(value, dict):
         return {k: as_comparable(v, ignore) for k, v in value.items() if k not in ignore}
     if isinstance(value, list | tuple):

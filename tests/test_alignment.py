@@ -1,4 +1,5 @@
-"""Axis-channel alignment (paper Eq. alpha): fast path vs reference, planted alignment, edge cases."""
+"""Axis-channel alignment (paper Eq. alpha): fast path vs reference, planted alignment, edge
+cases."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from aria.errors import DataError, ParameterError
 
 def test_matches_reference(rng):
     n = 300
-    groups = {"a": rng.normal(size=(n, 5)), "b": rng.normal(size=(n, 1)), "c": rng.normal(size=(n, 12))}
+    groups = {
+        "a": rng.normal(size=(n, 5)), "b": rng.normal(size=(n, 1)), "c": rng.normal(size=(n, 12))
+    }
     u1 = rng.normal(size=n)
     res = alignment(u1, groups)
-    ref_max, ref_reg = alignment_reference(u1, groups)
+    ref = alignment_reference(u1, groups)
+    ref_max, ref_reg = ref.alpha_max, ref.alpha_reg
     assert res.alpha_max == pytest.approx(ref_max, rel=1e-10)
     assert res.alpha_reg == pytest.approx(ref_reg, rel=1e-8)
 
@@ -74,3 +78,31 @@ def test_sequence_histogram():
 def test_constant_channel_is_undefined(rng):
     res = alignment(rng.normal(size=20), {"g": np.full((20, 3), 2.0)})
     assert np.isnan(res.alpha_max) and np.isnan(res.alpha_reg) and res.alpha_reg_group == ""
+
+
+# ------------------------------------------- issue 13 item 4: alpha_reg cannot overfit (d >= n)
+
+
+def test_alpha_reg_does_not_overfit_when_dimensions_exceed_tracks(rng):
+    # CQT-like group (168 dims) on a 120-track study, independent of u1: the in-sample OLS
+    # R^2 of the old code was exactly 1 (alpha_reg = 1.000); the cross-validated fit is ~0
+    n, d = 120, 168
+    res = alignment(rng.normal(size=n), {"cqt": rng.normal(size=(n, d))})
+    assert res.alpha_reg < 0.15
+    assert res.alpha_reg_method == "ridge-cv R² (5-fold)"
+    assert res.to_dict()["alpha_reg_method"] == "ridge-cv R² (5-fold)"
+    small = alignment_reference(rng.normal(size=30), {"g": rng.normal(size=(30, 40))})
+    assert small.alpha_reg < 0.3
+
+
+def test_alpha_reg_high_for_a_planted_linear_signal(rng):
+    # correlated high-dimensional features (5 latent factors) and u1 linear in one factor
+    n, d = 120, 168
+    latent = rng.normal(size=(n, 5))
+    x = latent @ rng.normal(size=(5, d)) + 0.3 * rng.normal(size=(n, d))
+    u1 = latent[:, 0] + 0.1 * rng.normal(size=n)
+    res = alignment(u1, {"cqt": x, "noise": rng.normal(size=(n, 20))})
+    assert res.alpha_reg > 0.95 and res.alpha_reg_group == "cqt"
+    # deterministic given the seed of the folds; another seed changes it only a little
+    assert alignment(u1, {"cqt": x}).alpha_reg == res.alpha_reg
+    assert alignment(u1, {"cqt": x}, seed=3).alpha_reg == pytest.approx(res.alpha_reg, abs=0.01)

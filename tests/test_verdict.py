@@ -40,10 +40,12 @@ def _classify(row, v1=None):
 
 def test_paper_collapsed_settings_are_flagged():
     labels = {k: _classify(v).label for k, v in PAPER_AUDIO.items()}
-    assert {k for k, lab in labels.items() if lab == "collapsed"} == {"TRAK/C", "GradCos/C", "FactGraSS/F"}
+    collapsed = {k for k, lab in labels.items() if lab == "collapsed"}
+    assert collapsed == {"TRAK/C", "GradCos/C", "FactGraSS/F"}
     assert labels["TRAK/F"] == "suspect" and labels["GradCos/F"] == "suspect"
     assert labels["CLAP"] == "suspect"  # offset-dominated, not a fixed group
-    for k in ("TRAK/S", "FactGraSS/S", "FactGraSS/C", "LoGra/S", "LoGra/C", "LoGra/F", "MERT", "GradCos/S"):
+    for k in ("TRAK/S", "FactGraSS/S", "FactGraSS/C", "LoGra/S", "LoGra/C", "LoGra/F", "MERT",
+              "GradCos/S"):
         assert labels[k] == "ok", k
 
 
@@ -80,7 +82,8 @@ def test_rank_settings_excludes_collapsed():
     assert [r["rank"] for r in rows[:3]] == [1, 2, 3]
     excluded = {r["setting"] for r in rows if r["excluded"]}
     assert excluded == {"GradCos/C", "TRAK/C"}
-    assert all(r["rank"] is None and r["reason"].startswith("collapsed") for r in rows if r["excluded"])
+    assert all(r["rank"] is None and r["reason"].startswith("collapsed")
+               for r in rows if r["excluded"])
 
 
 def test_rank_settings_needs_every_verdict():

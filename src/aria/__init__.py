@@ -8,20 +8,17 @@ The main entry points are importable from the top level (loaded on first use)::
 
     import aria
     d = aria.diagnose("scores.npy")                      # κ, r_i, p, v1 — one streaming pass
-    s_track = aria.aggregate("scores.npy", segments="segments.csv", normalize="auto", out="s_track.npy")
+    s_track = aria.aggregate("scores.npy", segments="segments.csv", normalize="auto",
+                             out="s_track.npy")
     aria.run_study("study.toml")                         # every analysis + report
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("aria-tda")
-except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
-    __version__ = "0+unknown"
+from aria._version import __version__
 
 #: Public name -> module that defines it (imported lazily so ``import aria`` stays fast).
 _LAZY = {
@@ -50,6 +47,28 @@ _LAZY = {
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
+
+if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load on first use
+    from aria.alignment import channel_alignment
+    from aria.bench.demo import run_demo
+    from aria.confound import stratify
+    from aria.diagnostics import Diagnostics, diagnose
+    from aria.features.store import FeatureStore, write_store
+    from aria.homogeneity import null_distribution, run_homogeneity, top_k_groups
+    from aria.report import write_report
+    from aria.scores import (
+        aggregate,
+        as_source,
+        normalize,
+        open_scores,
+        rank1,
+        residual,
+        save_scores,
+    )
+    from aria.similarity import prepare_channels
+    from aria.study import run_study
+    from aria.study_config import load_study
+    from aria.verdict import classify
 
 
 def __getattr__(name: str) -> Any:

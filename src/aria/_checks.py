@@ -128,7 +128,9 @@ def check_writable_path(name: str, value: Any) -> Path:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise FileFormatError(f"{name}: cannot create directory {str(parent)!r}: {exc.strerror}") from None
+        raise FileFormatError(
+            f"{name}: cannot create directory {str(parent)!r}: {exc.strerror}"
+        ) from None
     if not os.access(parent, os.W_OK):
         raise FileFormatError(f"{name}: directory is not writable: {str(parent)!r}")
     return path

@@ -11,7 +11,22 @@ __all__ = ["require"]
 
 
 def require(module: str, extra: str, *, purpose: str | None = None) -> ModuleType:
-    """Import ``module`` or raise :class:`MissingDependencyError` naming ``pip install aria-tda[extra]``."""
+    """Import ``module`` or raise :class:`MissingDependencyError` naming the extra to install.
+
+    Parameters
+    ----------
+    module : str
+        Dotted module name, e.g. ``"zarr"``.
+    extra : str
+        The ``aria-tda`` extra that provides it; the error says ``pip install 'aria-tda[extra]'``.
+    purpose : str, optional
+        What the module is needed for, added to the message.
+
+    Returns
+    -------
+    types.ModuleType
+        The imported module.
+    """
     try:
         return importlib.import_module(module)
     except ImportError as exc:

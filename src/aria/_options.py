@@ -26,7 +26,7 @@ from aria.errors import ParameterError, expected
 
 __all__ = ["Options", "option", "option_help"]
 
-O = TypeVar("O", bound="Options")
+OptionsT = TypeVar("OptionsT", bound="Options")
 
 _MISSING: Any = dataclasses.MISSING
 
@@ -124,7 +124,9 @@ class Options:
                 object.__setattr__(self, f.name, checked)
 
     @classmethod
-    def from_mapping(cls: type[O], values: Mapping[str, Any], *, what: str | None = None) -> O:
+    def from_mapping(
+        cls: type[OptionsT], values: Mapping[str, Any], *, what: str | None = None
+    ) -> OptionsT:
         """Build from a mapping, rejecting keys that are not options of ``cls``.
 
         Parameters
@@ -153,7 +155,7 @@ class Options:
             out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
 
-    def replace(self: O, **changes: Any) -> O:
+    def replace(self: OptionsT, **changes: Any) -> OptionsT:
         """A copy with some options changed (checked again).
 
         Parameters
@@ -176,8 +178,9 @@ def _check_field(f: dataclasses.Field[Any], name: str, value: Any, prefix: str) 
         if lo is not None and not meta.get("min_inclusive", True) and value == lo:
             raise ParameterError(expected(name, f"an integer > {lo}", value))
     elif kind == "float":
-        value = check_float(name, value, min_value=lo, max_value=hi,
-                            min_inclusive=meta.get("min_inclusive", True))
+        value = check_float(
+            name, value, min_value=lo, max_value=hi, min_inclusive=meta.get("min_inclusive", True)
+        )
     elif kind == "bool":
         if not isinstance(value, bool):
             raise ParameterError(expected(name, "true or false", value))

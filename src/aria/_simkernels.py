@@ -156,7 +156,9 @@ def lcs_len_pairs(masks, woff, flat, offsets, ii, jj, out):  # pragma: no cover 
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
-def lcs_group_colsums(idx, masks, woff, flat, offsets, colsum, emat, weight, k_e, block):  # pragma: no cover
+def lcs_group_colsums(  # pragma: no cover - numba
+    idx, masks, woff, flat, offsets, colsum, emat, weight, k_e, block
+):
     r"""Column sums of the normalised-LCS similarity over a group.
 
     For the group ``idx`` (k,), ``colsum[j] = sum_{i<j} sim(idx[i], idx[j])`` with

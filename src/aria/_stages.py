@@ -84,7 +84,10 @@ class Stage:
         )
 
     def stale_reason(self) -> str | None:
-        """Why an existing record cannot be reused (``None`` if nothing is there or it is reusable)."""
+        """Why an existing record cannot be reused.
+
+        ``None`` if nothing is there or it is reusable.
+        """
         rec = self.record()
         if rec is None:
             return None

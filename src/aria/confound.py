@@ -9,6 +9,9 @@ query's genre: per stratum :math:`n`, mean :math:`z`, Pos (fraction :math:`z>0`)
 (fraction :math:`z>1.96`), and the standard deviation of the stratum means across strata (a
 confound driven by one dominant stratum predicts a large across-strata SD).
 
+The per-stratum :math:`\bar z`, Pos and Sig are :func:`aria.homogeneity.summarize` of the
+stratum's queries (the same definitions as the homogeneity table).
+
 Queries whose label is missing (``None``, NaN, empty string) are left out, as the paper
 restricts to genre-labelled queries; strata smaller than ``min_count`` are still listed but
 flagged ``small=True`` and excluded from the across-strata SD.
@@ -24,10 +27,9 @@ import numpy as np
 
 from aria._checks import check_int
 from aria.errors import DataError, expected
+from aria.homogeneity.summary import SIG_THRESHOLD, summarize
 
 __all__ = ["StratumStats", "stratify"]
-
-SIG_THRESHOLD = 1.96
 
 
 @dataclass(frozen=True)
@@ -82,15 +84,15 @@ def stratify(
         groups.setdefault(str(lab), []).append(float(zi))
     out = []
     for name, vals in groups.items():
-        a = np.asarray(vals)
+        st = summarize(np.asarray(vals), n_boot=0, threshold=SIG_THRESHOLD)
         out.append(
             StratumStats(
                 stratum=name,
-                n=int(a.size),
-                mean_z=float(a.mean()),
-                pos=float(np.mean(a > 0)),
-                sig=float(np.mean(a > SIG_THRESHOLD)),
-                small=a.size < min_count,
+                n=int(st["n_queries"]),
+                mean_z=float(st["zbar"]),
+                pos=float(st["pos"]),
+                sig=float(st["sig"]),
+                small=int(st["n_queries"]) < min_count,
             )
         )
     out.sort(key=lambda s: (-s.mean_z, s.stratum))

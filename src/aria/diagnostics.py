@@ -27,26 +27,31 @@ sums and sums of squares (:func:`aria.scores.stats.stream_stats`). The Pearson m
 scatter matrix scaled by the column standard deviations; the eigenvalues of the Gram are the
 :math:`\sigma_i^2`; its top eigenvector is :math:`v_1`. A second pass gives
 :math:`u_1 = S v_1 / \sigma_1` when asked. Memory is bounded by the block size and
-:math:`T^2`, never by ``M``. :func:`diagnose_exact` is the small in-memory reference
-(``np.corrcoef`` and ``np.linalg.svd``) the streaming path is tested against.
+:math:`T^2`, never by ``M``. With a Dask ``client`` the same sums come from the distributed
+kernels (:func:`aria.scores.distributed.stats_dask`, :func:`~aria.scores.distributed.matvec_dask`)
+and are finished here. :func:`diagnose_reference` is the small in-memory reference
+(``np.corrcoef`` and ``np.linalg.svd``, the same signature as :func:`diagnose`) the streaming
+path is tested against.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from aria._checks import check_int
 from aria.errors import AriaWarning, DataError
+from aria.scores.blockstats import BlockStats
 from aria.scores.lowrank import fix_sign, top_eigenpairs
-from aria.scores.readers import as_source, expected_text
-from aria.scores.stats import BlockStats, stream_matvec, stream_stats
+from aria.scores.readers import as_source
+from aria.scores.source import expected_text
+from aria.scores.stats import stream_matvec, stream_stats
 
-__all__ = ["Diagnostics", "diagnose", "diagnose_exact", "diagnostics_from_stats"]
+__all__ = ["Diagnostics", "diagnose", "diagnostics_from_stats"]
 
 #: Constant-column rule: centred energy <= (CONST_ULPS * eps)^2 * raw energy of the column,
 #: eps the machine epsilon of the products (float32 or float64).
@@ -101,7 +106,13 @@ class Diagnostics:
     u1: np.ndarray | None = None
 
     def to_dict(self, *, vectors: bool = False) -> dict[str, Any]:
-        """JSON-ready mapping (NaN becomes ``None``); vectors only when ``vectors=True``."""
+        """JSON-ready mapping (NaN becomes ``None``).
+
+        Parameters
+        ----------
+        vectors : bool
+            Also include ``v1``, ``u1`` and ``constant_indices``.
+        """
 
         def num(x: float) -> float | None:
             return None if not math.isfinite(x) else float(x)
@@ -126,7 +137,17 @@ class Diagnostics:
         return out
 
     def collapsed(self, *, r1_min: float = 0.9, constancy_min: float = 0.9) -> bool:
-        """The paper's collapse reading: ``r1 >= r1_min`` and ``v1_constancy >= constancy_min``."""
+        """The paper's collapse reading: ``r1 >= r1_min`` and ``v1_constancy >= constancy_min``.
+
+        :func:`aria.verdict.classify` gives the full verdict (collapsed / suspect / ok).
+
+        Parameters
+        ----------
+        r1_min : float
+            Least :math:`r_1`.
+        constancy_min : float
+            Least ``v1_constancy``.
+        """
         return self.r1 >= r1_min and self.v1_constancy >= constancy_min
 
 
@@ -159,7 +180,18 @@ def diagnostics_from_stats(
 ) -> Diagnostics:
     r"""Finish the diagnostics from the sums of a Gram pass (:class:`BlockStats`).
 
-    Used by :func:`diagnose` and by the Dask path, which produce the same sums.
+    Used by :func:`diagnose` for the streaming and the Dask pass, which produce the same sums.
+
+    Parameters
+    ----------
+    stats : BlockStats
+        Sums with the Gram matrix (``gram=True``) over all rows of ``S``.
+    n_energy : int
+        How many energy ratios to report.
+    device : str, optional
+        Torch device for the eigendecomposition.
+    u1 : numpy.ndarray [shape=(M,)], optional
+        :math:`u_1`, when already computed.
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
     m, t = stats.n, stats.n_cols
@@ -239,14 +271,16 @@ def diagnose(
     n_threads: int | None = None,
     client: Any = None,
     progress: bool | None = None,
+    transpose: bool = False,
 ) -> Diagnostics:
     r"""Reliability diagnostics κ, r_i, p of a score matrix in one streaming pass.
 
     Parameters
     ----------
     scores : array-like, torch.Tensor, ScoreSource or path
-        The segment-level score matrix ``(M, T)`` (``.npy``, ``.npz``, ``.pt``/``.pth`` or
-        zarr on disk; float16/32/64), never loaded whole.
+        The segment-level score matrix ``(M, T)`` (``.npy``/TRAK ``.mmap``, ``.npz``,
+        ``.pt``/``.pth``, Kronfluence ``.safetensors`` or zarr on disk; float16/32/64,
+        see :mod:`aria.scores.formats`), never loaded whole.
     chunk_rows : int, optional
         Rows per streamed block (default: about 64 MB). Results do not depend on it beyond
         rounding.
@@ -268,6 +302,9 @@ def diagnose(
     progress : bool, optional
         Draw progress bars (default: when stderr is a terminal and ``ARIA_PROGRESS`` is
         not ``0``).
+    transpose : bool
+        ``scores`` is stored queries x training segments (captum TracInCP, LogIX; the
+        other way round from its format's convention): diagnose its transpose.
 
     Returns
     -------
@@ -297,9 +334,7 @@ def diagnose(
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
     if client is not None:
-        from aria.scores.distributed import diagnose_dask
-
-        return diagnose_dask(
+        return _diagnose_dask(
             scores,
             client=client,
             chunk_rows=chunk_rows,
@@ -307,8 +342,9 @@ def diagnose(
             with_u1=with_u1,
             key=key,
             compute_dtype=compute_dtype,
+            transpose=transpose,
         )
-    src = as_source(scores, key=key)
+    src = as_source(scores, key=key, transpose=transpose)
     _check_dims(*src.shape)
     stats = stream_stats(
         src,
@@ -321,29 +357,86 @@ def diagnose(
     d = diagnostics_from_stats(stats, n_energy=n_energy, device=device)
     if with_u1:
         u1 = stream_matvec(src, d.v1, chunk_rows=chunk_rows, device=device, progress=progress)
-        d = _with_u1(d, u1 / d.sigma1)
+        d = replace(d, u1=u1 / d.sigma1)
     return d
 
 
-def _with_u1(d: Diagnostics, u1: np.ndarray) -> Diagnostics:
-    from dataclasses import replace
+def _diagnose_dask(
+    scores: Any,
+    *,
+    client: Any,
+    chunk_rows: int | None,
+    n_energy: int,
+    with_u1: bool,
+    key: str | None,
+    compute_dtype: str | None,
+    transpose: bool,
+) -> Diagnostics:
+    """:func:`diagnose` with its passes run by the Dask kernels (:mod:`aria.scores.distributed`)."""
+    from aria.scores.distributed import matvec_dask, stats_dask
 
-    return replace(d, u1=u1)
+    if type(scores).__module__.startswith("dask"):
+        data: Any = scores.T if transpose else scores
+    else:
+        data = as_source(scores, key=key, transpose=transpose)
+    _check_dims(*data.shape)
+    stats = stats_dask(
+        data, client=client, chunk_rows=chunk_rows, key=key, compute_dtype=compute_dtype
+    )
+    d = diagnostics_from_stats(stats, n_energy=n_energy)
+    if with_u1:
+        u = matvec_dask(data, d.v1, client=client, chunk_rows=chunk_rows, key=key)
+        d = replace(d, u1=u / d.sigma1)
+    return d
 
 
-def diagnose_exact(scores: Any, *, n_energy: int = 10, with_u1: bool = True) -> Diagnostics:
-    r"""In-memory reference: ``np.corrcoef`` for κ and ``np.linalg.svd`` for r_i, v_1, u_1.
+def diagnose_reference(
+    scores: Any,
+    *,
+    chunk_rows: int | None = None,
+    n_energy: int = 10,
+    with_u1: bool = False,
+    key: str | None = None,
+    compute_dtype: str | None = None,
+    device: Any = None,
+    n_threads: int | None = None,
+    client: Any = None,
+    progress: bool | None = None,
+    transpose: bool = False,
+) -> Diagnostics:
+    r"""In-memory reference of :func:`diagnose`: ``np.corrcoef`` for κ, ``np.linalg.svd`` for r_i.
 
-    Loads the whole matrix (``(M, T)``); the SVD runs in the input's precision (float32
-    input: float32 SVD). Constant columns are those with ``np.ptp == 0``. Used to test
+    Loads the whole matrix (``(M, T)``); the SVD runs in the block dtype (float32 input:
+    float32 SVD). Constant columns are those with ``np.ptp == 0``. Used to test
     :func:`diagnose` and as the naive route in the benchmark.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``, read whole.
+    chunk_rows : int, optional
+        Ignored (no streaming).
+    n_energy : int
+        How many energy ratios to report.
+    with_u1 : bool
+        Also return :math:`u_1` (from the SVD).
+    key : str, optional
+        Array of a file with several.
+    compute_dtype : str, optional
+        Ignored.
+    device : str, optional
+        Ignored.
+    n_threads : int, optional
+        Ignored.
+    client : dask.distributed.Client, optional
+        Ignored.
+    progress : bool, optional
+        Ignored.
+    transpose : bool
+        Diagnose the transpose of ``scores``.
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
-    s = np.asarray(scores)
-    if s.ndim != 2:
-        raise DataError(expected_text("scores", "a 2-D matrix", f"shape {s.shape}"))
-    if s.dtype.kind != "f":
-        s = s.astype(np.float64)
+    s = as_source(scores, key=key, transpose=transpose).to_numpy()
     m, t = s.shape
     _check_dims(m, t)
     if not np.isfinite(s).all():
@@ -390,3 +483,18 @@ def diagnose_exact(scores: Any, *, n_energy: int = 10, with_u1: bool = True) -> 
         constant_indices=const_idx,
         u1=(u[:, 0].astype(np.float64) * sign) if with_u1 else None,
     )
+
+
+def diagnose_exact(scores: Any, *, n_energy: int = 10, with_u1: bool = True) -> Diagnostics:
+    """Deprecated name of :func:`diagnose_reference` (which defaults to ``with_u1=False``).
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``, read whole.
+    n_energy : int
+        How many energy ratios to report.
+    with_u1 : bool
+        Also return :math:`u_1`.
+    """
+    return diagnose_reference(scores, n_energy=n_energy, with_u1=with_u1)

@@ -64,6 +64,21 @@ class AriaWarning(UserWarning):
 def expected(name: str, what: str, got: Any) -> str:
     """Format the house error message ``"name: expected what, got got"``.
 
+    Parameters
+    ----------
+    name : str
+        The offending parameter (or input), as the caller knows it, e.g. ``"chunk_rows"``.
+    what : str
+        What was expected, phrased to follow "expected", e.g. ``"a positive integer"``.
+    got : Any
+        The value received. Strings are shown with ``repr`` (quotes visible), anything else
+        with ``str``; the shown text is cut to 200 characters.
+
+    Returns
+    -------
+    str
+        ``"{name}: expected {what}, got {got}"``.
+
     Examples
     --------
     >>> expected("chunk_rows", "a positive integer", -3)

@@ -57,7 +57,19 @@ RESULTS_KIND = "aria-results"
 
 @dataclass(frozen=True)
 class TableSpec:
-    """One table of the results folder."""
+    """One table of the results folder.
+
+    Attributes
+    ----------
+    name : str
+        Schema name, the key of :data:`TABLES` (``"homogeneity"``, ``"query_z"``, ...).
+    filename : str
+        File name inside the results folder; ``.parquet`` files are Parquet, others CSV.
+    columns : tuple of str
+        Required columns (writers may add more; readers tolerate extra ones).
+    description : str
+        What one row holds, with the paper equation it comes from.
+    """
 
     name: str
     filename: str
@@ -73,18 +85,43 @@ _SPECS = (
     TableSpec(
         "reliability",
         "reliability.csv",
-        ("setting", "method", "stage", "n_train", "n_queries", "kappa", "r1", "r2_5", "p",
-         "v1_constancy", "constant_columns", "verdict", "verdict_reason"),
-        "Reliability diagnostics of each setting's S_seg (paper Eqs. 1-3) and its collapse "
-        "verdict ('collapsed' | 'suspect' | 'ok'); optional energy_1..energy_10 columns hold r_1..r_10. "
+        (
+            "setting",
+            "method",
+            "stage",
+            "n_train",
+            "n_queries",
+            "kappa",
+            "r1",
+            "r2_5",
+            "p",
+            "v1_constancy",
+            "constant_columns",
+            "verdict",
+            "verdict_reason",
+        ),
+        "Reliability diagnostics of each setting's S_seg (paper Eqs. 1-3) and its collapse verdict "
+        "('collapsed' | 'suspect' | 'ok'); optional energy_1..energy_10 columns hold r_1..r_10. "
         "v1_constancy = |sum v1| / sqrt(T) in [0, 1] (1 = v1 constant across queries).",
     ),
     TableSpec(
         "homogeneity",
         "homogeneity.csv",
-        ("setting", "variant", "K", "channel", "zbar", "zbar_lo", "zbar_hi", "pos", "sig", "n_queries"),
+        (
+            "setting",
+            "variant",
+            "K",
+            "channel",
+            "zbar",
+            "zbar_lo",
+            "zbar_hi",
+            "pos",
+            "sig",
+            "n_queries",
+        ),
         "Per-channel summary over queries (paper Eq. summary) for every K (the K-sweep) and "
-        "variant; zbar_lo/zbar_hi are a bootstrap 95% CI over queries; pos/sig are fractions in [0, 1].",
+        "variant; zbar_lo/zbar_hi are a bootstrap 95% CI over queries; pos/sig are fractions in "
+        "[0, 1].",
     ),
     TableSpec(
         "query_z",
@@ -107,9 +144,19 @@ _SPECS = (
     TableSpec(
         "pairs",
         "pairs.parquet",
-        ("setting", "variant", "K", "query", "channel", "track_a", "track_b", "similarity", "contribution"),
-        "The track pairs of A_K(q) contributing most to each channel's g (contribution = the pair's "
-        "standardised similarity averaged over the channel's features).",
+        (
+            "setting",
+            "variant",
+            "K",
+            "query",
+            "channel",
+            "track_a",
+            "track_b",
+            "similarity",
+            "contribution",
+        ),
+        "The track pairs of A_K(q) contributing most to each channel's g (contribution = the "
+        "pair's standardised similarity averaged over the channel's features).",
     ),
     TableSpec(
         "alignment",
@@ -120,7 +167,19 @@ _SPECS = (
     TableSpec(
         "confound",
         "confound.csv",
-        ("setting", "variant", "K", "channel", "column", "stratum", "n", "mean_z", "pos", "sig", "sd_across"),
+        (
+            "setting",
+            "variant",
+            "K",
+            "channel",
+            "column",
+            "stratum",
+            "n",
+            "mean_z",
+            "pos",
+            "sig",
+            "sd_across",
+        ),
         "z_c stratified by a query metadata column; sd_across = SD of mean_z across strata "
         "(repeated on each row of the group).",
     ),
@@ -128,7 +187,8 @@ _SPECS = (
         "ranking",
         "ranking.csv",
         ("setting", "variant", "K", "channel", "zbar", "rank", "excluded", "reason"),
-        "Method ranking on zbar per channel; collapsed settings are excluded (rank empty, excluded=True).",
+        "Method ranking on zbar per channel; collapsed settings are excluded (rank empty, "
+        "excluded=True).",
     ),
     TableSpec(
         "lds",
@@ -140,7 +200,8 @@ _SPECS = (
         "agreement",
         "agreement.csv",
         ("diagnostic", "spearman", "kendall", "n_methods"),
-        "Rank agreement across methods between each diagnostic (lower = better) and LDS (higher = better).",
+        "Rank agreement across methods between each diagnostic (lower = better) and LDS (higher = "
+        "better).",
     ),
     TableSpec(
         "sensitivity",
@@ -174,15 +235,35 @@ def _spec(name: str) -> TableSpec:
 def write_table(results_dir: str | os.PathLike[str], name: str, df: Any) -> Path:
     """Write table ``name`` (a pandas DataFrame) into ``results_dir`` atomically.
 
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder (it must exist).
+    name : str
+        Schema name, one of :data:`TABLES`; it fixes the file name and format (CSV with
+        ``%.6g`` floats, or Parquet).
+    df : pandas.DataFrame
+        Long-format rows holding at least the table's required columns; extra columns are
+        written too. The index is not written.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
     Raises
     ------
+    ParameterError
+        if ``name`` is not a table of the schema.
     DataError
         if a required column is missing.
     """
     spec = _spec(name)
     missing = [c for c in spec.columns if c not in df.columns]
     if missing:
-        raise DataError(f"table {name!r}: missing required column(s) {missing}; has {list(df.columns)}")
+        raise DataError(
+            f"table {name!r}: missing required column(s) {missing}; has {list(df.columns)}"
+        )
     path = Path(results_dir) / spec.filename
     with atomic_path(path) as tmp:
         if spec.format == "parquet":
@@ -203,11 +284,27 @@ def read_table(
 
     Parameters
     ----------
+    results_dir : str or path-like
+        The results folder.
+    name : str
+        Schema name, one of :data:`TABLES`.
     columns : list of str, optional
         Read only these columns.
     filters : list of (column, op, value), optional
         Row filters combined with AND, ``op`` one of ``==, !=, <, <=, >, >=, in``
         (pushed down into Parquet reads, so large per-query tables are never read whole).
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        The table (index reset); ``None`` when its file is absent.
+
+    Raises
+    ------
+    ParameterError
+        if ``name`` is not a table of the schema.
+    FileFormatError
+        if the file exists but cannot be read.
     """
     import pandas as pd
 
@@ -238,13 +335,37 @@ _OPS = {
 
 
 def write_results_meta(results_dir: str | os.PathLike[str], meta: Mapping[str, Any]) -> Path:
-    """Write ``results.json`` (adds ``kind``, ``aria_version`` and ``created``)."""
+    """Write ``results.json`` (adds ``kind``, ``aria_version`` and ``created``).
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder (it must exist).
+    meta : Mapping[str, Any]
+        Run metadata under the keys listed in the module docstring (``study``, ``settings``,
+        ``channels``, ``versions``, ``timings``, ``notes``, ...); JSON-able values.
+
+    Returns
+    -------
+    pathlib.Path
+        The ``results.json`` written.
+    """
     out = make_manifest(RESULTS_KIND, **dict(meta))
     return write_json(Path(results_dir) / RESULTS_FILE, out)
 
 
 def is_results_dir(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` is a directory holding an ARIA ``results.json``."""
+    """True when ``path`` is a directory holding an ARIA ``results.json``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Any path; a missing, unreadable or foreign ``results.json`` gives ``False``.
+
+    Returns
+    -------
+    bool
+    """
     f = Path(path) / RESULTS_FILE
     if not f.is_file():
         return False
@@ -256,6 +377,16 @@ def is_results_dir(path: str | os.PathLike[str]) -> bool:
 
 def read_results_meta(results_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Read ``results.json``.
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder.
+
+    Returns
+    -------
+    dict
+        The run metadata (see the module docstring for its keys).
 
     Raises
     ------

@@ -24,115 +24,325 @@ sizes, the null size and the seed. Paths are relative to the study file. Example
     scores = "scores/trak.npy"       # (n_train_segments, n_queries): npy | npz | pt | zarr
     segments = "segments.csv"        # optional segment -> track map; omitted = identity
     normalize = "zscore"             # zscore | rank | auto | none
+    transpose = false                # true: the file holds queries x training segments
 
 Every key is checked: an unknown key or a value of the wrong type is an error that names the
 key and its line in the file.
+
+One source of truth
+-------------------
+Each key is a field of :class:`StudySpec` or :class:`SettingSpec`, declared once with
+:func:`aria._options.option`: its type, range, default and help live in the field. The file
+parser (which keys exist, their checks), :meth:`StudySpec.params`, :func:`study_to_toml`,
+:func:`validate_study` and the defaults and help of ``aria homogeneity`` are all derived from
+those fields. The checks run when a spec is built (``__post_init__``), so a spec built in
+Python is checked exactly like a study file; the file parser only adds the line numbers.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 import os
 import re
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from aria.errors import FileFormatError, ParameterError
+from aria._options import Options, option
+from aria.errors import FileFormatError, ParameterError, expected
 from aria.features.registry import MODALITIES
 
-__all__ = ["SettingSpec", "StudySpec", "load_study", "parse_study", "study_to_toml", "validate_study"]
+__all__ = [
+    "NORMALIZE",
+    "SettingSpec",
+    "StudySpec",
+    "default_k_report",
+    "field_default",
+    "load_study",
+    "parse_study",
+    "study_to_toml",
+    "validate_study",
+]
 
-DEFAULT_K = (20, 50, 100, 200, 300, 400, 500)
 NORMALIZE = ("zscore", "rank", "auto", "none")
+Normalize = Literal["zscore", "rank", "auto", "none"]
+#: The K of the report's tables when the study does not name one and it is swept.
+PREFERRED_K_REPORT = 300
+
+_MISSING: Any = dataclasses.MISSING
+OptionsT = TypeVar("OptionsT", bound=Options)
 
 
-@dataclass(frozen=True)
-class SettingSpec:
-    """One setting (method × stage) of a study."""
+def default_k_report(ks: Sequence[int]) -> int:
+    """The K of the report's tables when none is given: 300 when it is swept, else the largest.
 
-    name: str
-    method: str
-    stage: str
-    scores: Path
-    segments: Path | None = None
-    normalize: str = "zscore"
-    key: str | None = None
+    Parameters
+    ----------
+    ks : sequence of int
+        The swept group sizes (non-empty).
+    """
+    ordered = sorted(int(k) for k in ks)
+    return PREFERRED_K_REPORT if PREFERRED_K_REPORT in ordered else ordered[-1]
 
 
-@dataclass(frozen=True)
-class StudySpec:
-    """A validated study."""
+def _default_ks() -> tuple[int, ...]:
+    # the one DEFAULT_KS of the package lives beside the K-sweep; imported on first use only,
+    # so that reading a study file (and ``aria --help``) does not load numba
+    from aria.homogeneity import DEFAULT_KS
 
-    path: Path | None
-    name: str
-    modality: str
-    feature_store: Path
-    output: Path
-    settings: tuple[SettingSpec, ...]
-    K: tuple[int, ...] = DEFAULT_K
-    K_report: int = 300
-    B: int = 200
-    seed: int = 0
-    n_bootstrap: int = 1000
-    residual: bool = True
-    queries: Path | None = None
-    confound: tuple[str, ...] = ()
-    channels: tuple[str, ...] | None = None
-    chunk_rows: int | None = None
-    max_missing_fraction: float = 0.5
-    report: bool = True
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    return tuple(int(k) for k in DEFAULT_KS)
+
+
+# --------------------------------------------------------------------------------------
+# field checks (``check(name, value) -> value``; ``name`` is the key shown in errors)
+# --------------------------------------------------------------------------------------
+
+
+def _path(name: str, value: Any) -> Path:
+    if isinstance(value, (str, os.PathLike)):
+        return Path(value)
+    raise ParameterError(expected(name, "a path (string)", value))
+
+
+def _optional_path(name: str, value: Any) -> Path | None:
+    return None if value is None else _path(name, value)
+
+
+def _ks(name: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ParameterError(expected(name, "a list of integers >= 2", value))
+    good = all(
+        isinstance(k, numbers.Integral) and not isinstance(k, bool) and int(k) >= 2
+        for k in value
+    )
+    if not value or not good:
+        raise ParameterError(expected(name, "a non-empty list of integers >= 2", list(value)))
+    return tuple(sorted({int(k) for k in value}))
+
+
+def _names(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise ParameterError(expected(name, "a list of column names", value))
+    return tuple(value)
+
+
+def _optional_channel_names(name: str, value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise ParameterError(expected(name, "a list of channel names", value))
+    return tuple(value)
+
+
+def _settings(name: str, value: Any) -> tuple[SettingSpec, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(s, SettingSpec) for s in value):
+        raise ParameterError(expected(name, "[[setting]] tables (SettingSpec)", value))
+    if not value:
+        raise ParameterError(expected(name, "at least one [[setting]] table", list(value)))
+    return tuple(value)
+
+
+def _opt(default: Any = _MISSING, *, recorded: bool = True, **kwargs: Any) -> Any:
+    """:func:`aria._options.option`, plus whether :meth:`StudySpec.params` records the field."""
+    f = option(default, **kwargs)
+    meta = {**f.metadata, "recorded": recorded}
+    if f.default_factory is not _MISSING:
+        return dataclasses.field(default_factory=f.default_factory, metadata=meta)
+    return dataclasses.field(default=f.default, metadata=meta)
+
+
+# --------------------------------------------------------------------------------------
+# the specs
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SettingSpec(Options):
+    """One setting (method × stage) of a study: one ``[[setting]]`` table.
+
+    ``method`` defaults to ``name``, else the score file's stem; ``name`` defaults to
+    ``method`` (or ``method/stage`` when a stage is given). Both are resolved on construction.
+    """
+
+    name: str = option(
+        None, kind="str", help="unique setting name shown in tables (default: method[/stage])"
+    )
+    method: str = option(
+        None, kind="str", help="attribution method (default: the name, else the file's stem)"
+    )
+    stage: str = option("-", help="checkpoint stage, e.g. semantic / coarse / fine ('-': none)")
+    scores: Path = option(  # noqa: RUF009
+        help="segment-level score matrix (train segments x queries): npy | npz | pt | zarr",
+        check=_path,
+    )
+    segments: Path | None = option(  # noqa: RUF009
+        None, help="segment -> track map (CSV/Parquet); omitted: one row per track",
+        check=_optional_path,
+    )
+    normalize: Normalize = option(  # noqa: RUF009
+        "zscore", choices=NORMALIZE, help="per-query normalisation of S_track"
+    )
+    key: str | None = option(
+        None, kind="str", help="array name inside an .npz, a torch dict or a zarr group"
+    )
+    transpose: bool = option(
+        False, help="the file holds queries x training segments: read it transposed"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        method = self.method
+        if method is None:
+            method = self.name if self.name is not None else Path(self.scores).stem
+        name = self.name
+        if name is None:
+            name = method if self.stage == "-" else f"{method}/{self.stage}"
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "name", name)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StudySpec(Options):
+    """A validated study: every key of a study file, checked on construction.
+
+    Fields without help (``path``, ``extra``) are not study-file keys. Fields marked
+    ``recorded`` make up :meth:`params`, the study parameters written to ``results.json``
+    and compared when a cached setting is reused.
+    """
+
+    path: Path | None = None
+    name: str = _opt("ARIA study", help="study name shown in the report")
+    modality: str = _opt(
+        help="'symbolic' or 'audio' (the feature store's)", choices=MODALITIES
+    )
+    feature_store: Path = _opt(  # noqa: RUF009
+        help="feature store written by 'aria features' or 'aria demo'", check=_path
+    )
+    output: Path = _opt(  # noqa: RUF009
+        Path("results"), recorded=False, help="results folder (created)", check=_path
+    )
+    settings: tuple[SettingSpec, ...] = _opt(
+        recorded=False, key="setting", help="one [[setting]] table per score matrix",
+        check=_settings,
+    )
+    K: tuple[int, ...] = _opt(
+        default_factory=_default_ks, check=_ks,
+        help="group sizes of the K-sweep (default: aria.homogeneity.DEFAULT_KS)",
+    )
+    K_report: int = _opt(
+        None, kind="int", min_value=2,
+        help=f"K of the report's tables (default: {PREFERRED_K_REPORT} if swept, else the "
+        "largest K)",
+    )
+    B: int = _opt(200, min_value=2, help="random reference groups per K (the null)")
+    seed: int = _opt(0, min_value=0, help="seed of the null and the bootstrap")
+    n_bootstrap: int = _opt(1000, min_value=0,
+                            help="bootstrap resamples of the queries for the CIs")
+    residual: bool = _opt(True, help="also analyse the rank-1 residual")
+    queries: Path | None = _opt(  # noqa: RUF009
+        None, check=_optional_path,
+        help="per-query metadata (CSV/Parquet with a 'query' column and labels)",
+    )
+    confound: tuple[str, ...] = _opt((), check=_names,
+                                     help="query metadata columns to stratify z by")
+    channels: tuple[str, ...] | None = _opt(
+        None, check=_optional_channel_names, help="channels to analyse (default: all)"
+    )
+    chunk_rows: int | None = _opt(None, recorded=False, kind="int", min_value=1,
+                                  help="rows per streamed block (default: about 64 MB)")
+    max_missing_fraction: float = _opt(
+        0.5, min_value=0.0, max_value=1.0,
+        help="error when more than this fraction of tracks lack features",
+    )
+    report: bool = _opt(True, recorded=False, help="write report.html")
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.K_report is None:
+            object.__setattr__(self, "K_report", default_k_report(self.K))
+        elif self.K_report not in self.K:
+            raise ParameterError(expected("K_report", f"one of K = {list(self.K)}", self.K_report))
+        names: set[str] = set()
+        for i, s in enumerate(self.settings):
+            if s.name in names:
+                raise ParameterError(
+                    expected(f"setting[{i}].name", "a setting name used once", s.name)
+                )
+            names.add(s.name)
+        if self.channels is not None:
+            from aria.features.registry import channel_names
+
+            known = channel_names(self.modality)
+            if not self.channels or any(c not in known for c in self.channels):
+                raise ParameterError(
+                    expected("channels", f"a non-empty list from {list(known)}",
+                             list(self.channels))
+                )
 
     def params(self) -> dict[str, Any]:
-        """JSON-able parameters recorded in results.json."""
+        """JSON-able parameters recorded in results.json (the ``recorded`` fields)."""
         return {
-            "name": self.name,
-            "modality": self.modality,
-            "feature_store": str(self.feature_store),
-            "K": list(self.K),
-            "K_report": self.K_report,
-            "B": self.B,
-            "seed": self.seed,
-            "n_bootstrap": self.n_bootstrap,
-            "residual": self.residual,
-            "queries": None if self.queries is None else str(self.queries),
-            "confound": list(self.confound),
-            "channels": None if self.channels is None else list(self.channels),
-            "max_missing_fraction": self.max_missing_fraction,
+            f.name: _jsonable(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.metadata.get("recorded")
         }
 
 
-# key -> (accepted python types, description of what is expected)
-_TOP: dict[str, tuple[tuple[type, ...], str]] = {
-    "name": ((str,), "a string"),
-    "modality": ((str,), "'symbolic' or 'audio'"),
-    "feature_store": ((str,), "a path (string)"),
-    "output": ((str,), "a path (string)"),
-    "K": ((list, int), "a list of integers >= 2"),
-    "K_report": ((int,), "an integer >= 2"),
-    "B": ((int,), "an integer >= 2"),
-    "seed": ((int,), "an integer >= 0"),
-    "n_bootstrap": ((int,), "an integer >= 0"),
-    "residual": ((bool,), "true or false"),
-    "queries": ((str,), "a path (string)"),
-    "confound": ((list, str), "a list of column names"),
-    "channels": ((list,), "a list of channel names"),
-    "chunk_rows": ((int,), "a positive integer"),
-    "max_missing_fraction": ((float, int), "a number in [0, 1]"),
-    "report": ((bool,), "true or false"),
-    "setting": ((list,), "[[setting]] tables"),
-}
-_SETTING: dict[str, tuple[tuple[type, ...], str]] = {
-    "name": ((str,), "a string"),
-    "method": ((str,), "a string"),
-    "stage": ((str,), "a string"),
-    "scores": ((str,), "a path (string)"),
-    "segments": ((str,), "a path (string)"),
-    "normalize": ((str,), "one of " + ", ".join(NORMALIZE)),
-    "key": ((str,), "an array name (string)"),
-}
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _file_fields(cls: type[Options]) -> dict[str, dataclasses.Field[Any]]:
+    """Study-file key -> field, for the fields of ``cls`` that are file keys (carry help)."""
+    return {
+        (f.metadata.get("key") or f.name): f
+        for f in dataclasses.fields(cls)
+        if "help" in f.metadata
+    }
+
+
+def _is_path(f: dataclasses.Field[Any]) -> bool:
+    return f.metadata.get("check") in (_path, _optional_path)
+
+
+def _is_required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is _MISSING and f.default_factory is _MISSING
+
+
+def field_default(cls: type[Options], name: str) -> Any:
+    """The default of field ``name`` of an options class (``None`` when it is computed).
+
+    A default made by a factory (e.g. ``K``, which comes from
+    :data:`aria.homogeneity.DEFAULT_KS`) or resolved on construction (``K_report``) is
+    reported as ``None``: leave the value out and the spec fills it in.
+
+    Parameters
+    ----------
+    cls : type
+        :class:`StudySpec`, :class:`SettingSpec` or another :class:`~aria._options.Options`.
+    name : str
+        A field name of ``cls``.
+    """
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return None if f.default is _MISSING else f.default
+    raise ParameterError(expected("name", f"a field of {cls.__name__}", name))
+
+
+# --------------------------------------------------------------------------------------
+# the study file
+# --------------------------------------------------------------------------------------
 
 
 def _line_of(text: str, key: str, *, table: str | None = None, index: int = 0) -> int | None:
@@ -140,7 +350,8 @@ def _line_of(text: str, key: str, *, table: str | None = None, index: int = 0) -
     lines = text.splitlines()
     start, stop = 0, len(lines)
     if table is not None:
-        heads = [i for i, ln in enumerate(lines) if re.match(rf"\s*\[\[\s*{re.escape(table)}\s*\]\]", ln)]
+        head = re.compile(rf"\s*\[\[\s*{re.escape(table)}\s*\]\]")
+        heads = [i for i, ln in enumerate(lines) if head.match(ln)]
         if index < len(heads):
             start = heads[index] + 1
             nxt = [i for i, ln in enumerate(lines) if i >= start and re.match(r"\s*\[", ln)]
@@ -148,143 +359,130 @@ def _line_of(text: str, key: str, *, table: str | None = None, index: int = 0) -
     else:
         heads = [i for i, ln in enumerate(lines) if re.match(r"\s*\[", ln)]
         stop = heads[0] if heads else len(lines)
-    pat = re.compile(rf"\s*(\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})\s*=")
+    k = re.escape(key)
+    pat = re.compile(rf"\s*(\"{k}\"|'{k}'|{k})\s*=")
     for i in range(start, stop):
         if pat.match(lines[i]):
             return i + 1
     return None
 
 
-class _Checker:
+#: The key a check message starts with: ``K: ...``, ``setting[1].normalize: ...``, ``K[0]: ...``
+_LEADING_KEY = re.compile(r"^(?:setting\[(\d+)\]\.)?([A-Za-z_][A-Za-z_0-9]*)")
+
+
+class _Locator:
+    """Adds ``source:line:`` to the messages of the checks, from the key they start with."""
+
     def __init__(self, text: str, source: str) -> None:
         self.text = text
         self.source = source
 
-    def fail(self, key: str, what: str, got: Any, *, table: str | None = None, index: int = 0) -> None:
+    def where(self, key: str, *, table: str | None = None, index: int = 0) -> str:
         line = _line_of(self.text, key, table=table, index=index)
-        where = f"{self.source}:{line}" if line else self.source
-        label = f"setting[{index}].{key}" if table else key
-        shown = repr(got)
-        raise ParameterError(f"{where}: {label}: expected {what}, got {shown}")
+        return f"{self.source}:{line}" if line else self.source
 
-    def check(self, data: Mapping[str, Any], schema: dict, *, table: str | None = None, index: int = 0) -> None:
-        for key, value in data.items():
-            if key not in schema:
-                allowed = ", ".join(sorted(schema))
-                self.fail(key, f"a known key ({allowed})", key, table=table, index=index)
-            types, what = schema[key]
-            if isinstance(value, bool) and bool not in types:
-                self.fail(key, what, value, table=table, index=index)
-            if not isinstance(value, types):
-                self.fail(key, what, value, table=table, index=index)
+    def error(self, message: str) -> ParameterError:
+        m = _LEADING_KEY.match(message)
+        if m is None:
+            return ParameterError(f"{self.source}: {message}")
+        index, key = m.group(1), m.group(2)
+        if index is None:
+            where = self.where(key)
+        else:
+            where = self.where(key, table="setting", index=int(index))
+        return ParameterError(f"{where}: {message}")
+
+    def unknown(self, data: Mapping[str, Any], known: Mapping[str, Any], *,
+                index: int | None = None) -> None:
+        for key in data:
+            if key not in known:
+                label = key if index is None else f"setting[{index}].{key}"
+                allowed = ", ".join(sorted(known))
+                raise self.error(expected(label, f"a known key ({allowed})", key))
 
 
-def parse_study(text: str, *, base_dir: str | os.PathLike[str] = ".", source: str = "<study>") -> StudySpec:
-    """Parse and validate a study from TOML ``text``; relative paths resolve against ``base_dir``."""
+def _from_table(cls: type[Options], table: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """Constructor arguments of ``cls`` from a TOML table: file keys -> field names.
+
+    Relative paths (those given and path defaults) resolve against ``base``.
+    """
+
+    def resolve(v: Any) -> Any:
+        if not isinstance(v, (str, Path)):
+            return v  # the field's check says what is wrong
+        p = Path(v).expanduser()
+        return p if p.is_absolute() else base / p
+
+    kwargs: dict[str, Any] = {}
+    for key, f in _file_fields(cls).items():
+        if key in table:
+            value = table[key]
+        elif _is_path(f) and f.default not in (_MISSING, None):
+            value = f.default
+        else:
+            continue
+        kwargs[f.name] = resolve(value) if _is_path(f) else value
+    return kwargs
+
+
+def parse_study(
+    text: str, *, base_dir: str | os.PathLike[str] = ".", source: str = "<study>"
+) -> StudySpec:
+    """Parse and validate a study from TOML ``text``.
+
+    Parameters
+    ----------
+    text : str
+        The study file's text.
+    base_dir : path-like
+        Relative paths in the file resolve against this folder.
+    source : str
+        How errors name the file (``source:line: key: expected ..., got ...``).
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise FileFormatError(f"{source}: not valid TOML: {exc}") from None
-    ck = _Checker(text, source)
-    ck.check(data, _TOP)
+    loc = _Locator(text, source)
     base = Path(base_dir)
+    top = _file_fields(StudySpec)
+    loc.unknown(data, top)
+    for key, f in top.items():
+        if _is_required(f) and key not in data:
+            raise ParameterError(f"{source}: missing required key {key!r}")
 
-    def path(v: str | None) -> Path | None:
-        if v is None:
-            return None
-        p = Path(v).expanduser()
-        return p if p.is_absolute() else base / p
-
-    for required in ("modality", "feature_store", "setting"):
-        if required not in data:
-            raise ParameterError(f"{source}: missing required key {required!r}")
-    modality = data["modality"]
-    if modality not in MODALITIES:
-        ck.fail("modality", "'symbolic' or 'audio'", modality)
-
-    K = data.get("K", list(DEFAULT_K))
-    K = [K] if isinstance(K, int) else K
-    if not K or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 2 for k in K):
-        ck.fail("K", "a non-empty list of integers >= 2", K)
-    K = sorted(set(K))
-    k_report = data.get("K_report", 300 if 300 in K else K[-1])
-    if k_report not in K:
-        ck.fail("K_report", f"one of K = {K}", k_report)
-    for key, lo in (("B", 2), ("seed", 0), ("n_bootstrap", 0), ("chunk_rows", 1)):
-        if key in data and data[key] < lo:
-            ck.fail(key, _TOP[key][1], data[key])
-    mmf = float(data.get("max_missing_fraction", 0.5))
-    if not 0.0 <= mmf <= 1.0:
-        ck.fail("max_missing_fraction", "a number in [0, 1]", mmf)
-    confound = data.get("confound", [])
-    confound = [confound] if isinstance(confound, str) else confound
-    if not all(isinstance(c, str) for c in confound):
-        ck.fail("confound", "a list of column names", confound)
-    channels = data.get("channels")
-    if channels is not None:
-        from aria.features.registry import channel_names
-
-        known = channel_names(modality)
-        bad = [c for c in channels if c not in known]
-        if bad or not channels:
-            ck.fail("channels", f"a non-empty list from {list(known)}", channels)
-
-    settings = []
     raw_settings = data["setting"]
-    if not raw_settings:
-        ck.fail("setting", "at least one [[setting]] table", raw_settings)
-    names: set[str] = set()
-    for i, s in enumerate(raw_settings):
-        if not isinstance(s, dict):
-            ck.fail("setting", "[[setting]] tables", s)
-        ck.check(s, _SETTING, table="setting", index=i)
-        for required in ("scores",):
-            if required not in s:
-                raise ParameterError(f"{source}: setting[{i}]: missing required key {required!r}")
-        method = s.get("method", s.get("name", Path(s["scores"]).stem))
-        stage = s.get("stage", "-")
-        name = s.get("name", method if stage == "-" else f"{method}/{stage}")
-        if name in names:
-            ck.fail("name", "a setting name used once", name, table="setting", index=i)
-        names.add(name)
-        norm = s.get("normalize", "zscore")
-        if norm not in NORMALIZE:
-            ck.fail("normalize", _SETTING["normalize"][1], norm, table="setting", index=i)
-        settings.append(
-            SettingSpec(
-                name=name,
-                method=method,
-                stage=stage,
-                scores=path(s["scores"]),  # type: ignore[arg-type]
-                segments=path(s.get("segments")),
-                normalize=norm,
-                key=s.get("key"),
-            )
-        )
-    return StudySpec(
-        path=None,
-        name=data.get("name", "ARIA study"),
-        modality=modality,
-        feature_store=path(data["feature_store"]),  # type: ignore[arg-type]
-        output=path(data.get("output", "results")),  # type: ignore[arg-type]
-        settings=tuple(settings),
-        K=tuple(K),
-        K_report=int(k_report),
-        B=int(data.get("B", 200)),
-        seed=int(data.get("seed", 0)),
-        n_bootstrap=int(data.get("n_bootstrap", 1000)),
-        residual=bool(data.get("residual", True)),
-        queries=path(data.get("queries")),
-        confound=tuple(confound),
-        channels=None if channels is None else tuple(channels),
-        chunk_rows=data.get("chunk_rows"),
-        max_missing_fraction=mmf,
-        report=bool(data.get("report", True)),
-    )
+    if not isinstance(raw_settings, list):
+        raise loc.error(expected("setting", "[[setting]] tables", raw_settings))
+    known = _file_fields(SettingSpec)
+    settings = []
+    for i, table in enumerate(raw_settings):
+        if not isinstance(table, dict):
+            raise loc.error(expected("setting", "[[setting]] tables", table))
+        loc.unknown(table, known, index=i)
+        for key, f in known.items():
+            if _is_required(f) and key not in table:
+                raise ParameterError(f"{source}: setting[{i}]: missing required key {key!r}")
+        try:
+            settings.append(SettingSpec(**_from_table(SettingSpec, table, base)))
+        except ParameterError as exc:
+            raise loc.error(f"setting[{i}].{exc}") from None
+    kwargs = _from_table(StudySpec, {k: v for k, v in data.items() if k != "setting"}, base)
+    try:
+        return StudySpec(**kwargs, settings=tuple(settings))
+    except ParameterError as exc:
+        raise loc.error(str(exc)) from None
 
 
 def load_study(path: str | os.PathLike[str]) -> StudySpec:
-    """Read and validate the study file at ``path``."""
+    """Read and validate the study file at ``path``.
+
+    Parameters
+    ----------
+    path : path-like
+        The study TOML file; relative paths in it resolve against its folder.
+    """
     p = Path(path)
     if not p.is_file():
         raise FileFormatError(f"study: no such file: {str(p)!r}")
@@ -293,7 +491,7 @@ def load_study(path: str | os.PathLike[str]) -> StudySpec:
     except (OSError, UnicodeDecodeError) as exc:
         raise FileFormatError(f"study: cannot read {str(p)!r}: {exc}") from None
     spec = parse_study(text, base_dir=p.parent, source=str(p))
-    return StudySpec(**{**spec.__dict__, "path": p})
+    return dataclasses.replace(spec, path=p)
 
 
 def _toml_value(value: Any) -> str:
@@ -304,51 +502,67 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     text = str(value)
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-    return f'"{escaped}"'
+    for old, new in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t")):
+        text = text.replace(old, new)
+    return f'"{text}"'
+
+
+def _toml_lines(spec: Options) -> list[str]:
+    """``key = value`` lines of the file keys of ``spec`` (paths absolute; ``None`` left out)."""
+    lines = []
+    for key, f in _file_fields(type(spec)).items():
+        value = getattr(spec, f.name)
+        if value is None or (isinstance(value, tuple) and value
+                             and all(isinstance(v, Options) for v in value)):
+            continue
+        if isinstance(value, Path):
+            value = str(value.absolute())
+        lines.append(f"{key} = {_toml_value(value)}")
+    return lines
 
 
 def study_to_toml(spec: StudySpec, *, header: str | None = None) -> str:
-    """The study file text of ``spec`` (absolute paths); :func:`parse_study` reads it back equal."""
+    """The study file text of ``spec`` (absolute paths); :func:`parse_study` reads it back equal.
+
+    Parameters
+    ----------
+    spec : StudySpec
+        The study to write.
+    header : str, optional
+        Comment lines written at the top of the file.
+    """
     lines = [f"# {line}" for line in (header or "").splitlines()]
-    top: dict[str, Any] = {
-        "name": spec.name,
-        "modality": spec.modality,
-        "feature_store": str(Path(spec.feature_store).absolute()),
-        "output": str(Path(spec.output).absolute()),
-        "K": list(spec.K),
-        "K_report": spec.K_report,
-        "B": spec.B,
-        "seed": spec.seed,
-        "n_bootstrap": spec.n_bootstrap,
-        "residual": spec.residual,
-        "max_missing_fraction": spec.max_missing_fraction,
-        "report": spec.report,
-    }
-    if spec.queries is not None:
-        top["queries"] = str(Path(spec.queries).absolute())
-    if spec.confound:
-        top["confound"] = list(spec.confound)
-    if spec.channels is not None:
-        top["channels"] = list(spec.channels)
-    if spec.chunk_rows is not None:
-        top["chunk_rows"] = spec.chunk_rows
-    lines += [f"{k} = {_toml_value(v)}" for k, v in top.items()]
+    lines += _toml_lines(spec)
     for s in spec.settings:
-        lines += ["", "[[setting]]", f"name = {_toml_value(s.name)}", f"method = {_toml_value(s.method)}",
-                  f"stage = {_toml_value(s.stage)}", f"scores = {_toml_value(str(Path(s.scores).absolute()))}",
-                  f"normalize = {_toml_value(s.normalize)}"]
-        if s.segments is not None:
-            lines.append(f"segments = {_toml_value(str(Path(s.segments).absolute()))}")
-        if s.key is not None:
-            lines.append(f"key = {_toml_value(s.key)}")
+        lines += ["", "[[setting]]", *_toml_lines(s)]
     return "\n".join(lines) + "\n"
 
 
-def validate_study(spec: StudySpec, *, source: str = "study") -> StudySpec:
-    """Validate a programmatically built :class:`StudySpec` with the same checks as a study file.
+def _absolute(spec: OptionsT) -> OptionsT:
+    """A copy of ``spec`` (checked again) with its path fields made absolute."""
+    changes = {}
+    for f in dataclasses.fields(spec):
+        value = getattr(spec, f.name)
+        if _is_path(f) and isinstance(value, Path):
+            changes[f.name] = value.absolute()
+    return dataclasses.replace(spec, **changes)
 
-    The spec is written as TOML and parsed back, so every rule lives in :func:`parse_study`;
-    errors name the key (``source:line: key: expected ..., got ...``).
+
+def validate_study(spec: StudySpec, *, source: str = "study") -> StudySpec:
+    """Check a programmatically built :class:`StudySpec`; return it with absolute paths.
+
+    The checks are the fields' own (the same that read a study file); they run again here on
+    the spec itself, and an error names the key (``source: key: expected ..., got ...``).
+
+    Parameters
+    ----------
+    spec : StudySpec
+        The study to check.
+    source : str
+        How errors name the study (e.g. ``"aria homogeneity"``).
     """
-    return parse_study(study_to_toml(spec), source=source)
+    try:
+        settings = tuple(_absolute(s) for s in spec.settings)
+        return _absolute(dataclasses.replace(spec, settings=settings))
+    except ParameterError as exc:
+        raise ParameterError(f"{source}: {exc}") from None

@@ -99,6 +99,7 @@ def classify(
         :math:`|\sum_j v_{1j}|/\sqrt{T}`; ``None`` when unknown, in which case rule 2 of
         ``collapsed`` uses :math:`r_1` and :math:`p` alone.
     thresholds : VerdictThresholds, optional
+        The thresholds of the rules (default: the calibrated ones, see the module docstring).
 
     Returns
     -------
@@ -106,12 +107,14 @@ def classify(
     """
     t = thresholds or VerdictThresholds()
     kappa_known = not (kappa is None or (isinstance(kappa, float) and math.isnan(kappa)))
-    k = check_float("kappa", kappa, min_value=0.0, max_value=1.0 + 1e-9) if kappa_known else float("nan")
-    r1 = check_float("r1", r1, min_value=0.0, max_value=1.0 + 1e-9)
-    r2_5 = check_float("r2_5", r2_5, min_value=0.0, max_value=1.0 + 1e-9)
-    p = check_float("p", p, min_value=0.0, max_value=1.0 + 1e-9)
-    if v1_constancy is not None and not (isinstance(v1_constancy, float) and math.isnan(v1_constancy)):
-        v1_constancy = check_float("v1_constancy", v1_constancy, min_value=0.0, max_value=1.0 + 1e-9)
+    top = 1.0 + 1e-9  # rounding above 1
+    k = check_float("kappa", kappa, min_value=0.0, max_value=top) if kappa_known else float("nan")
+    r1 = check_float("r1", r1, min_value=0.0, max_value=top)
+    r2_5 = check_float("r2_5", r2_5, min_value=0.0, max_value=top)
+    p = check_float("p", p, min_value=0.0, max_value=top)
+    v1_nan = isinstance(v1_constancy, float) and math.isnan(v1_constancy)
+    if v1_constancy is not None and not v1_nan:
+        v1_constancy = check_float("v1_constancy", v1_constancy, min_value=0.0, max_value=top)
     else:
         v1_constancy = None
 
@@ -150,8 +153,10 @@ def rank_settings(
 
     Parameters
     ----------
-    zbar : mapping setting → :math:`\bar z_c` for one channel, variant and K
-    verdicts : mapping setting → :class:`Verdict` (or its label)
+    zbar : mapping
+        Setting → :math:`\bar z_c` for one channel, variant and K.
+    verdicts : mapping
+        Setting → :class:`Verdict` (or its label).
 
     Returns
     -------
@@ -162,7 +167,9 @@ def rank_settings(
     """
     missing = [s for s in zbar if s not in verdicts]
     if missing:
-        raise ParameterError(expected("verdicts", "a verdict for every setting", f"none for {missing}"))
+        raise ParameterError(
+            expected("verdicts", "a verdict for every setting", f"none for {missing}")
+        )
     ranked: list[tuple[float, str]] = []
     excluded: list[dict[str, Any]] = []
     for setting, z in zbar.items():
@@ -173,8 +180,8 @@ def rank_settings(
             excluded.append({"setting": setting, "zbar": float(z), "rank": None, "excluded": True,
                              "reason": f"collapsed: {why}"})
         elif z is None or not math.isfinite(float(z)):
-            excluded.append({"setting": setting, "zbar": float("nan"), "rank": None, "excluded": True,
-                             "reason": "no finite zbar"})
+            excluded.append({"setting": setting, "zbar": float("nan"), "rank": None,
+                             "excluded": True, "reason": "no finite zbar"})
         else:
             ranked.append((float(z), setting))
     ranked.sort(key=lambda t: (-t[0], t[1]))
@@ -188,8 +195,19 @@ def rank_settings(
     return rows + sorted(excluded, key=lambda r: r["setting"])
 
 
-def verdict_table(rows: Sequence[Mapping[str, Any]], thresholds: VerdictThresholds | None = None) -> list[Verdict]:
-    """Classify each mapping of diagnostics (keys ``kappa``, ``r1``, ``r2_5``, ``p``, optional ``v1_constancy``)."""
+def verdict_table(
+    rows: Sequence[Mapping[str, Any]], thresholds: VerdictThresholds | None = None
+) -> list[Verdict]:
+    """Classify each mapping of diagnostics.
+
+    Parameters
+    ----------
+    rows : sequence of mapping
+        Diagnostics with keys ``kappa``, ``r1``, ``r2_5``, ``p`` and optionally
+        ``v1_constancy``.
+    thresholds : VerdictThresholds, optional
+        The thresholds of :func:`classify` (default: the calibrated ones).
+    """
     return [
         classify(
             kappa=r["kappa"], r1=r["r1"], r2_5=r["r2_5"], p=r["p"],

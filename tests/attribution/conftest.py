@@ -73,6 +73,11 @@ def train_model(windows: np.ndarray, *, seed: int, steps: int = 30, lr: float = 
 @pytest.fixture(scope="session")
 def tiny():
     """Windows, a trained model, its trajectory and a 2-model ensemble."""
+    return make_tiny()
+
+
+def make_tiny():
+    """What the ``tiny`` fixture holds (tests/bench/conftest.py shares it for the sweep)."""
     rng = np.random.default_rng(7)
     train = rng.integers(0, VOCAB, size=(12, LENGTH)).astype(np.int64)
     queries = rng.integers(0, VOCAB, size=(5, LENGTH)).astype(np.int64)

@@ -21,15 +21,6 @@ def _planted(rng, n=40, t=7, s=32, noise=0.5):
     return scores, subsets, outputs
 
 
-def test_sample_subsets_are_random_halves(rng):
-    sub = sample_subsets(101, n_subsets=32, seed=4)
-    assert sub.shape == (32, 50) and sub.dtype == np.int64
-    for row in sub:
-        assert len(set(row)) == 50 and np.all(np.diff(row) > 0) and row.max() < 101
-    assert len({tuple(r) for r in sub}) == 32
-    np.testing.assert_array_equal(sample_subsets(20, seed=3), sample_subsets(20, seed=3))
-
-
 def test_lds_equals_reference_and_dattri(rng):
     from dattri.metric import lds as dattri_lds
 

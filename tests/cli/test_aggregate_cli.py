@@ -10,7 +10,15 @@ import pytest
 
 from aria.cli import main
 from aria.manifest import read_manifest
-from aria.scores import aggregate_exact, open_scores, save_scores, segment_codes
+from aria.scores import open_scores, save_scores, segment_codes
+from aria.scores.aggregation import aggregate_reference
+
+
+def aggregate_exact(s, codes, n_tracks, method):
+    """The in-memory reference, called with per-row track codes ``0..n_tracks-1``."""
+    return aggregate_reference(
+        s, segments=np.asarray(codes), tracks=np.arange(n_tracks), normalize=method
+    ).to_numpy()
 
 
 @pytest.fixture
@@ -111,3 +119,42 @@ def test_errors_leave_no_output(inputs, tmp_path, capsys):
         assert not list(tmp_path.glob(".out.npy*"))
     assert main(["aggregate", str(path), "--out", str(tmp_path / "x.h5")]) == 2
     assert "out: expected a path ending in .npy or .zarr" in capsys.readouterr().err
+
+
+def test_looks_transposed_and_the_transpose_flag(inputs, tmp_path, capsys):
+    s, tracks, _, seg_map = inputs
+    stored = save_scores(np.ascontiguousarray(s.T), tmp_path / "query_by_train.npy")
+    out = tmp_path / "t.npy"
+    assert main(["aggregate", str(stored), "--segments", str(seg_map), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "looks transposed (5 × 120); pass --transpose" in err[0]
+    assert not out.exists()
+    args = ["aggregate", str(stored), "--segments", str(seg_map), "--out", str(out)]
+    assert main([*args, "--transpose"]) == 0
+    codes, _ = segment_codes(tracks, n_rows=120)
+    got = open_scores(out).to_numpy()
+    np.testing.assert_allclose(got, aggregate_exact(s, codes, 30, "zscore"), atol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["npy_dir", "zarr_file", "foreign_dir", "plain_dir"])
+def test_out_of_the_wrong_kind_is_one_line(inputs, tmp_path, capsys, kind):
+    _, _, path, seg_map = inputs
+    if kind == "npy_dir":
+        out = tmp_path / "o.npy"
+        out.mkdir()
+    elif kind == "zarr_file":
+        out = tmp_path / "o.zarr"
+        out.write_text("x")
+    elif kind == "foreign_dir":
+        out = tmp_path / "o.zarr"
+        out.mkdir()
+        (out / "keep.txt").write_text("x")
+    else:
+        out = tmp_path / "results"
+        out.mkdir()
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    assert main(["aggregate", str(path), "--segments", str(seg_map), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("aria aggregate: error:")
+    assert str(out) in err[0]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before

@@ -110,3 +110,34 @@ def test_console_script_prints_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("aria diagnose: error: FileFormatError")
+
+
+def test_verdict_in_table_and_json(rng, tmp_path, capsys):
+    ok = save_scores(rng.standard_normal((300, 10)), tmp_path / "ok.npy")
+    assert main(["diagnose", str(ok)]) == 0
+    assert "\nverdict        OK: kappa=" in capsys.readouterr().out
+    collapsed = np.outer(rng.random(300) + 1, np.ones(10)) + 1e-3 * rng.standard_normal((300, 10))
+    path = save_scores(collapsed, tmp_path / "collapsed.npy")
+    assert main(["diagnose", str(path)]) == 0
+    assert "verdict        COLLAPSED: kappa=" in capsys.readouterr().out
+    assert main(["diagnose", str(path), "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["verdict"]["label"] == "collapsed"
+    assert "queries share one score profile" in rec["verdict"]["reason"]
+
+
+def test_transpose_flag(rng, tmp_path, capsys):
+    s = rng.standard_normal((150, 6)) + np.outer(rng.random(150), np.ones(6))
+    path = save_scores(np.ascontiguousarray(s.T), tmp_path / "test_by_train.npy")
+    assert main(["diagnose", str(path), "--transpose", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert (rec["n_train"], rec["n_queries"]) == (150, 6)
+    assert rec["r1"] == pytest.approx(diagnose(s).r1, rel=1e-10)
+
+
+def test_sparse_tensor_is_one_line(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    torch.save(torch.eye(6, 4).to_sparse(), tmp_path / "sparse.pt")
+    assert main(["diagnose", str(tmp_path / "sparse.pt")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "expected a dense tensor" in err[0] and "Traceback" not in err[0]

@@ -32,7 +32,9 @@ def note(start: int, end: int, pitch: int, vel: int = 100, ch: int = 0) -> list[
     return [on(start, pitch, vel, ch), off(end, pitch, ch)]
 
 
-def make_midi(tracks: Sequence[Sequence[tuple[int, Any]]], *, tpq: int = 96, end: Sequence[int] | None = None) -> mido.MidiFile:
+def make_midi(
+    tracks: Sequence[Sequence[tuple[int, Any]]], *, tpq: int = 96, end: Sequence[int] | None = None
+) -> mido.MidiFile:
     """A type-1 file; each track is a list of (absolute tick, message) in the order given
     (stable-sorted by tick). ``end[i]`` places track i's End of Track (default: last event)."""
     mid = mido.MidiFile(type=1, ticks_per_beat=tpq)
@@ -59,7 +61,14 @@ def reload(mid: mido.MidiFile, tmp_path: Path, name: str = "x.mid") -> Path:
     return save(mid, tmp_path / name)
 
 
-def random_midi(rng: np.random.Generator, *, tpq: int, n_tracks: int = 3, n_events: int = 60, span_quarters: int = 8) -> mido.MidiFile:
+def random_midi(
+    rng: np.random.Generator,
+    *,
+    tpq: int,
+    n_tracks: int = 3,
+    n_events: int = 60,
+    span_quarters: int = 8,
+) -> mido.MidiFile:
     """Adversarial random file: overlapping same-key notes, Note Off on other channels and
     tracks, velocity-0 Note Ons, CC7 and tempo changes in any track, drums."""
     tracks = []

@@ -18,10 +18,21 @@ from ._midifiles import make_midi, note, save, tempo
 
 
 def corpus(root):
-    save(make_midi([[*note(0, 96, 60), *note(0, 96, 64), *note(96, 192, 67)]]), root / "a" / "one.mid")
-    save(make_midi([[*note(0, 48, 62), *note(48, 96, 65), *note(96, 384, 69, vel=50)]], tpq=480), root / "a" / "two.MID")
-    save(make_midi([[*note(0, 960, 48), *note(0, 960, 55, ch=1), *note(0, 240, 38, ch=9)]], tpq=480), root / "b" / "three.midi")
-    (root / "b" / "corrupt.mid").write_bytes(b"MThd\x00\x00\x00\x06\x00\x01\x00\x01\x00`MTrk\x00\x00\x10\x00\x90")
+    save(
+        make_midi([[*note(0, 96, 60), *note(0, 96, 64), *note(96, 192, 67)]]),
+        root / "a" / "one.mid",
+    )
+    save(
+        make_midi([[*note(0, 48, 62), *note(48, 96, 65), *note(96, 384, 69, vel=50)]], tpq=480),
+        root / "a" / "two.MID",
+    )
+    save(
+        make_midi([[*note(0, 960, 48), *note(0, 960, 55, ch=1), *note(0, 240, 38, ch=9)]], tpq=480),
+        root / "b" / "three.midi",
+    )
+    (root / "b" / "corrupt.mid").write_bytes(
+        b"MThd\x00\x00\x00\x06\x00\x01\x00\x01\x00`MTrk\x00\x00\x10\x00\x90"
+    )
     (root / "b" / "empty.mid").write_bytes(b"")
     save(make_midi([[tempo(0, 500_000)]], end=[960]), root / "silent.mid")
     (root / "notes.txt").write_text("not a midi file, ignored by the directory scan")
@@ -40,22 +51,37 @@ def test_symbolic_end_to_end_and_resume(tmp_path, capsys):
     code, stdout, _ = run(["features", "symbolic", str(src), "--out", str(out), "--json"], capsys)
     assert code == 0
     summary = json.loads(stdout)
-    assert summary == {"n_inputs": 6, "n_skipped": 0, "n_extracted": 3, "n_errors": 3, "store": str(out)}
+    assert summary == {
+        "n_inputs": 6,
+        "n_skipped": 0,
+        "n_extracted": 3,
+        "n_errors": 3,
+        "store": str(out),
+    }
     st = FeatureStore.open(out)
     assert st.modality == "symbolic"
     assert st.track_ids.tolist() == ["a/one", "a/two", "b/three"]
     assert sorted(st.errors["track_id"]) == ["b/corrupt", "b/empty", "silent"]
     errs = dict(zip(st.errors["track_id"], st.errors["error"], strict=True))
-    assert "empty file" in errs["b/empty"] and "no notes" in errs["silent"] and "FileFormatError" in errs["b/corrupt"]
+    assert (
+        "empty file" in errs["b/empty"]
+        and "no notes" in errs["silent"]
+        and "FileFormatError" in errs["b/corrupt"]
+    )
     assert st.params["form"] == "paper" and st.params["fps"] == 50.0 and st.versions["mido"]
     one = extract_file(src / "a" / "one.mid")
     for name in st.feature_names:
         np.testing.assert_allclose(st.vectors(name)[0], one[name])
-    assert st.metadata.loc["b/three", "n_notes"] == 3 and st.metadata.loc["b/three", "duration"] == pytest.approx(1.0)
+    assert st.metadata.loc["b/three", "n_notes"] == 3 and st.metadata.loc[
+        "b/three", "duration"
+    ] == pytest.approx(1.0)
 
     # resume: nothing new is extracted, failed files are retried (and fail again)
     code, stdout, _ = run(["features", "symbolic", str(src), "--out", str(out)], capsys)
-    assert code == 0 and "0 symbolic rows written, 3 files already in the store, 3 files failed" in stdout
+    assert (
+        code == 0
+        and "0 symbolic rows written, 3 files already in the store, 3 files failed" in stdout
+    )
     # a new file is picked up; a repaired one leaves the errors table
     save(make_midi([[*note(0, 96, 70)]]), src / "c.mid")
     save(make_midi([[*note(0, 96, 71)]]), src / "silent.mid")
@@ -70,9 +96,14 @@ def test_other_parameters_refused_then_overwrite(tmp_path, capsys):
     src = corpus(tmp_path / "in")
     out = tmp_path / "store"
     assert run(["features", "symbolic", str(src), "--out", str(out)], capsys)[0] == 0
-    code, _, err = run(["features", "symbolic", str(src), "--out", str(out), "--form", "jsymbolic"], capsys)
+    code, _, err = run(
+        ["features", "symbolic", str(src), "--out", str(out), "--form", "jsymbolic"], capsys
+    )
     assert code == 2 and "refusing to mix" in err and "params.form" in err
-    code, _, _ = run(["features", "symbolic", str(src), "--out", str(out), "--form", "jsymbolic", "--overwrite"], capsys)
+    code, _, _ = run(
+        ["features", "symbolic", str(src), "--out", str(out), "--form", "jsymbolic", "--overwrite"],
+        capsys,
+    )
     assert code == 0
     st = FeatureStore.open(out)
     assert st.params["form"] == "jsymbolic" and st.vectors("melodic_interval").shape == (3, 128)
@@ -81,33 +112,83 @@ def test_other_parameters_refused_then_overwrite(tmp_path, capsys):
 def test_lists_metadata_and_segments(tmp_path, capsys):
     src = corpus(tmp_path / "in")
     (src / "list.txt").write_text("# two files\na/one.mid\n\nb/three.midi\n")
-    (src / "list.csv").write_text("path,track_id,genre\na/one.mid,first,baroque\nb/three.midi,,jazz\n")
+    (src / "list.csv").write_text(
+        "path,track_id,genre\na/one.mid,first,baroque\nb/three.midi,,jazz\n"
+    )
     (tmp_path / "meta.csv").write_text("track_id,composer\na/one,Bach\n")
-    code, _, _ = run(["features", "symbolic", str(src / "list.txt"), "--out", str(tmp_path / "s1"), "--metadata", str(tmp_path / "meta.csv")], capsys)
+    code, _, _ = run(
+        [
+            "features",
+            "symbolic",
+            str(src / "list.txt"),
+            "--out",
+            str(tmp_path / "s1"),
+            "--metadata",
+            str(tmp_path / "meta.csv"),
+        ],
+        capsys,
+    )
     assert code == 0
     st = FeatureStore.open(tmp_path / "s1")
     assert st.track_ids.tolist() == ["a/one", "b/three"]
     assert st.metadata.loc["a/one", "composer"] == "Bach"
-    code, _, _ = run(["features", "symbolic", str(src / "list.csv"), "--out", str(tmp_path / "s2")], capsys)
+    code, _, _ = run(
+        ["features", "symbolic", str(src / "list.csv"), "--out", str(tmp_path / "s2")], capsys
+    )
     st = FeatureStore.open(tmp_path / "s2")
     assert st.track_ids.tolist() == ["first", "b/three"]
     assert st.metadata["genre"].tolist() == ["baroque", "jazz"]
-    code, _, _ = run(["features", "symbolic", str(src / "a"), "--out", str(tmp_path / "s3"), "--segment-seconds", "0.5"], capsys)
+    code, _, _ = run(
+        [
+            "features",
+            "symbolic",
+            str(src / "a"),
+            "--out",
+            str(tmp_path / "s3"),
+            "--segment-seconds",
+            "0.5",
+        ],
+        capsys,
+    )
     assert code == 0
     st = FeatureStore.open(tmp_path / "s3")
     assert st.track_ids.tolist() == ["one#0000", "one#0001", "two#0000"]  # 1.0 s and 0.4 s long
     assert st.metadata["source_track"].tolist() == ["one", "one", "two"]
     np.testing.assert_allclose(st.metadata["start"], [0.0, 0.5, 0.0])
     assert st.params["segments"] == {"seconds": 0.5, "hop": None}
-    code, _, _ = run(["features", "symbolic", str(src / "a"), "--out", str(tmp_path / "s3"), "--segment-seconds", "0.5"], capsys)
+    code, _, _ = run(
+        [
+            "features",
+            "symbolic",
+            str(src / "a"),
+            "--out",
+            str(tmp_path / "s3"),
+            "--segment-seconds",
+            "0.5",
+        ],
+        capsys,
+    )
     assert code == 0 and len(FeatureStore.open(tmp_path / "s3")) == 3
-    code, _, _ = run(["features", "symbolic", str(src / "a" / "one.mid"), "--out", str(tmp_path / "s4"), "--segment-notes", "2"], capsys)
+    code, _, _ = run(
+        [
+            "features",
+            "symbolic",
+            str(src / "a" / "one.mid"),
+            "--out",
+            str(tmp_path / "s4"),
+            "--segment-notes",
+            "2",
+        ],
+        capsys,
+    )
     assert FeatureStore.open(tmp_path / "s4").track_ids.tolist() == ["one#0000", "one#0001"]
 
 
 def test_clear_errors(tmp_path, capsys):
     src = corpus(tmp_path / "in")
-    code, _, err = run(["features", "symbolic", str(tmp_path / "missing"), "--out", str(tmp_path / "s")], capsys)
+    code, _, err = run(
+        ["features", "symbolic", str(tmp_path / "missing"), "--out", str(tmp_path / "s")], capsys
+    )
     assert code == 2 and "no such file or directory" in err and "Traceback" not in err
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
@@ -116,13 +197,22 @@ def test_clear_errors(tmp_path, capsys):
     code, _, err = run(["features", "symbolic", str(src), "--out", str(blocker)], capsys)
     assert code == 2 and "not a feature-store directory" in err
     (tmp_path / "nothing").mkdir()
-    code, _, err = run(["features", "symbolic", str(tmp_path / "nothing"), "--out", str(tmp_path / "s")], capsys)
+    code, _, err = run(
+        ["features", "symbolic", str(tmp_path / "nothing"), "--out", str(tmp_path / "s")], capsys
+    )
     assert code == 2 and "no symbolic files" in err
-    code, _, err = run(["features", "symbolic", str(src), "--out", str(tmp_path / "s"), "--param", "frames=3"], capsys)
+    code, _, err = run(
+        ["features", "symbolic", str(src), "--out", str(tmp_path / "s"), "--param", "frames=3"],
+        capsys,
+    )
     assert code == 2 and "keywords among" in err
-    code, _, err = run(["features", "symbolic", str(src), "--out", str(tmp_path / "s"), "--hop", "2"], capsys)
+    code, _, err = run(
+        ["features", "symbolic", str(src), "--out", str(tmp_path / "s"), "--hop", "2"], capsys
+    )
     assert code == 2 and "--hop" in err
-    code, _, err = run(["features", "symbolic", str(src), "--out", str(tmp_path / "s"), "--workers", "0"], capsys)
+    code, _, err = run(
+        ["features", "symbolic", str(src), "--out", str(tmp_path / "s"), "--workers", "0"], capsys
+    )
     assert code == 2 and "workers" in err
 
 
@@ -155,7 +245,10 @@ def test_audio_branch_plumbing(tmp_path, monkeypatch, capsys):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.wav").write_bytes(b"x" * 50)
     (tmp_path / "in" / "b.flac").write_bytes(b"")
-    code, _, _ = run(["features", "audio", str(tmp_path / "in"), "--out", str(tmp_path / "s"), "--param", "n=7"], capsys)
+    code, _, _ = run(
+        ["features", "audio", str(tmp_path / "in"), "--out", str(tmp_path / "s"), "--param", "n=7"],
+        capsys,
+    )
     assert code == 0
     st = FeatureStore.open(tmp_path / "s")
     assert st.modality == "audio" and st.track_ids.tolist() == ["a"]
@@ -168,9 +261,27 @@ def test_audio_branch_plumbing(tmp_path, monkeypatch, capsys):
 def test_parallel_workers_give_the_same_store(tmp_path, capsys):
     src = corpus(tmp_path / "in")
     for i in range(6):
-        save(make_midi([[*note(0, 96, 60 + i), *note(96, 192, 64 + i)]]), src / "more" / f"m{i}.mid")
+        save(
+            make_midi([[*note(0, 96, 60 + i), *note(96, 192, 64 + i)]]), src / "more" / f"m{i}.mid"
+        )
     assert run(["features", "symbolic", str(src), "--out", str(tmp_path / "s1")], capsys)[0] == 0
-    assert run(["features", "symbolic", str(src), "--out", str(tmp_path / "s2"), "--workers", "2", "--flush-every", "4"], capsys)[0] == 0
+    assert (
+        run(
+            [
+                "features",
+                "symbolic",
+                str(src),
+                "--out",
+                str(tmp_path / "s2"),
+                "--workers",
+                "2",
+                "--flush-every",
+                "4",
+            ],
+            capsys,
+        )[0]
+        == 0
+    )
     a, b = FeatureStore.open(tmp_path / "s1"), FeatureStore.open(tmp_path / "s2")
     assert a.track_ids.tolist() == b.track_ids.tolist()
     for name in a.feature_names:
@@ -179,7 +290,9 @@ def test_parallel_workers_give_the_same_store(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("aria.features.audio") is None, reason="no audio extractor")
+@pytest.mark.skipif(
+    importlib.util.find_spec("aria.features.audio") is None, reason="no audio extractor"
+)
 def test_audio_branch_with_the_real_extractor(tmp_path, capsys):
     sf = pytest.importorskip("soundfile")
     from aria.features.registry import features as registry_features
@@ -187,9 +300,15 @@ def test_audio_branch_with_the_real_extractor(tmp_path, capsys):
     sr = 48000
     t = np.arange(4 * sr) / sr
     (tmp_path / "in").mkdir()
-    sf.write(tmp_path / "in" / "tone.wav", 0.3 * np.sin(2 * np.pi * 220 * t) * (np.sin(2 * np.pi * 2 * t) > 0), sr)
+    sf.write(
+        tmp_path / "in" / "tone.wav",
+        0.3 * np.sin(2 * np.pi * 220 * t) * (np.sin(2 * np.pi * 2 * t) > 0),
+        sr,
+    )
     sf.write(tmp_path / "in" / "silent.wav", np.zeros(sr), sr)
-    code, _, _ = run(["features", "audio", str(tmp_path / "in"), "--out", str(tmp_path / "s")], capsys)
+    code, _, _ = run(
+        ["features", "audio", str(tmp_path / "in"), "--out", str(tmp_path / "s")], capsys
+    )
     assert code == 0
     st = FeatureStore.open(tmp_path / "s")
     assert st.track_ids.tolist() == ["tone"] and st.errors["track_id"].tolist() == ["silent"]

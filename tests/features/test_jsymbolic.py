@@ -15,7 +15,7 @@ from aria.features.jsymbolic import (
     CODES,
     java_microsecond_length,
     jsymbolic_features,
-    reference_jsymbolic,
+    jsymbolic_features_reference,
 )
 from aria.features.midi import read_midi
 from aria.features.symbolic import symbolic_features
@@ -29,7 +29,7 @@ def both(mid, tmp_path, **kw):
     """Fast and reference features of a saved file; asserts they agree, returns fast."""
     path = reload(mid, tmp_path)
     fast = jsymbolic_features(path, **kw)
-    ref = reference_jsymbolic(path, **kw)
+    ref = jsymbolic_features_reference(path, **kw)
     assert list(fast) == list(CODES)
     for code in CODES:
         np.testing.assert_allclose(fast[code], ref[code], rtol=1e-12, atol=1e-15, err_msg=code)
@@ -45,7 +45,9 @@ def onehot(n, *bins):
 
 def test_chord_then_note(tmp_path):
     q = 96
-    mid = make_midi([[*note(0, q, 60), *note(0, q, 64), *note(0, q, 67), *note(q, 2 * q, 62)]], tpq=q)
+    mid = make_midi(
+        [[*note(0, q, 60), *note(0, q, 64), *note(0, q, 67), *note(q, 2 * q, 62)]], tpq=q
+    )
     f = both(mid, tmp_path)
     # notes on one tick add no interval; the last of them (67) becomes the previous pitch
     np.testing.assert_allclose(f["M-1"], onehot(128, (5, 1.0)))
@@ -62,16 +64,27 @@ def test_chord_then_note(tmp_path):
 
 
 def test_pitch_class_rotation_puts_most_common_first(tmp_path):
-    mid = make_midi([[*note(0, 96, 64), *note(96, 192, 64), *note(192, 288, 60), *note(288, 384, 67)]])
+    mid = make_midi(
+        [[*note(0, 96, 64), *note(96, 192, 64), *note(192, 288, 60), *note(288, 384, 67)]]
+    )
     f = both(mid, tmp_path)
     # E (pc 4) is most common -> bin 0; C is 8 steps above E, G is 3
     np.testing.assert_allclose(f["P-2"], onehot(12, (0, 0.5), (8, 0.25), (3, 0.25)))
 
 
 def test_unisons_across_channels(tmp_path):
-    mid = make_midi([[*note(0, 96, 60, vel=100, ch=0), *note(0, 96, 64, vel=80, ch=0), *note(48, 144, 60, vel=50, ch=1)]])
+    mid = make_midi(
+        [
+            [
+                *note(0, 96, 60, vel=100, ch=0),
+                *note(0, 96, 64, vel=80, ch=0),
+                *note(48, 144, 60, vel=50, ch=1),
+            ]
+        ]
+    )
     f = both(mid, tmp_path)
-    # ticks 0-47: C+E -> bin4 += 180·48 ; ticks 48-95: C twice (S=150) + E -> bin0 += 150·48, bin4 += 230·48
+    # ticks 0-47: C+E -> bin4 += 180·48 ;
+    # ticks 48-95: C twice (S=150) + E -> bin0 += 150·48, bin4 += 230·48
     c1 = onehot(128, (0, 7200), (4, 8640 + 11040))
     np.testing.assert_allclose(f["C-1"], c1 / c1.sum())
     assert f["C-6"] == pytest.approx((96 * 2 + 48 * 1) / 144)
@@ -84,7 +97,16 @@ def test_unisons_across_channels(tmp_path):
 
 
 def test_drums_excluded_where_22_excludes_them(tmp_path):
-    mid = make_midi([[*note(0, 96, 36, vel=40, ch=9), *note(96, 192, 38, vel=40, ch=9), *note(0, 48, 60), *note(48, 96, 72)]])
+    mid = make_midi(
+        [
+            [
+                *note(0, 96, 36, vel=40, ch=9),
+                *note(96, 192, 38, vel=40, ch=9),
+                *note(0, 48, 60),
+                *note(48, 96, 72),
+            ]
+        ]
+    )
     f = both(mid, tmp_path)
     assert f["P-8"] == 12  # drums out of range
     np.testing.assert_allclose(f["M-1"], onehot(128, (12, 1.0)))  # 36 -> 38 not counted
@@ -120,17 +142,34 @@ def test_first_tempo_after_start_and_under_one_second(tmp_path):
 
 
 def test_cc7_volume_changes(tmp_path):
-    mid = make_midi([[cc7(0, 64), *note(0, 96, 60, vel=100), cc7(96, 127), *note(96, 192, 62, vel=100), *note(192, 288, 64, vel=100)]])
+    mid = make_midi(
+        [
+            [
+                cc7(0, 64),
+                *note(0, 96, 60, vel=100),
+                cc7(96, 127),
+                *note(96, 192, 62, vel=100),
+                *note(192, 288, 64, vel=100),
+            ]
+        ]
+    )
     f = both(mid, tmp_path)
     # loudness 50, 100, 100 on one channel
     assert f["D-1"] == 50
     assert f["D-4"] == pytest.approx(50 / 3)
-    assert jsymbolic_features(reload(mid, tmp_path), d4_divisor="changes")["D-4"] == pytest.approx(25.0)
+    assert jsymbolic_features(reload(mid, tmp_path), d4_divisor="changes")["D-4"] == pytest.approx(
+        25.0
+    )
     assert f["D-2"] == pytest.approx(np.std([50, 100, 100], ddof=1))
 
 
 def test_d4_divisor_ratio_is_changes_over_notes(tmp_path, rng):
-    mid = make_midi([[*note(i * 48, i * 48 + 40, 60 + i % 5, vel=int(v), ch=i % 3)] for i, v in enumerate(rng.integers(1, 128, 12))])
+    mid = make_midi(
+        [
+            [*note(i * 48, i * 48 + 40, 60 + i % 5, vel=int(v), ch=i % 3)]
+            for i, v in enumerate(rng.integers(1, 128, 12))
+        ]
+    )
     path = reload(mid, tmp_path)
     a = jsymbolic_features(path)["D-4"]
     b = jsymbolic_features(path, d4_divisor="changes")["D-4"]
@@ -144,7 +183,17 @@ def test_d4_divisor_ratio_is_changes_over_notes(tmp_path, rng):
 def test_several_ticks_per_quarter_agree(tmp_path, tpq):
     def build(t):
         return make_midi(
-            [[tempo(0, 600_000), cc7(0, 90), *note(0, t, 60), *note(0, t // 2, 64, vel=70), *note(t // 2, t, 67, vel=90), *note(t, 3 * t, 55, ch=2), *note(t, 2 * t, 42, ch=9)]],
+            [
+                [
+                    tempo(0, 600_000),
+                    cc7(0, 90),
+                    *note(0, t, 60),
+                    *note(0, t // 2, 64, vel=70),
+                    *note(t // 2, t, 67, vel=90),
+                    *note(t, 3 * t, 55, ch=2),
+                    *note(t, 2 * t, 42, ch=9),
+                ]
+            ],
             tpq=t,
         )
 
@@ -153,6 +202,7 @@ def test_several_ticks_per_quarter_agree(tmp_path, tpq):
     for code in CODES:
         if code != "C-7":
             np.testing.assert_allclose(got[code], ref[code], rtol=1e-12, err_msg=code)
+
     # C-7 is a sample SD over ticks (n - 1 with n = sounding ticks = 3 tpq): the population SD
     # is what is resolution-free
     def pop(value, t):
@@ -177,7 +227,22 @@ def test_pairing_quirks(tmp_path):
     # overlapping same key: both end at the first Note Off; the Note On written before the
     # Note Off on a shared tick ends at that Note Off (zero length); an unclosed note lasts to
     # the track end for R-13 but is left out of the vertical chart.
-    mid = make_midi([[on(0, 60), on(q // 2, 60), off(q, 60), on(2 * q, 62), off(2 * q, 62), on(3 * q, 64), on(3 * q, 67), off(4 * q, 67)]], tpq=q, end=[5 * q])
+    mid = make_midi(
+        [
+            [
+                on(0, 60),
+                on(q // 2, 60),
+                off(q, 60),
+                on(2 * q, 62),
+                off(2 * q, 62),
+                on(3 * q, 64),
+                on(3 * q, 67),
+                off(4 * q, 67),
+            ]
+        ],
+        tpq=q,
+        end=[5 * q],
+    )
     f = both(mid, tmp_path)
     # durations: 96 (quarter), 48 (eighth), 0 (32nd bin), 2·96 unclosed (half), 96 (quarter)
     np.testing.assert_allclose(f["R-13"], onehot(12, (4, 0.4), (2, 0.2), (0, 0.2), (6, 0.2)))
@@ -188,7 +253,9 @@ def test_pairing_quirks(tmp_path):
 
 def test_random_files_fast_equals_reference(tmp_path, rng):
     for k in range(8):
-        mid = random_midi(rng, tpq=int(rng.choice([24, 96, 100, 120])), n_tracks=int(rng.integers(1, 4)))
+        mid = random_midi(
+            rng, tpq=int(rng.choice([24, 96, 100, 120])), n_tracks=int(rng.integers(1, 4))
+        )
         both(mid, tmp_path)
         both(mid, tmp_path, d4_divisor="changes")
         _ = k
@@ -238,13 +305,15 @@ def test_bach_chorale_smoke_and_regression(chorale, tmp_path):
     # the literal reference on the same music at a coarser resolution
     coarse = _rescale(mido.MidiFile(path), 210)
     assert coarse is not None
-    ref = reference_jsymbolic(coarse)
+    ref = jsymbolic_features_reference(coarse)
     for code in CODES:
         if code != "C-7":
             np.testing.assert_allclose(f[code], ref[code], rtol=1e-12, atol=1e-15, err_msg=code)
     n_fine = _sounding_ticks(s)
     n_coarse = n_fine // 210
-    assert f["C-7"] ** 2 * (n_fine - 1) / n_fine == pytest.approx(ref["C-7"] ** 2 * (n_coarse - 1) / n_coarse, rel=1e-12)
+    assert f["C-7"] ** 2 * (n_fine - 1) / n_fine == pytest.approx(
+        ref["C-7"] ** 2 * (n_coarse - 1) / n_coarse, rel=1e-12
+    )
 
 
 def _sounding_ticks(s) -> int:
@@ -269,7 +338,16 @@ def test_jsymbolic_form_of_symbolic_matches_whole_file_mode(chorale):
     np.testing.assert_allclose(sf["pitch_class"], js["P-2"], atol=1e-15)
     np.testing.assert_allclose(sf["vertical_interval"], js["C-2"], atol=1e-12)
     np.testing.assert_allclose(sf["rhythmic_value"], js["R-13"], atol=1e-15)
-    for name, code in [("note_density", "RT-5"), ("mean_rhythmic_value", "R-25"), ("dynamic_range", "D-1"), ("velocity_std", "D-2"), ("velocity_change", "D-4"), ("mean_polyphony", "C-6"), ("polyphony_std", "C-7"), ("pitch_range", "P-8")]:
+    for name, code in [
+        ("note_density", "RT-5"),
+        ("mean_rhythmic_value", "R-25"),
+        ("dynamic_range", "D-1"),
+        ("velocity_std", "D-2"),
+        ("velocity_change", "D-4"),
+        ("mean_polyphony", "C-6"),
+        ("polyphony_std", "C-7"),
+        ("pitch_range", "P-8"),
+    ]:
         assert sf[name][0] == pytest.approx(js[code], rel=1e-12), name
 
 
@@ -290,5 +368,3 @@ def test_cli_rejects_corrupt_file(tmp_path, capsys):
     bad.write_bytes(b"not midi at all")
     assert main(["features", "jsymbolic", str(bad)]) == 2
     assert "not a readable MIDI file" in capsys.readouterr().err
-
-

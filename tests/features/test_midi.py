@@ -23,7 +23,12 @@ def test_close_all_pairing_same_track_channel_pitch(tmp_path):
 def test_note_off_must_match_channel_and_track(tmp_path):
     mid = make_midi(
         [
-            [on(0, 60, ch=0), off(10, 60, ch=1), off(20, 61, ch=0), off(30, 60, ch=0, zero_on=True)],
+            [
+                on(0, 60, ch=0),
+                off(10, 60, ch=1),
+                off(20, 61, ch=0),
+                off(30, 60, ch=0, zero_on=True),
+            ],
             [on(0, 62), off(5, 60)],  # a Note Off of pitch 60 in another track closes nothing
         ],
         tpq=96,
@@ -55,7 +60,15 @@ def test_drums_flagged_and_channels_kept(tmp_path):
 def test_tempo_map_seconds_and_quarters_independent_of_resolution(tmp_path, tpq):
     # 2 quarters at 120 bpm (1 s) then 2 quarters at 60 bpm (2 s); a tempo event in track 1 too
     mid = make_midi(
-        [[tempo(0, 500_000), tempo(2 * tpq, 1_000_000), *note(0, tpq, 60), *note(3 * tpq, 4 * tpq, 62)], [tempo(4 * tpq, 250_000)]],
+        [
+            [
+                tempo(0, 500_000),
+                tempo(2 * tpq, 1_000_000),
+                *note(0, tpq, 60),
+                *note(3 * tpq, 4 * tpq, 62),
+            ],
+            [tempo(4 * tpq, 250_000)],
+        ],
         tpq=tpq,
         end=[6 * tpq, 6 * tpq],
     )

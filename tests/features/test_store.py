@@ -16,14 +16,33 @@ def sample(rng, n=5):
     seqs = [rng.integers(0, 12, int(k)) for k in rng.integers(0, 9, n)]
     seqs[2] = None
     seqs[3] = np.array([], dtype=np.int64)
-    return [f"t{i}" for i in range(n)], {"mfcc": x, "chord_progression": seqs, "tempo": rng.normal(size=n)}
+    return [f"t{i}" for i in range(n)], {
+        "mfcc": x,
+        "chord_progression": seqs,
+        "tempo": rng.normal(size=n),
+    }
 
 
 @pytest.mark.parametrize("name", ["store", "store.parquet"])
 def test_round_trip(tmp_path, rng, name):
     ids, feats = sample(rng)
-    meta = pd.DataFrame({"track_id": ids, "genre": ["a", "b", None, "a", "c"], "duration": [1.0, 2.0, 3.0, 4.0, 5.0]})
-    path = write_store(tmp_path / name, modality="audio", track_ids=ids, features=feats, metadata=meta, params={"sr": 48000, "hop": 512}, errors=[("bad.wav", "silent"), {"path": "x.wav", "error": "corrupt", "track_id": "x"}], versions={"librosa": "0.11"})
+    meta = pd.DataFrame(
+        {
+            "track_id": ids,
+            "genre": ["a", "b", None, "a", "c"],
+            "duration": [1.0, 2.0, 3.0, 4.0, 5.0],
+        }
+    )
+    path = write_store(
+        tmp_path / name,
+        modality="audio",
+        track_ids=ids,
+        features=feats,
+        metadata=meta,
+        params={"sr": 48000, "hop": 512},
+        errors=[("bad.wav", "silent"), {"path": "x.wav", "error": "corrupt", "track_id": "x"}],
+        versions={"librosa": "0.11"},
+    )
     st = FeatureStore.open(path)
     assert st.modality == "audio" and len(st) == 5
     assert st.track_ids.tolist() == ids
@@ -41,15 +60,26 @@ def test_round_trip(tmp_path, rng, name):
     assert st.metadata.index.name == "track_id"
     assert st.params == {"sr": 48000, "hop": 512}
     assert st.versions["librosa"] == "0.11" and "aria" in st.versions
-    assert st.errors[["path", "error"]].values.tolist() == [["bad.wav", "silent"], ["x.wav", "corrupt"]]
+    assert st.errors[["path", "error"]].values.tolist() == [
+        ["bad.wav", "silent"],
+        ["x.wav", "corrupt"],
+    ]
     assert "t3" in st and "zz" not in st
 
 
 def test_metadata_forms(tmp_path):
     ids = ["a", "b"]
     f = {"x": np.ones((2, 1))}
-    for meta in ({"genre": ["g1", "g2"]}, [{"genre": "g1"}, {"genre": "g2"}], pd.DataFrame({"genre": ["g2", "g1"]}, index=pd.Index(["b", "a"], name="track_id"))):
-        st = FeatureStore.open(write_store(tmp_path / "s", modality="symbolic", track_ids=ids, features=f, metadata=meta))
+    for meta in (
+        {"genre": ["g1", "g2"]},
+        [{"genre": "g1"}, {"genre": "g2"}],
+        pd.DataFrame({"genre": ["g2", "g1"]}, index=pd.Index(["b", "a"], name="track_id")),
+    ):
+        st = FeatureStore.open(
+            write_store(
+                tmp_path / "s", modality="symbolic", track_ids=ids, features=f, metadata=meta
+            )
+        )
         assert st.metadata["genre"].tolist() == ["g1", "g2"]
 
 
@@ -62,11 +92,27 @@ def test_write_errors(tmp_path):
     with pytest.raises(ParameterError, match="modality"):
         write_store(tmp_path / "s", modality="video", track_ids=["a", "b"], features=f)
     with pytest.raises(ParameterError, match="feature names"):
-        write_store(tmp_path / "s", modality="symbolic", track_ids=["a", "b"], features={"track_id": np.ones((2, 1))})
+        write_store(
+            tmp_path / "s",
+            modality="symbolic",
+            track_ids=["a", "b"],
+            features={"track_id": np.ones((2, 1))},
+        )
     with pytest.raises(DataError, match="widths"):
-        write_store(tmp_path / "s", modality="symbolic", track_ids=["a", "b"], features={"x": [np.ones(2), np.ones(3)]})
+        write_store(
+            tmp_path / "s",
+            modality="symbolic",
+            track_ids=["a", "b"],
+            features={"x": [np.ones(2), np.ones(3)]},
+        )
     with pytest.raises(DataError, match="metadata"):
-        write_store(tmp_path / "s", modality="symbolic", track_ids=["a", "b"], features=f, metadata={"g": [1]})
+        write_store(
+            tmp_path / "s",
+            modality="symbolic",
+            track_ids=["a", "b"],
+            features=f,
+            metadata={"g": [1]},
+        )
     assert not (tmp_path / "s").exists()
 
 
@@ -79,7 +125,14 @@ def test_open_errors(tmp_path):
     (tmp_path / "d" / "aria-manifest.json").write_text('{"kind": "aria-results"}')
     with pytest.raises(ManifestMismatchError, match="not an ARIA feature store"):
         FeatureStore.open(tmp_path / "d")
-    st = FeatureStore.open(write_store(tmp_path / "s", modality="symbolic", track_ids=["a"], features={"x": np.ones((1, 2)), "s": [np.array([1])]}))
+    st = FeatureStore.open(
+        write_store(
+            tmp_path / "s",
+            modality="symbolic",
+            track_ids=["a"],
+            features={"x": np.ones((1, 2)), "s": [np.array([1])]},
+        )
+    )
     with pytest.raises(ParameterError, match="one of"):
         st.vectors("nope")
     with pytest.raises(ParameterError, match="a vector feature"):
@@ -87,7 +140,9 @@ def test_open_errors(tmp_path):
 
 
 def test_write_is_atomic(tmp_path, monkeypatch):
-    path = write_store(tmp_path / "s", modality="symbolic", track_ids=["a"], features={"x": np.ones((1, 2))})
+    path = write_store(
+        tmp_path / "s", modality="symbolic", track_ids=["a"], features={"x": np.ones((1, 2))}
+    )
     import pyarrow.parquet as pq
 
     def boom(*a, **k):
@@ -104,7 +159,9 @@ def test_write_is_atomic(tmp_path, monkeypatch):
 
 def test_writer_appends_and_resumes(tmp_path):
     w = StoreWriter(tmp_path / "s", modality="symbolic", params={"form": "paper", "fps": 50.0})
-    w.append(["a", "b"], {"x": np.array([[1.0, 2.0], [3.0, 4.0]])}, [{"genre": "g"}, {"genre": "h"}])
+    w.append(
+        ["a", "b"], {"x": np.array([[1.0, 2.0], [3.0, 4.0]])}, [{"genre": "g"}, {"genre": "h"}]
+    )
     w.set_errors([{"path": "c.mid", "track_id": "c", "error": "FileFormatError: bad"}])
     st = FeatureStore.open(tmp_path / "s")
     assert st.track_ids.tolist() == ["a", "b"] and len(st.errors) == 1
@@ -122,7 +179,9 @@ def test_writer_appends_and_resumes(tmp_path):
 
 
 def test_writer_refuses_other_settings(tmp_path):
-    StoreWriter(tmp_path / "s", modality="symbolic", params={"form": "paper"}).append(["a"], {"x": np.ones((1, 1))})
+    StoreWriter(tmp_path / "s", modality="symbolic", params={"form": "paper"}).append(
+        ["a"], {"x": np.ones((1, 1))}
+    )
     with pytest.raises(ManifestMismatchError, match=r"params\.form"):
         StoreWriter(tmp_path / "s", modality="symbolic", params={"form": "jsymbolic"})
     with pytest.raises(ManifestMismatchError, match="params"):
@@ -141,13 +200,22 @@ def test_large_vectors_fast_path(tmp_path, rng):
     x = rng.normal(size=(2000, 168))
     x[::7] = np.nan
     ids = [f"id{i:05d}" for i in range(2000)]
-    st = FeatureStore.open(write_store(tmp_path / "s", modality="audio", track_ids=ids, features={"cqt": x}))
+    st = FeatureStore.open(
+        write_store(tmp_path / "s", modality="audio", track_ids=ids, features={"cqt": x})
+    )
     np.testing.assert_array_equal(st.vectors("cqt"), x)
 
 
 def test_registry_kinds_decide_sequences(tmp_path):
     # all-empty / all-missing chord progressions are still a sequence feature
-    st = FeatureStore.open(write_store(tmp_path / "s", modality="audio", track_ids=["a", "b"], features={"chord_progression": [[], None]}))
+    st = FeatureStore.open(
+        write_store(
+            tmp_path / "s",
+            modality="audio",
+            track_ids=["a", "b"],
+            features={"chord_progression": [[], None]},
+        )
+    )
     assert st.feature_specs["chord_progression"] == {"kind": "sequence"}
     got = st.sequences("chord_progression")
     assert got[0].size == 0 and got[1] is None

@@ -47,12 +47,26 @@ def build_results(
     variants = ["original", "residual"]
     out: dict[str, Any] = {}
 
-    rel = pd.DataFrame([
-        {"setting": s, "method": m, "stage": st, "n_train": 1200, "n_queries": n_queries, "kappa": ka, "r1": r1,
-         "r2_5": r25, "p": p, "v1_constancy": v1, "constant_columns": 0, "verdict": v,
-         "verdict_reason": f"{v} because kappa={ka}"}
-        for s, m, st, v, ka, r1, r25, p, v1 in SETTINGS
-    ])
+    rel = pd.DataFrame(
+        [
+            {
+                "setting": s,
+                "method": m,
+                "stage": st,
+                "n_train": 1200,
+                "n_queries": n_queries,
+                "kappa": ka,
+                "r1": r1,
+                "r2_5": r25,
+                "p": p,
+                "v1_constancy": v1,
+                "constant_columns": 0,
+                "verdict": v,
+                "verdict_reason": f"{v} because kappa={ka}",
+            }
+            for s, m, st, v, ka, r1, r25, p, v1 in SETTINGS
+        ]
+    )
     out["reliability"] = rel
 
     qz_rows, hom_rows, topk_rows, pair_rows = [], [], [], []
@@ -61,7 +75,11 @@ def build_results(
         collapsed = _rest[2] == "collapsed"
         for vi, v in enumerate(variants):
             for q in range(n_queries):
-                order = fixed_group if collapsed and v == "original" else rng.permutation(n_tracks)[:topk_depth]
+                order = (
+                    fixed_group
+                    if collapsed and v == "original"
+                    else rng.permutation(n_tracks)[:topk_depth]
+                )
                 scores = np.sort(rng.normal(2.0, 1.0, topk_depth))[::-1]
                 for r in range(topk_depth):
                     topk_rows.append((s, v, q, r + 1, tracks[order[r]], float(scores[r])))
@@ -72,25 +90,102 @@ def build_results(
                     for q in range(n_queries):
                         qz_rows.append((s, v, K, q, c, float(z[q])))
                     boots = [rng.choice(z, n_queries).mean() for _ in range(50)]
-                    hom_rows.append((s, v, K, c, float(z.mean()), float(np.percentile(boots, 2.5)),
-                                     float(np.percentile(boots, 97.5)), float(np.mean(z > 0)), float(np.mean(z > 1.96)), n_queries))
+                    hom_rows.append(
+                        (
+                            s,
+                            v,
+                            K,
+                            c,
+                            float(z.mean()),
+                            float(np.percentile(boots, 2.5)),
+                            float(np.percentile(boots, 97.5)),
+                            float(np.mean(z > 0)),
+                            float(np.mean(z > 1.96)),
+                            n_queries,
+                        )
+                    )
                     if K == 300:
                         for q in range(n_queries):
                             for _ in range(n_pairs):
                                 a, b = rng.choice(n_tracks, 2, replace=False)
-                                pair_rows.append((s, v, K, q, c, tracks[a], tracks[b], float(rng.uniform(0.2, 0.9)), float(rng.normal(1, 1))))
-    out["query_z"] = pd.DataFrame(qz_rows, columns=["setting", "variant", "K", "query", "channel", "z"])
-    out["homogeneity"] = pd.DataFrame(hom_rows, columns=["setting", "variant", "K", "channel", "zbar", "zbar_lo", "zbar_hi", "pos", "sig", "n_queries"])
-    out["topk"] = pd.DataFrame(topk_rows, columns=["setting", "variant", "query", "rank", "track_id", "score"])
-    out["pairs"] = pd.DataFrame(pair_rows, columns=["setting", "variant", "K", "query", "channel", "track_a", "track_b", "similarity", "contribution"])
+                                pair_rows.append(
+                                    (
+                                        s,
+                                        v,
+                                        K,
+                                        q,
+                                        c,
+                                        tracks[a],
+                                        tracks[b],
+                                        float(rng.uniform(0.2, 0.9)),
+                                        float(rng.normal(1, 1)),
+                                    )
+                                )
+    out["query_z"] = pd.DataFrame(
+        qz_rows, columns=["setting", "variant", "K", "query", "channel", "z"]
+    )
+    out["homogeneity"] = pd.DataFrame(
+        hom_rows,
+        columns=[
+            "setting",
+            "variant",
+            "K",
+            "channel",
+            "zbar",
+            "zbar_lo",
+            "zbar_hi",
+            "pos",
+            "sig",
+            "n_queries",
+        ],
+    )
+    out["topk"] = pd.DataFrame(
+        topk_rows, columns=["setting", "variant", "query", "rank", "track_id", "score"]
+    )
+    out["pairs"] = pd.DataFrame(
+        pair_rows,
+        columns=[
+            "setting",
+            "variant",
+            "K",
+            "query",
+            "channel",
+            "track_a",
+            "track_b",
+            "similarity",
+            "contribution",
+        ],
+    )
     out["null"] = pd.DataFrame(
-        [(K, c, f, float(rng.uniform(0.3, 0.6)), float(rng.uniform(0.01, 0.05)), 200) for K in KS for c in channels for f in ("*", f"{c}_feat")],
+        [
+            (K, c, f, float(rng.uniform(0.3, 0.6)), float(rng.uniform(0.01, 0.05)), 200)
+            for K in KS
+            for c in channels
+            for f in ("*", f"{c}_feat")
+        ],
         columns=["K", "channel", "feature", "mu", "sigma", "B"],
     )
     out["alignment"] = pd.DataFrame(
-        [(s, c, float(rng.uniform(0, 1)), f"{c}_feat[{i}]", float(rng.uniform(0, 1)), f"{c}_group")
-         for s, *_ in SETTINGS for i, c in enumerate(channels)],
-        columns=["setting", "channel", "alpha_max", "alpha_max_feature", "alpha_reg", "alpha_reg_group"],
+        [
+            (
+                s,
+                c,
+                float(rng.uniform(0, 1)),
+                f"{c}_feat[{i}]",
+                float(rng.uniform(0, 1)),
+                f"{c}_group",
+            )
+            for s, *_ in SETTINGS
+            for i, c in enumerate(channels)
+        ],
+        columns=[
+            "setting",
+            "channel",
+            "alpha_max",
+            "alpha_max_feature",
+            "alpha_reg",
+            "alpha_reg_group",
+        ],
     )
     conf_rows = []
     for s in ("TRAK/fine", "MERT"):
@@ -98,8 +193,37 @@ def build_results(
             means = {g: float(rng.normal(1.2, 0.1)) for g in ("Rock", "Folk", "Jazz")}
             sd = float(np.std(list(means.values()), ddof=1))
             for g, m in sorted(means.items(), key=lambda x: -x[1]):
-                conf_rows.append((s, "original", 300, c, "genre", g, int(rng.integers(3, 9)), m, float(rng.uniform(0.8, 1)), float(rng.uniform(0, 0.3)), sd))
-    out["confound"] = pd.DataFrame(conf_rows, columns=["setting", "variant", "K", "channel", "column", "stratum", "n", "mean_z", "pos", "sig", "sd_across"])
+                conf_rows.append(
+                    (
+                        s,
+                        "original",
+                        300,
+                        c,
+                        "genre",
+                        g,
+                        int(rng.integers(3, 9)),
+                        m,
+                        float(rng.uniform(0.8, 1)),
+                        float(rng.uniform(0, 0.3)),
+                        sd,
+                    )
+                )
+    out["confound"] = pd.DataFrame(
+        conf_rows,
+        columns=[
+            "setting",
+            "variant",
+            "K",
+            "channel",
+            "column",
+            "stratum",
+            "n",
+            "mean_z",
+            "pos",
+            "sig",
+            "sd_across",
+        ],
+    )
     rank_rows = []
     hk = out["homogeneity"]
     for v in variants:
@@ -111,40 +235,89 @@ def build_results(
                     rank_rows.append((row.setting, v, K, c, row.zbar, r + 1, False, ""))
                 co = sub[sub.setting == "TRAK/coarse"].iloc[0]
                 rank_rows.append(("TRAK/coarse", v, K, c, co.zbar, np.nan, True, "collapsed"))
-    out["ranking"] = pd.DataFrame(rank_rows, columns=["setting", "variant", "K", "channel", "zbar", "rank", "excluded", "reason"])
-    out["lds"] = pd.DataFrame([("TRAK", 0.318, 0.05, 50, n_queries), ("MERT", 0.149, 0.07, 50, n_queries)],
-                              columns=["method", "lds", "lds_sd", "n_subsets", "n_queries"])
-    out["agreement"] = pd.DataFrame([("kappa", 1.0, 1.0, 2), ("r1", 0.8, 0.67, 2)], columns=["diagnostic", "spearman", "kendall", "n_methods"])
+    out["ranking"] = pd.DataFrame(
+        rank_rows,
+        columns=["setting", "variant", "K", "channel", "zbar", "rank", "excluded", "reason"],
+    )
+    out["lds"] = pd.DataFrame(
+        [("TRAK", 0.318, 0.05, 50, n_queries), ("MERT", 0.149, 0.07, 50, n_queries)],
+        columns=["method", "lds", "lds_sd", "n_subsets", "n_queries"],
+    )
+    out["agreement"] = pd.DataFrame(
+        [("kappa", 1.0, 1.0, 2), ("r1", 0.8, 0.67, 2)],
+        columns=["diagnostic", "spearman", "kendall", "n_methods"],
+    )
     sens = []
     for proj in (2048, 4096):
         for lam in (0.0, 0.01, 1.0):
             for st in ("semantic", "fine"):
                 for c in channels:
-                    sens.append((proj, lam, 300, c, float(rng.normal(0, 2)), st, proj == 4096 and lam == 0.01))
-    out["sensitivity"] = pd.DataFrame(sens, columns=["proj_dim", "lam", "K", "channel", "zbar", "stage", "selected"])
-    out["queries"] = pd.DataFrame({
-        "query": range(n_queries),
-        "label": [f"generated piece {q}" + (" (Bach & Co)" if q == 3 else "") for q in range(n_queries)],
-        "genre": [GENRES[q % len(GENRES)] for q in range(n_queries)],
-    })
-    out["tracks"] = pd.DataFrame({"track_id": tracks, "label": [NASTY if i == 0 else f"Track title {i}" for i in range(n_tracks)]})
+                    sens.append(
+                        (
+                            proj,
+                            lam,
+                            300,
+                            c,
+                            float(rng.normal(0, 2)),
+                            st,
+                            proj == 4096 and lam == 0.01,
+                        )
+                    )
+    out["sensitivity"] = pd.DataFrame(
+        sens, columns=["proj_dim", "lam", "K", "channel", "zbar", "stage", "selected"]
+    )
+    out["queries"] = pd.DataFrame(
+        {
+            "query": range(n_queries),
+            "label": [
+                f"generated piece {q}" + (" (Bach & Co)" if q == 3 else "")
+                for q in range(n_queries)
+            ],
+            "genre": [GENRES[q % len(GENRES)] for q in range(n_queries)],
+        }
+    )
+    out["tracks"] = pd.DataFrame(
+        {
+            "track_id": tracks,
+            "label": [NASTY if i == 0 else f"Track title {i}" for i in range(n_tracks)],
+        }
+    )
 
     for name, df in out.items():
         write_table(root, name, df)
         out[name] = read_table(root, name)  # the numbers as stored (CSV keeps 6 significant digits)
-    study = {"name": "Test study <b>bold</b>", "modality": modality, "K": KS, "B": 200, "seed": 7, "n_bootstrap": 50,
-             "feature_store": "features", "confound": ["genre"]}
+    study = {
+        "name": "Test study <b>bold</b>",
+        "modality": modality,
+        "K": KS,
+        "B": 200,
+        "seed": 7,
+        "n_bootstrap": 50,
+        "feature_store": "features",
+        "confound": ["genre"],
+    }
     if k_report is not None:
         study["K_report"] = k_report
-    write_results_meta(root, {
-        "study": study,
-        "settings": [{"name": s, "method": m, "stage": st, "normalize": "zscore", "scores": f"scores/{i}.npy"}
-                     for i, (s, m, st, *_r) in enumerate(SETTINGS)],
-        "channels": {c: [f"{c}_feat"] for c in channels},
-        "versions": {"aria": "0.1.0", "numpy": np.__version__},
-        "timings": {"diagnostics": 12.5, "homogeneity": 754.2},
-        "notes": ["fixture note: 2 tracks lacked features"],
-    })
+    write_results_meta(
+        root,
+        {
+            "study": study,
+            "settings": [
+                {
+                    "name": s,
+                    "method": m,
+                    "stage": st,
+                    "normalize": "zscore",
+                    "scores": f"scores/{i}.npy",
+                }
+                for i, (s, m, st, *_r) in enumerate(SETTINGS)
+            ],
+            "channels": {c: [f"{c}_feat"] for c in channels},
+            "versions": {"aria": "0.1.0", "numpy": np.__version__},
+            "timings": {"diagnostics": 12.5, "homogeneity": 754.2},
+            "notes": ["fixture note: 2 tracks lacked features"],
+        },
+    )
     return out
 
 

@@ -21,7 +21,9 @@ def test_pack_round_trip_exact(rng):
     back = unpack_arrays(data, layout)
     for k, a in arrays.items():
         assert back[k].shape == a.shape
-        np.testing.assert_array_equal(back[k].view(np.uint8), a.view(np.uint8))  # bit-exact, NaN included
+        np.testing.assert_array_equal(
+            back[k].view(np.uint8), a.view(np.uint8)
+        )  # bit-exact, NaN included
     # offsets are multiples of 4 and contiguous
     offs = [layout[k]["offset"] for k in arrays]
     assert offs == [0, 4 * 91, 8 * 91, 8 * 91 + 16]
@@ -46,7 +48,9 @@ def test_blocks_equal_tables(results):
     assert h["k"] == 300 and h["pairs_k"] == 300
     assert h["queries"]["ids"] == list(range(14))
     assert h["queries"]["meta"]["label"][3] == "generated piece 3 (Bach & Co)"
-    assert [(b.setting, b.variant) for b in ev.blocks] == [(s, v) for s in data.settings for v in ("original", "residual")]
+    assert [(b.setting, b.variant) for b in ev.blocks] == [
+        (s, v) for s in data.settings for v in ("original", "residual")
+    ]
     tracks = np.asarray(h["tracks"]["ids"])
     topk, qz, pairs = frames["topk"], frames["query_z"], frames["pairs"]
     channels = h["channels"]
@@ -54,13 +58,30 @@ def test_blocks_equal_tables(results):
         A = unpack_arrays(b.data, b.header["layout"])
         assert A["topk_idx"].shape == (14, top_n)
         for q in (0, 5, 13):
-            want = topk[(topk.setting == b.setting) & (topk.variant == b.variant) & (topk["query"] == q)].sort_values("rank").head(top_n)
+            want = (
+                topk[
+                    (topk.setting == b.setting) & (topk.variant == b.variant) & (topk["query"] == q)
+                ]
+                .sort_values("rank")
+                .head(top_n)
+            )
             assert list(tracks[A["topk_idx"][q]]) == list(want.track_id)
             np.testing.assert_allclose(A["topk_score"][q], want.score, rtol=1e-6)
             for c, ch in enumerate(channels):
-                zz = qz[(qz.setting == b.setting) & (qz.variant == b.variant) & (qz.K == 300) & (qz["query"] == q) & (qz.channel == ch)].z.iloc[0]
+                zz = qz[
+                    (qz.setting == b.setting)
+                    & (qz.variant == b.variant)
+                    & (qz.K == 300)
+                    & (qz["query"] == q)
+                    & (qz.channel == ch)
+                ].z.iloc[0]
                 assert A["z"][q, c] == pytest.approx(zz, rel=1e-6)
-                pw = pairs[(pairs.setting == b.setting) & (pairs.variant == b.variant) & (pairs["query"] == q) & (pairs.channel == ch)]
+                pw = pairs[
+                    (pairs.setting == b.setting)
+                    & (pairs.variant == b.variant)
+                    & (pairs["query"] == q)
+                    & (pairs.channel == ch)
+                ]
                 pw = pw.sort_values("contribution", ascending=False, kind="stable").head(P)
                 assert list(tracks[A["pair_a"][q, c]]) == list(pw.track_a)
                 assert list(tracks[A["pair_b"][q, c]]) == list(pw.track_b)
@@ -77,7 +98,11 @@ def test_missing_queries_and_fewer_tracks_are_padded(results):
 
     topk = frames["topk"]
     # query 4 gets only 3 tracks in one block; query 7 has none there
-    keep = ~((topk.setting == "MERT") & (topk.variant == "original") & (((topk["query"] == 4) & (topk["rank"] > 3)) | (topk["query"] == 7)))
+    keep = ~(
+        (topk.setting == "MERT")
+        & (topk.variant == "original")
+        & (((topk["query"] == 4) & (topk["rank"] > 3)) | (topk["query"] == 7))
+    )
     write_table(path, "topk", topk[keep])
     ev = build_evidence(load_results(path), k=300, top_n=5, pairs_per_channel=0)
     b = next(b for b in ev.blocks if (b.setting, b.variant) == ("MERT", "original"))

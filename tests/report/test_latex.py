@@ -20,7 +20,10 @@ _ESCAPED = re.compile(r"\\[{}&%$#_]")
 
 
 def check_balanced(tex: str) -> None:
-    body = "\n".join(line.split("%", 1)[0] if not line.lstrip().startswith("%") else "" for line in _unescape_percent(tex).splitlines())
+    body = "\n".join(
+        line.split("%", 1)[0] if not line.lstrip().startswith("%") else ""
+        for line in _unescape_percent(tex).splitlines()
+    )
     stripped = _ESCAPED.sub("", body)
     depth = 0
     for ch in stripped:
@@ -59,14 +62,21 @@ def tabulars(tex: str) -> list[dict]:
         blocks: list[list[list[str]]] = [[]]
         for line in inner.splitlines():
             line = line.strip()
-            if not line or line.startswith("\\toprule") or line.startswith("\\cmidrule") or line.startswith("\\bottomrule"):
+            if (
+                not line
+                or line.startswith("\\toprule")
+                or line.startswith("\\cmidrule")
+                or line.startswith("\\bottomrule")
+            ):
                 continue
             if line.startswith("\\midrule"):
                 blocks.append([])
                 continue
             assert line.endswith("\\\\"), f"row does not end with \\\\: {line!r}"
             cells = _split_cells(line[:-2])
-            assert sum(_width(c) for c in cells) == ncols, f"{len(cells)} cells for {ncols} columns: {line!r}"
+            assert sum(_width(c) for c in cells) == ncols, (
+                f"{len(cells)} cells for {ncols} columns: {line!r}"
+            )
             blocks[-1].append(cells)
         out.append({"ncols": ncols, "head": blocks[0], "body": [r for b in blocks[1:] for r in b]})
     return out
@@ -75,7 +85,14 @@ def tabulars(tex: str) -> list[dict]:
 def num(cell: str) -> float:
     """The number in a cell: '\\textbf{+1.51}', '$-$3.63', '85.8\\%', '0.282', '7{,}148'."""
     s = re.sub(r"\\multirow\{\d+\}\{\*\}\{(.*)\}", r"\1", cell)
-    s = s.replace(r"\textbf{", "").replace("}", "").replace("{", "").replace("$-$", "-").replace(r"\%", "").replace(",", "")
+    s = (
+        s.replace(r"\textbf{", "")
+        .replace("}", "")
+        .replace("{", "")
+        .replace("$-$", "-")
+        .replace(r"\%", "")
+        .replace(",", "")
+    )
     s = re.sub(r"\\rlap.*", "", s).replace("$", "").replace(r"^\dagger", "")
     return float(s)
 
@@ -121,9 +138,11 @@ def test_homogeneity_layout_and_numbers(exported, name):
     assert len(t["body"]) == len(csv) == 4  # one row per setting
     channels = ["rhythm", "harmony", "timbre"]
     for cells, (_, row) in zip(t["body"], csv.iterrows(), strict=True):
-        assert [num(c) for c in cells[2:6]] == pytest.approx([round(row[c], 3) for c in ("r1", "r2_5", "p", "kappa")])
+        assert [num(c) for c in cells[2:6]] == pytest.approx(
+            [round(row[c], 3) for c in ("r1", "r2_5", "p", "kappa")]
+        )
         for i, c in enumerate(channels):
-            z, pos, sig = cells[6 + 3 * i: 9 + 3 * i]
+            z, pos, sig = cells[6 + 3 * i : 9 + 3 * i]
             assert num(z) == pytest.approx(round(row[f"{c}_zbar"], 2))
             assert num(pos) == pytest.approx(round(100 * row[f"{c}_pos"], 1))
             assert num(sig) == pytest.approx(round(100 * row[f"{c}_sig"], 1))
@@ -132,9 +151,15 @@ def test_homogeneity_layout_and_numbers(exported, name):
     h = frames["homogeneity"]
     variant = "residual" if name.endswith("residual") else "original"
     for _, row in csv.iterrows():
-        src = h[(h.setting == row.setting) & (h.variant == variant) & (h.K == 300) & (h.channel == "harmony")].iloc[0]
+        src = h[
+            (h.setting == row.setting)
+            & (h.variant == variant)
+            & (h.K == 300)
+            & (h.channel == "harmony")
+        ].iloc[0]
         assert row["harmony_zbar"] == pytest.approx(src.zbar, rel=1e-9)
-    # paper layout: TRAK as a 3-row multirow group with S/C/F, the collapsed stage daggered, MERT alone
+    # paper layout: TRAK as a 3-row multirow group with S/C/F, the collapsed stage daggered,
+    # MERT alone
     assert t["body"][0][0] == r"\multirow{3}{*}{TRAK}"
     assert [r[1] for r in t["body"][:3]] == ["S", r"C$^\dagger$", "F"]
     assert t["body"][3][:2] == ["MERT", "---"]
@@ -147,13 +172,19 @@ def test_reliability_alignment_and_sensitivity_numbers(exported):
     (t,) = tabulars(tex)
     assert len(t["body"]) == len(csv) == 4
     for cells, (_, row) in zip(t["body"], csv.iterrows(), strict=True):
-        assert [num(c) for c in cells[3:8]] == pytest.approx([round(row[c], 3) for c in ("kappa", "r1", "r2_5", "p", "v1_constancy")])
+        assert [num(c) for c in cells[3:8]] == pytest.approx(
+            [round(row[c], 3) for c in ("kappa", "r1", "r2_5", "p", "v1_constancy")]
+        )
         assert row["verdict"] in cells[8]
 
     tex, csv = read(out, "alignment")
     (t,) = tabulars(tex)
     assert len(t["body"]) == 4
-    for j, c in enumerate(col for ch in ("rhythm", "harmony", "timbre") for col in (f"{ch}_alpha_max", f"{ch}_alpha_reg")):
+    for j, c in enumerate(
+        col
+        for ch in ("rhythm", "harmony", "timbre")
+        for col in (f"{ch}_alpha_max", f"{ch}_alpha_reg")
+    ):
         vals = [num(r[1 + j]) for r in t["body"]]
         assert vals == pytest.approx(list(csv[c].round(3)))
         best = [r"\textbf" in r[1 + j] for r in t["body"]]
@@ -164,7 +195,9 @@ def test_reliability_alignment_and_sensitivity_numbers(exported):
     assert len(t["body"]) == len(csv) == 6
     assert sum(r"\star" in r[1] for r in t["body"]) == 1
     for cells, (_, row) in zip(t["body"], csv.iterrows(), strict=True):
-        assert [num(c) for c in cells[2:]] == pytest.approx([round(row[c], 2) for c in csv.columns[3:]])
+        assert [num(c) for c in cells[2:]] == pytest.approx(
+            [round(row[c], 2) for c in csv.columns[3:]]
+        )
 
 
 def test_confound_one_table_per_group(exported):
@@ -194,7 +227,7 @@ def test_lds_summary_and_ranking(exported):
 
 
 def test_escape_specials():
-    s = escape('50% of A&B_{x} $5 #2 ~ ^ \\ <b>')
+    s = escape("50% of A&B_{x} $5 #2 ~ ^ \\ <b>")
     check_balanced(s)
     for bad in ("%", "&", "_", "$", "#"):
         assert re.search(rf"(?<!\\){re.escape(bad)}", s) is None

@@ -32,51 +32,65 @@ Example
 
 Modules
 -------
-:mod:`~aria.attribution.task` (the interface, losses, dattri task with per-tensor gradients),
-:mod:`~aria.attribution.methods` (TRAK, TracIn, GradDot, GradCos, LoGra, FactGraSS),
-:mod:`~aria.attribution.lds` (linear datamodeling score), :mod:`~aria.attribution.sweep`
-(TRAK projection-dim × λ sensitivity), :mod:`~aria.attribution.storage`.
+:mod:`~aria.attribution.task` (the interface, dattri task with per-tensor gradients),
+:mod:`~aria.attribution.losses` (the per-sample losses), :mod:`~aria.attribution.subsets`
+(LDS subsets), one module per method family — :mod:`~aria.attribution.trak_ensemble` (TRAK),
+:mod:`~aria.attribution.gradient_similarity` (TracIn, GradDot, GradCos),
+:mod:`~aria.attribution.block_projected` (LoGra, FactGraSS) — each with a frozen arguments
+dataclass, :mod:`~aria.attribution.registry` (which method needs which checkpoints;
+:func:`run_methods`), :mod:`~aria.attribution.lds` (linear datamodeling score),
+:mod:`~aria.attribution.storage`. The TRAK sensitivity sweep is an experiment and lives in
+:mod:`aria.bench.sweep` (``aria.attribution.sweep`` re-exports it). Nothing here imports
+:mod:`aria.bench`.
 """
 
 from __future__ import annotations
 
-from aria.attribution.lds import (
-    LDSResult,
-    lds,
-    lds_reference,
-    model_outputs,
-    retrain_outputs,
-    sample_subsets,
-)
-from aria.attribution.methods import (
-    DEFAULTS,
-    METHODS,
-    AttributionResult,
-    factgrass,
+from aria.attribution.base import AttributionResult
+from aria.attribution.block_projected import FactGraSSArgs, LoGraArgs, factgrass, logra
+from aria.attribution.gradient_similarity import (
+    GradientArgs,
     grad_similarities,
     gradcos,
     graddot,
-    logra,
+    tracin,
+)
+from aria.attribution.lds import (
+    LDSResult,
+    lds,
+    model_outputs,
+    retrain_outputs,
+)
+from aria.attribution.lds import lds_reference as lds_reference
+from aria.attribution.losses import LOSS_KINDS
+from aria.attribution.registry import (
+    DEFAULTS,
+    METHODS,
+    REGISTRY,
     run_method,
     run_methods,
-    tracin,
-    trak,
 )
 from aria.attribution.storage import load_attribution, save_attribution
-from aria.attribution.task import LOSS_KINDS, query_log_probs
+from aria.attribution.subsets import sample_subsets
+from aria.attribution.task import query_log_probs
+from aria.attribution.trak_ensemble import TrakArgs, trak
 
 __all__ = [
     "DEFAULTS",
     "LOSS_KINDS",
     "METHODS",
+    "REGISTRY",
     "AttributionResult",
+    "FactGraSSArgs",
+    "GradientArgs",
     "LDSResult",
+    "LoGraArgs",
+    "TrakArgs",
     "factgrass",
     "grad_similarities",
     "gradcos",
     "graddot",
     "lds",
-    "lds_reference",
     "load_attribution",
     "logra",
     "model_outputs",

@@ -60,7 +60,8 @@ class Projector:
         proj_max_batch_size: int = 32,
     ) -> None:
         if proj_type not in (*_CACHEABLE, "random_mask"):
-            raise ParameterError(expected("proj_type", "'normal', 'rademacher' or 'random_mask'", proj_type))
+            what = "'normal', 'rademacher' or 'random_mask'"
+            raise ParameterError(expected("proj_type", what, proj_type))
         self.proj_dim = proj_dim
         self.seed = seed
         self.proj_type = proj_type
@@ -188,7 +189,8 @@ def iter_projected_gradients(
         raise ParameterError(expected("which", "'loss' or 'target'", which))
     projectors = projector if isinstance(projector, list) else [projector]
     with torch.no_grad():
-        for batch in progress(loader, total=len(loader), desc=desc, unit="batch", enabled=progress_bar, leave=False):
+        for batch in progress(loader, total=len(loader), desc=desc, unit="batch",
+                              enabled=progress_bar, leave=False):
             data = tuple(batch) if isinstance(batch, (tuple, list)) else batch
             g = torch.nan_to_num(grad_fn(params, data))
             if scale != 1.0:
@@ -210,8 +212,9 @@ def projected_gradients(
     progress_bar: bool | None = None,
 ) -> Any:
     """All of :func:`iter_projected_gradients` concatenated: ``(N, k)`` (or a list of them)."""
-    batches = list(iter_projected_gradients(task, loader, ckpt_idx=ckpt_idx, which=which, projector=projector,
-                                            scale=scale, desc=desc, progress_bar=progress_bar))
+    batches = list(iter_projected_gradients(task, loader, ckpt_idx=ckpt_idx, which=which,
+                                            projector=projector, scale=scale, desc=desc,
+                                            progress_bar=progress_bar))
     if isinstance(projector, list):
         return [torch.cat([b[i] for b in batches], dim=0) for i in range(len(projector))]
     return torch.cat(batches, dim=0)

@@ -3,8 +3,8 @@ r"""Linear datamodeling score (LDS): attribution checked against counterfactual 
 Conventions
 -----------
 - ``subsets`` ``(S, m)``: row ``j`` lists the training-window indices model ``j`` was retrained
-  on (random halves by default: :func:`sample_subsets`, which is
-  :func:`aria.bench.train.sample_subsets` — the same draw the benchmark retrains on).
+  on (random halves by default: :func:`~aria.attribution.subsets.sample_subsets` — the same
+  draw the benchmark retrains on, :func:`aria.bench.train.retrain_subsets`).
 - ``outputs`` ``(S, T)``: the ground-truth model output of query ``t`` under model ``j``,
   :math:`y_j(q_t) = -\ell_{target}(q_t; \theta_j)` — the query's log-probability (higher =
   the retrained model finds the query more likely; :func:`retrain_outputs`).
@@ -15,7 +15,8 @@ The score's linear datamodel predicts :math:`\hat y_j(q) = \sum_{s \in S_j} \tau
 
 .. math::
 
-    \mathrm{LDS}(q) = \rho_{\mathrm{Spearman}}\big(\{\hat y_j(q)\}_{j=1}^{S},\ \{y_j(q)\}_{j=1}^{S}\big),
+    \mathrm{LDS}(q) = \rho_{\mathrm{Spearman}}
+        \big(\{\hat y_j(q)\}_{j=1}^{S},\ \{y_j(q)\}_{j=1}^{S}\big),
 
 reported as the mean over queries. With the signs above a useful method has LDS > 0.
 
@@ -38,10 +39,11 @@ import numpy as np
 
 from aria._checks import check_int
 from aria._progress import progress
-from aria.bench.train import sample_subsets
+from aria.attribution.subsets import sample_subsets
 from aria.errors import AriaWarning, DataError, ParameterError, expected
 
-__all__ = ["LDSResult", "lds", "lds_reference", "model_outputs", "retrain_outputs", "sample_subsets"]
+# lds_reference (the exact twin of lds) is importable but not exported.
+__all__ = ["LDSResult", "lds", "model_outputs", "retrain_outputs", "sample_subsets"]
 
 
 @dataclass(frozen=True)
@@ -67,34 +69,55 @@ class LDSResult:
     n_undefined: int
 
     def to_row(self, method: str) -> dict[str, Any]:
-        """A row of the results ``lds`` table."""
+        """A row of the results ``lds`` table.
+
+        Parameters
+        ----------
+        method : str
+            The attribution method (the row's ``method``).
+        """
         return {"method": method, "lds": self.mean, "lds_sd": self.sd,
                 "n_subsets": self.n_subsets, "n_queries": self.n_queries}
 
 
-def _validate(scores: Any, subsets: Any, outputs: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _validate(
+    scores: Any, subsets: Any, outputs: Any
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     s = np.asarray(scores)
     if s.ndim != 2:
         raise DataError(expected("scores", "a 2-D (n_train, n_test) matrix", s.shape))
     if not np.isfinite(s).all():
-        raise DataError(expected("scores", "finite values", f"{int((~np.isfinite(s)).sum())} non-finite"))
+        bad = f"{int((~np.isfinite(s)).sum())} non-finite"
+        raise DataError(expected("scores", "finite values", bad))
     idx = np.asarray(subsets)
     if idx.ndim != 2 or idx.dtype.kind not in "iu":
-        raise DataError(expected("subsets", "an integer (n_subsets, subset_size) array", f"{idx.dtype} {idx.shape}"))
+        what = "an integer (n_subsets, subset_size) array"
+        raise DataError(expected("subsets", what, f"{idx.dtype} {idx.shape}"))
     if idx.size and (idx.min() < 0 or idx.max() >= s.shape[0]):
-        raise DataError(expected("subsets", f"indices in [0, {s.shape[0]})", f"[{idx.min()}, {idx.max()}]"))
+        got = f"[{idx.min()}, {idx.max()}]"
+        raise DataError(expected("subsets", f"indices in [0, {s.shape[0]})", got))
     y = np.asarray(outputs, dtype=np.float64)
     if y.shape != (idx.shape[0], s.shape[1]):
-        raise DataError(expected("outputs", f"shape (n_subsets, n_test) = {(idx.shape[0], s.shape[1])}", y.shape))
+        what = f"shape (n_subsets, n_test) = {(idx.shape[0], s.shape[1])}"
+        raise DataError(expected("outputs", what, y.shape))
     if not np.isfinite(y).all():
-        raise DataError(expected("outputs", "finite values", f"{int((~np.isfinite(y)).sum())} non-finite"))
+        bad = f"{int((~np.isfinite(y)).sum())} non-finite"
+        raise DataError(expected("outputs", "finite values", bad))
     if idx.shape[0] < 3:
         raise ParameterError(expected("subsets", "at least 3 subsets (rows)", idx.shape[0]))
     return s, idx, y
 
 
 def predicted_outputs(scores: np.ndarray, subsets: np.ndarray) -> np.ndarray:
-    r"""The linear datamodel :math:`\hat y_j(q) = \sum_{s\in S_j}\tau(s,q)`, shape ``(S, T)``, float64."""
+    r"""The linear datamodel :math:`\hat y_j(q) = \sum_{s\in S_j}\tau(s,q)`, ``(S, T)`` float64.
+
+    Parameters
+    ----------
+    scores : np.ndarray [shape=(n_train, T)]
+        Attribution scores.
+    subsets : np.ndarray [shape=(S, m)], integer
+        Training rows of each subset.
+    """
     mask = np.zeros((subsets.shape[0], scores.shape[0]), dtype=np.float64)
     np.put_along_axis(mask, subsets.astype(np.int64), 1.0, axis=1)
     return mask @ scores.astype(np.float64, copy=False)
@@ -124,7 +147,9 @@ def lds(scores: Any, subsets: Any, outputs: Any) -> LDSResult:
     Parameters
     ----------
     scores : array [shape=(n_train, T)]
+        Attribution scores, higher = more influential.
     subsets : int array [shape=(S, m)]
+        Training rows of each retrained model.
     outputs : array [shape=(S, T)]
         Query log-probabilities under each retrained model (see module docstring).
 
@@ -148,7 +173,17 @@ def lds(scores: Any, subsets: Any, outputs: Any) -> LDSResult:
 
 
 def lds_reference(scores: Any, subsets: Any, outputs: Any) -> LDSResult:
-    """Exact reference for :func:`lds`: one ``scipy.stats.spearmanr`` per query on explicit sums."""
+    """Exact reference of :func:`lds`: one ``scipy.stats.spearmanr`` per query on explicit sums.
+
+    Parameters
+    ----------
+    scores : array [shape=(n_train, T)]
+        Attribution scores, higher = more influential.
+    subsets : int array [shape=(S, m)]
+        Training rows of each retrained model.
+    outputs : array [shape=(S, T)]
+        Query log-probabilities under each retrained model.
+    """
     from scipy.stats import spearmanr
 
     s, idx, y = _validate(scores, subsets, outputs)
@@ -161,15 +196,22 @@ def lds_reference(scores: Any, subsets: Any, outputs: Any) -> LDSResult:
     return _summarise(per_query, idx.shape[0])
 
 
-def model_outputs(models: Any, queries: Any, *, target: Any = "last_token", batch_size: int = 64) -> np.ndarray:
-    r"""Ground-truth outputs of already retrained models: :math:`-\ell_{target}(q)` per model and query.
+def model_outputs(
+    models: Any, queries: Any, *, target: Any = "last_token", batch_size: int = 64
+) -> np.ndarray:
+    r"""Ground-truth outputs of retrained models: :math:`-\ell_{target}(q)` per model and query.
 
     Parameters
     ----------
-    models : list of nn.Module (or objects with a ``.model`` attribute, e.g.
-        :class:`aria.bench.train.TrainedModel`), one per subset, in subset order
+    models : list of nn.Module
+        One per subset, in subset order (or objects with a ``.model`` attribute, e.g.
+        :class:`aria.bench.train.TrainedModel`).
     queries : int array [shape=(T, L)]
+        Query windows.
     target : {"sequence", "last_token"} or callable
+        The query loss; outputs are :math:`-\ell_{target}`.
+    batch_size : int
+        Queries per forward pass.
 
     Returns
     -------
@@ -180,8 +222,10 @@ def model_outputs(models: Any, queries: Any, *, target: Any = "last_token", batc
     models = list(models)
     if not models:
         raise ParameterError(expected("models", "a non-empty list of models", models))
-    return np.stack([query_log_probs(getattr(m, "model", m), queries, target=target, batch_size=batch_size)
-                     for m in models])
+    return np.stack([
+        query_log_probs(getattr(m, "model", m), queries, target=target, batch_size=batch_size)
+        for m in models
+    ])
 
 
 def retrain_outputs(
@@ -204,7 +248,9 @@ def retrain_outputs(
         ``retrain(indices, seed=int) -> nn.Module``: a model trained from scratch on the
         training windows ``indices`` (an int64 array), deterministically given ``seed``.
     subsets : int array [shape=(S, m)]
+        Training rows of each subset.
     queries : int array [shape=(T, L)]
+        Query windows.
     target : {"sequence", "last_token"} or callable
         The query loss; outputs are :math:`-\ell_{target}` (log-probabilities).
     runs_per_subset : int
@@ -214,6 +260,10 @@ def retrain_outputs(
     cache_dir : path, optional
         Keep each subset's outputs there (``subset_###.npy`` + manifest) and reuse them on a
         rerun with the same subset, queries, target, runs and seed.
+    batch_size : int
+        Queries per forward pass.
+    progress_bar : bool, optional
+        Force the progress bar on/off.
 
     Returns
     -------
@@ -223,15 +273,17 @@ def retrain_outputs(
 
     idx = np.asarray(subsets)
     if idx.ndim != 2 or idx.dtype.kind not in "iu":
-        raise DataError(expected("subsets", "an integer (n_subsets, subset_size) array", idx.shape))
+        what = "an integer (n_subsets, subset_size) array"
+        raise DataError(expected("subsets", what, idx.shape))
     runs = check_int("runs_per_subset", runs_per_subset, min_value=1)
     seed = check_int("seed", seed, min_value=0)
     q = as_windows(queries, name="queries")
     if not callable(retrain):
-        raise ParameterError(expected("retrain", "a callable retrain(indices, seed=...) -> nn.Module", retrain))
+        what = "a callable retrain(indices, seed=...) -> nn.Module"
+        raise ParameterError(expected("retrain", what, retrain))
     out = np.empty((idx.shape[0], q.shape[0]))
-    for j in progress(range(idx.shape[0]), total=idx.shape[0], desc="LDS retraining", unit="model",
-                      enabled=progress_bar):
+    for j in progress(range(idx.shape[0]), total=idx.shape[0], desc="LDS retraining",
+                      unit="model", enabled=progress_bar):
         wanted = {"subset_digest": _digest(idx[j]), "queries_digest": _digest(q.numpy()),
                   "target": loss_name(target), "runs": runs, "seed": seed + j * runs}
         cached = _read_cached(cache_dir, j, wanted, q.shape[0])
@@ -251,7 +303,8 @@ def _digest(arr: np.ndarray) -> str:
     import hashlib
 
     a = np.ascontiguousarray(arr)
-    return hashlib.sha256(str(a.shape).encode() + str(a.dtype).encode() + a.tobytes()).hexdigest()[:16]
+    head = str(a.shape).encode() + str(a.dtype).encode()
+    return hashlib.sha256(head + a.tobytes()).hexdigest()[:16]
 
 
 def _read_cached(cache_dir: Any, j: int, wanted: dict[str, Any], n: int) -> np.ndarray | None:

@@ -46,8 +46,11 @@ def save_attribution(
         Hyper-parameters (JSON-able). ``extra`` (e.g. wall time) is stored under
         ``parameters["run"]``.
     seed : int, optional
+        The projection seed.
     row_ids : array of str [shape=(n_train,)], optional
         Training-segment ids of the rows.
+    extra : dict, optional
+        Run facts that do not change the numbers (wall time, ...).
 
     Returns
     -------
@@ -67,8 +70,17 @@ def save_attribution(
                             row_ids=row_ids))
 
 
-def load_attribution(path: str | os.PathLike[str], *, method: str | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+def load_attribution(
+    path: str | os.PathLike[str], *, method: str | None = None
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Read a matrix written by :func:`save_attribution`: ``(scores, manifest)``.
+
+    Parameters
+    ----------
+    path : path
+        ``.npy`` or ``.zarr`` written by :func:`save_attribution`.
+    method : str, optional
+        The method the matrix must come from.
 
     Raises
     ------

@@ -17,9 +17,9 @@ model sees the window and is scored on its own next tokens.
 
 Which tokens are attributed (``loss`` / ``target``)
 ---------------------------------------------------
-Two per-sample losses are defined in :mod:`aria.bench.model` and used everywhere (training,
-LDS ground truth, attribution), so that the quantity attributed is the quantity the ground
-truth measures:
+Two per-sample losses are defined in :mod:`aria.attribution.losses` and used everywhere
+(training, LDS ground truth, attribution), so that the quantity attributed is the quantity the
+ground truth measures:
 
 - ``"sequence"``: mean next-token cross-entropy over the window,
   :math:`\ell_{seq}(x) = \frac{1}{L-1}\sum_{t=1}^{L-1} -\log p_\theta(x_t\mid x_{<t})`
@@ -40,7 +40,8 @@ Sign convention
 Every attributor returns scores ``(n_train, n_test)`` where **higher = more influential =
 training on the segment lowers the query's loss** (raises its log-probability). TracIn,
 GradDot, GradCos: :math:`+\nabla\ell(s)\cdot\nabla\ell(q)`; TRAK: gradients of the margin
-(which rises as the loss falls); LoGra / FactGraSS: :math:`+\nabla\ell(q)^\top H^{-1}\nabla\ell(s)`.
+(which rises as the loss falls); LoGra / FactGraSS:
+:math:`+\nabla\ell(q)^\top H^{-1}\nabla\ell(s)`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from aria._optional import require
+from aria.attribution.losses import LOSS_KINDS, loss_fn
 from aria.errors import DataError, ParameterError, expected
 
 torch = require("torch", "attribution", purpose="gradient-based attribution")
@@ -69,6 +71,7 @@ __all__ = [
     "FastAttributionTask",
     "as_windows",
     "build_task",
+    "check_loss",
     "import_dattri",
     "load_checkpoint",
     "make_loader",
@@ -77,16 +80,21 @@ __all__ = [
     "resolve_loss",
 ]
 
-LOSS_KINDS = ("sequence", "last_token")
-
 LossLike = str | Callable[..., Any]
 Checkpoint = Mapping[str, Any] | str | os.PathLike[str]
 
 
 def import_dattri(module: str) -> Any:
-    """Import a dattri module, silencing the DeprecationWarning torch raises while dattri 0.3.0
-    applies ``@torch.compile`` at import time (``dattri.algorithm`` pulls in torch's inductor;
-    the first import takes several seconds)."""
+    """Import a dattri module, silencing the DeprecationWarning torch raises at import time.
+
+    dattri 0.3.0 applies ``@torch.compile`` at import time (``dattri.algorithm`` pulls in
+    torch's inductor; the first import takes several seconds).
+
+    Parameters
+    ----------
+    module : str
+        Dotted module name, e.g. ``"dattri.algorithm.trak"``.
+    """
     import importlib
     import warnings
 
@@ -106,27 +114,56 @@ def resolve_loss(loss: LossLike, *, name: str = "loss") -> Callable[..., Any]:
     Parameters
     ----------
     loss : {"sequence", "last_token"} or callable
-        A name from :data:`LOSS_KINDS` (the functions of :mod:`aria.bench.model`) or a callable
-        ``f(model, tokens)`` returning one loss per window, shape ``(B,)``.
+        A name from :data:`LOSS_KINDS` (the functions of :mod:`aria.attribution.losses`) or a
+        callable ``f(model, tokens)`` returning one loss per window, shape ``(B,)``.
+    name : str
+        How to name ``loss`` in an error message.
+    """
+    return loss_fn(check_loss(name, loss)) if not callable(loss) else loss
+
+
+def check_loss(name: str, loss: Any) -> LossLike:
+    """Return ``loss`` if it is a name from :data:`LOSS_KINDS` or a callable.
+
+    Parameters
+    ----------
+    name : str
+        How to name ``loss`` in an error message (``"loss"``, ``"target"``).
+    loss : Any
+        The value to check.
     """
     if callable(loss):
         return loss
-    if loss not in LOSS_KINDS:
+    if not isinstance(loss, str) or loss not in LOSS_KINDS:
         raise ParameterError(expected(name, f"one of {LOSS_KINDS} or a callable", loss))
-    from aria.bench.model import loss_fn
-
-    return loss_fn(loss)
+    return loss
 
 
 def loss_name(loss: LossLike) -> str:
-    """A JSON-able name of ``loss`` for manifests."""
+    """A JSON-able name of ``loss`` for manifests.
+
+    Parameters
+    ----------
+    loss : str or callable
+        A loss name or a per-sample loss function.
+    """
     if isinstance(loss, str):
         return loss
     return getattr(loss, "__qualname__", None) or type(loss).__name__
 
 
 def per_sample_loss(model: Callable[..., Any], tokens: Any, loss: LossLike) -> Any:
-    """Per-window loss ``(B,)`` of ``model`` on ``tokens`` ``(B, L)`` (see module docstring)."""
+    """Per-window loss ``(B,)`` of ``model`` on ``tokens`` ``(B, L)`` (see module docstring).
+
+    Parameters
+    ----------
+    model : nn.Module or callable
+        Maps tokens ``(B, L)`` to logits ``(B, L, V)``.
+    tokens : torch.Tensor [shape=(B, L)], int64
+        The windows.
+    loss : {"sequence", "last_token"} or callable
+        The per-sample loss.
+    """
     return resolve_loss(loss)(model, tokens)
 
 
@@ -140,16 +177,23 @@ def _margin_from_loss(value: Any) -> Any:
 
 
 def single_sample_functions(model: nn.Module, loss: LossLike) -> dict[str, Callable[..., Any]]:
-    """``torch.func``-style functions of ``(params, data)`` for ONE window (dattri's convention).
+    r"""``torch.func``-style functions of ``(params, data)`` for ONE window (dattri's convention).
 
     ``params`` is a ``{name: tensor}`` dict and ``data`` the per-sample slice of a batch from
     :func:`make_loader` (a 1-tuple holding one window ``(L,)``); the batch axis is added inside.
 
+    Parameters
+    ----------
+    model : nn.Module
+        The module ``functional_call`` runs with ``params``.
+    loss : {"sequence", "last_token"} or callable
+        The per-sample loss.
+
     Returns
     -------
     dict
-        ``"loss"`` (:math:`\\ell`), ``"margin"`` (TRAK's :math:`\\log\\frac{p}{1-p}`) and
-        ``"prob"`` (:math:`p = e^{-\\ell}`).
+        ``"loss"`` (:math:`\ell`), ``"margin"`` (TRAK's :math:`\log\frac{p}{1-p}`) and
+        ``"prob"`` (:math:`p = e^{-\ell}`).
     """
     fn = resolve_loss(loss)
 
@@ -173,21 +217,31 @@ def single_sample_functions(model: nn.Module, loss: LossLike) -> dict[str, Calla
 
 
 def as_windows(windows: Any, *, name: str = "windows") -> Any:
-    """Return ``windows`` as a contiguous int64 CPU tensor ``(N, L)`` with ``N >= 1``, ``L >= 2``."""
+    """Return ``windows`` as a contiguous int64 CPU tensor ``(N, L)``, ``N >= 1``, ``L >= 2``.
+
+    Parameters
+    ----------
+    windows : array or torch.Tensor [shape=(N, L)], integer
+        Token ids.
+    name : str
+        How to name ``windows`` in an error message.
+    """
     if isinstance(windows, torch.Tensor):
         out = windows.detach().cpu()
     else:
         try:
             arr = np.asarray(windows)
         except Exception:
-            raise ParameterError(expected(name, "an int64 array (N, L)", type(windows).__name__)) from None
+            got = type(windows).__name__
+            raise ParameterError(expected(name, "an int64 array (N, L)", got)) from None
         if arr.dtype.kind not in "iu":
             raise ParameterError(expected(name, "integer token ids", arr.dtype))
         out = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.int64))
     if out.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
         raise ParameterError(expected(name, "integer token ids", out.dtype))
     if out.ndim != 2 or out.shape[0] < 1 or out.shape[1] < 2:
-        raise DataError(expected(name, "a 2-D array (N >= 1 windows, L >= 2 tokens)", tuple(out.shape)))
+        what = "a 2-D array (N >= 1 windows, L >= 2 tokens)"
+        raise DataError(expected(name, what, tuple(out.shape)))
     if int(out.min()) < 0:
         raise DataError(expected(name, "non-negative token ids", int(out.min())))
     return out.to(torch.int64).contiguous()
@@ -198,6 +252,15 @@ def make_loader(windows: Any, *, batch_size: int, as_dict: bool = False) -> Any:
 
     Batches are 1-tuples ``(tokens (B, L),)`` (what dattri's TRAK/TracIn vmaps over) or, with
     ``as_dict``, ``{"tokens": (B, L)}`` (what LoGra/FactGraSS pass as ``model(**batch)``).
+
+    Parameters
+    ----------
+    windows : array [shape=(N, L)], integer
+        Token ids (see :func:`as_windows`).
+    batch_size : int
+        Windows per batch.
+    as_dict : bool
+        Dict batches instead of 1-tuples.
     """
     from torch.utils.data import DataLoader, Dataset, TensorDataset
 
@@ -224,6 +287,13 @@ def load_checkpoint(checkpoint: Checkpoint, *, name: str = "checkpoint") -> dict
     """Return a state dict from a mapping or a ``torch.save``-d file (weights only).
 
     A file may hold the state dict itself or a dict with a ``"state_dict"`` / ``"model"`` key.
+
+    Parameters
+    ----------
+    checkpoint : mapping or path
+        A state dict, or the path of a file holding one.
+    name : str
+        How to name ``checkpoint`` in an error message.
     """
     if isinstance(checkpoint, Mapping):
         return dict(checkpoint)
@@ -238,15 +308,29 @@ def load_checkpoint(checkpoint: Checkpoint, *, name: str = "checkpoint") -> dict
                     return dict(obj[key])
             return dict(obj)
         raise DataError(f"{name}: {str(path)!r} does not hold a state dict")
-    raise ParameterError(expected(name, "a state dict or a checkpoint path", type(checkpoint).__name__))
+    got = type(checkpoint).__name__
+    raise ParameterError(expected(name, "a state dict or a checkpoint path", got))
 
 
-def load_checkpoints(checkpoints: Any, *, name: str = "checkpoints", min_count: int = 1) -> list[dict[str, Any]]:
-    """Normalise one checkpoint or a list of them to a list of state dicts."""
+def load_checkpoints(
+    checkpoints: Any, *, name: str = "checkpoints", min_count: int = 1
+) -> list[dict[str, Any]]:
+    """Normalise one checkpoint or a list of them to a list of state dicts.
+
+    Parameters
+    ----------
+    checkpoints : checkpoint or sequence of checkpoints
+        State dicts or paths (see :func:`load_checkpoint`).
+    name : str
+        How to name ``checkpoints`` in an error message.
+    min_count : int
+        Fewest checkpoints accepted.
+    """
     if isinstance(checkpoints, (Mapping, str, os.PathLike)):
         checkpoints = [checkpoints]
     if not isinstance(checkpoints, Sequence) or len(checkpoints) < min_count:
-        raise ParameterError(expected(name, f"a list of at least {min_count} checkpoint(s)", checkpoints))
+        what = f"a list of at least {min_count} checkpoint(s)"
+        raise ParameterError(expected(name, what, checkpoints))
     return [load_checkpoint(c, name=f"{name}[{i}]") for i, c in enumerate(checkpoints)]
 
 
@@ -286,14 +370,44 @@ class FastAttributionTask(AttributionTask):
 
         return flat_grad
 
-    def get_grad_loss_func(self, in_dims: Any = (None, 1), layer_name: Any = None, ckpt_idx: Any = None) -> Any:
+    def get_grad_loss_func(
+        self, in_dims: Any = (None, 1), layer_name: Any = None, ckpt_idx: Any = None
+    ) -> Any:
+        """Per-sample gradients of the training loss, ``f(flat_params, batch) -> (B, p)``.
+
+        Parameters
+        ----------
+        in_dims : tuple
+            ``vmap`` input dimensions of ``(params, data)``.
+        layer_name : str or list, optional
+            dattri's layer selection; anything but ``None`` runs dattri's own function.
+        ckpt_idx : int, optional
+            Passed to dattri when ``layer_name`` is given.
+        """
         if layer_name is not None:
-            return super().get_grad_loss_func(in_dims=in_dims, layer_name=layer_name, ckpt_idx=ckpt_idx)
+            return super().get_grad_loss_func(
+                in_dims=in_dims, layer_name=layer_name, ckpt_idx=ckpt_idx
+            )
         return self._fast_grad(self.original_loss_func, in_dims)
 
-    def get_grad_target_func(self, in_dims: Any = (None, 1), layer_name: Any = None, ckpt_idx: Any = None) -> Any:
+    def get_grad_target_func(
+        self, in_dims: Any = (None, 1), layer_name: Any = None, ckpt_idx: Any = None
+    ) -> Any:
+        """Per-sample gradients of the query target, ``f(flat_params, batch) -> (B, p)``.
+
+        Parameters
+        ----------
+        in_dims : tuple
+            ``vmap`` input dimensions of ``(params, data)``.
+        layer_name : str or list, optional
+            dattri's layer selection; anything but ``None`` runs dattri's own function.
+        ckpt_idx : int, optional
+            Passed to dattri when ``layer_name`` is given.
+        """
         if layer_name is not None:
-            return super().get_grad_target_func(in_dims=in_dims, layer_name=layer_name, ckpt_idx=ckpt_idx)
+            return super().get_grad_target_func(
+                in_dims=in_dims, layer_name=layer_name, ckpt_idx=ckpt_idx
+            )
         return self._fast_grad(self.original_target_func, in_dims)
 
 
@@ -306,7 +420,7 @@ def build_task(
     objective: str = "loss",
     fast: bool = True,
 ) -> Any:
-    """A dattri task over a private, eval-mode copy of ``model`` (the caller's module is never touched).
+    """A dattri task over a private, eval-mode copy of ``model`` (the caller's is never touched).
 
     The single-sample functions are bound to that copy, so ``functional_call`` takes buffers and
     the train/eval mode from the loaded checkpoint's module, not from the caller's.
@@ -316,6 +430,7 @@ def build_task(
     model : nn.Module
         The architecture; its weights are replaced by each checkpoint in turn.
     checkpoints : list of state dicts
+        The checkpoints of the task (dattri's ``checkpoints``).
     loss, target : {"sequence", "last_token"} or callable
         Per-sample loss of training windows (dattri's ``loss_func``) and of queries
         (``target_func``).
@@ -358,7 +473,11 @@ def query_log_probs(
     model : nn.Module
         A trained model (or the architecture, with ``checkpoint``).
     queries : array [shape=(T, L)], int64
+        Query windows.
     target : {"sequence", "last_token"} or callable
+        The query loss :math:`\ell_{target}`.
+    batch_size : int
+        Queries per forward pass.
     checkpoint : state dict or path, optional
         Weights to load into a copy of ``model`` first.
 

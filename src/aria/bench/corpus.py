@@ -110,7 +110,8 @@ class CorpusConfig:
 
     def __post_init__(self) -> None:
         if isinstance(self.collections, str) or not self.collections:
-            raise ParameterError(expected("collections", "a non-empty tuple of folder names", self.collections))
+            what = "a non-empty tuple of folder names"
+            raise ParameterError(expected("collections", what, self.collections))
         object.__setattr__(self, "collections", tuple(str(c) for c in self.collections))
         if self.max_works is not None:
             check_int("max_works", self.max_works, min_value=2)
@@ -220,14 +221,19 @@ def list_work_files(collections: Sequence[str]) -> list[Path]:
     for c in collections:
         folder = root / c
         if not folder.is_dir():
-            known = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("_"))
-            raise ParameterError(expected("collections", f"music21 corpus folders ({', '.join(known)})", c))
+            known = sorted(p.name for p in root.iterdir()
+                           if p.is_dir() and not p.name.startswith("_"))
+            what = f"music21 corpus folders ({', '.join(known)})"
+            raise ParameterError(expected("collections", what, c))
         out.extend(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
     return sorted(out)
 
 
 def default_work_cache() -> Path:
-    """``$ARIA_CACHE_DIR`` (or ``~/.cache/aria``) / ``music21-works-<music21>-t<tokenizer>-c<cache>``."""
+    """The per-work conversion cache folder.
+
+    ``$ARIA_CACHE_DIR`` (or ``~/.cache/aria``) / ``music21-works-<music21>-t<tokenizer>-c<cache>``.
+    """
     m21 = _music21()
     base = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
     return base / f"music21-works-{m21.__version__}-t{TOKENIZER_VERSION}-c{WORK_CACHE_VERSION}"
@@ -298,7 +304,8 @@ def _labels(score: Any) -> dict[str, Any]:
 def _failed(i: int, title: str, exc: BaseException, composer: str = "") -> dict[str, Any]:
     msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
     return {"index": i, "title": title, "composer": composer, "status": "failed", "error": msg,
-            "midi": None, "tokens": None, "n_notes": 0, "key": "", "mode": "", "meter": "", "n_parts": 0}
+            "midi": None, "tokens": None, "n_notes": 0, "key": "", "mode": "", "meter": "",
+            "n_parts": 0}
 
 
 def _cache_name(rel: Path) -> str:
@@ -346,7 +353,7 @@ def _convert_job(args: tuple[str, str, str]) -> list[dict[str, Any]]:
 
 
 def segment_tokens(tokens: np.ndarray, *, window: int, hop: int | None = None) -> np.ndarray:
-    """Start offsets of the full windows of ``tokens``: ``0, hop, 2 hop, ...`` with ``start + window <= n``."""
+    """Start offsets of the full windows: ``0, hop, 2 hop, ...`` with ``start + window <= n``."""
     window = check_int("window", window, min_value=1)
     hop = check_int("hop", hop if hop is not None else window, min_value=1)
     n = int(np.asarray(tokens).shape[0])
@@ -431,7 +438,8 @@ def build_corpus(
         if fewer than two works convert, or a split ends up with no window.
     """
     if config is not None and config_fields:
-        raise ParameterError("build_corpus: pass either config= or its fields as keywords, not both")
+        raise ParameterError("build_corpus: pass either config= or its fields as keywords, "
+                             "not both")
     cfg = config or CorpusConfig(**config_fields)
     n_jobs = check_int("n_jobs", n_jobs, min_value=1)
     out = Path(out_dir)
@@ -464,14 +472,16 @@ def build_corpus(
                 break
             batch = [files[i] for i in order[start : start + chunk]]
             jobs = [(str(f), str(f.relative_to(root)), str(cache)) for f in batch]
-            results = list(pool.map(_convert_job, jobs)) if pool else [_convert_job(j) for j in jobs]
+            results = (list(pool.map(_convert_job, jobs)) if pool
+                       else [_convert_job(j) for j in jobs])
             for f, res in zip(batch, results, strict=True):
                 rel = f.relative_to(root)
                 for w in res:
                     if cfg.max_works is not None and n_ok >= cfg.max_works:
                         break
                     wid = rel.as_posix() + (f"#{w['index']}" if len(res) > 1 else "")
-                    works.append({**w, "work_id": wid, "collection": rel.parts[0], "source": rel.as_posix()})
+                    works.append({**w, "work_id": wid, "collection": rel.parts[0],
+                                  "source": rel.as_posix()})
                     n_ok += w["status"] == "ok"
                     bar.update(int(w["status"] == "ok") if cfg.max_works else 0)
                 if not cfg.max_works:
@@ -510,7 +520,8 @@ def _assemble(out: Path, cfg: CorpusConfig, works: list[dict[str, Any]]) -> Corp
     n_test = min(len(usable) - 1, max(1, round(cfg.test_fraction * len(usable))))
     test_ids = {usable[i]["work_id"] for i in perm[:n_test]}
     for w in works:
-        w["split"] = ("test" if w["work_id"] in test_ids else "train") if w["status"] == "ok" else ""
+        in_test = w["work_id"] in test_ids
+        w["split"] = ("test" if in_test else "train") if w["status"] == "ok" else ""
     train_tok, train_meta = _segments([w for w in usable if w["split"] == "train"], cfg)
     test_tok, test_meta = _segments([w for w in usable if w["split"] == "test"], cfg)
     rng = np.random.default_rng([cfg.seed, 2])
@@ -554,7 +565,8 @@ def load_corpus(path: str | os.PathLike[str], *, config: CorpusConfig | None = N
     p = Path(path)
     man = read_manifest(p)
     if man is None or man.get("kind") != CORPUS_KIND:
-        raise FileFormatError(f"corpus: {str(p)!r} is not a corpus directory (no manifest of kind {CORPUS_KIND!r})")
+        raise FileFormatError(f"corpus: {str(p)!r} is not a corpus directory "
+                              f"(no manifest of kind {CORPUS_KIND!r})")
     if config is not None:
         check_manifest(p, {"config": config.to_dict()})
     cfg_d = dict(man["config"])

@@ -87,8 +87,8 @@ def build_feature_store(
     """
     from aria.features.store import write_store
 
-    feats = window_features(corpus.train_tokens, start_velocities=corpus.train_meta["start_velocity"],
-                            params=params)
+    feats = window_features(corpus.train_tokens,
+                            start_velocities=corpus.train_meta["start_velocity"], params=params)
     meta = corpus.train_meta.set_index("segment_id")[list(STORE_METADATA)]
     meta.index.name = "track_id"
     store_params = {"source": "aria.bench", "level": "segment", "corpus": str(corpus.path),

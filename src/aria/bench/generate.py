@@ -16,7 +16,8 @@ On disk (``out_dir``, written atomically, manifest kind ``"aria.bench.queries"``
 
     tokens.npy   (T, L) int64
     queries.csv  query_id, source_segment_id, source_work, collection, composer, title, key,
-                 mode, meter (the source work's labels, for confound analyses), prompt_len, n_generated, start_velocity, prompt_seconds, midi_file
+                 mode, meter (the source work's labels, for confound analyses), prompt_len,
+                 n_generated, start_velocity, prompt_seconds, midi_file
     midi/q0000.mid ...  each query decoded (prompt + continuation) for listening
 """
 
@@ -99,7 +100,8 @@ def sample(
     seed = check_int("seed", seed, min_value=0)
     x = torch.as_tensor(np.asarray(prompts), dtype=torch.int64)
     if x.ndim != 2 or x.shape[1] < 1:
-        raise ParameterError(expected("prompts", "an int array of shape (B, P >= 1)", tuple(x.shape)))
+        what = "an int array of shape (B, P >= 1)"
+        raise ParameterError(expected("prompts", what, tuple(x.shape)))
     gen = torch.Generator().manual_seed(seed)
     model.eval()
     with torch_threads(num_threads):
@@ -123,12 +125,14 @@ def pick_prompts(corpus: Corpus, n_queries: int, *, seed: int = 0) -> np.ndarray
     n_queries = check_int("n_queries", n_queries, min_value=1)
     meta = corpus.test_meta
     if n_queries > len(meta):
-        raise DataError(f"n_queries: expected at most the {len(meta)} held-out windows, got {n_queries}")
+        raise DataError(f"n_queries: expected at most the {len(meta)} held-out windows, "
+                        f"got {n_queries}")
     rng = np.random.default_rng([check_int("seed", seed, min_value=0), 3])
     works = sorted(meta["work_id"].unique())
     per_work = [rng.permutation(np.flatnonzero(meta["work_id"].to_numpy() == w)) for w in
                 (works[i] for i in rng.permutation(len(works)))]
-    order = [rows[r] for r in range(max(len(p) for p in per_work)) for rows in per_work if r < len(rows)]
+    order = [rows[r] for r in range(max(len(p) for p in per_work))
+             for rows in per_work if r < len(rows)]
     return np.asarray(order[:n_queries], dtype=np.int64)
 
 
@@ -172,7 +176,8 @@ def generate_queries(
                     seed=seed, num_threads=num_threads, progress_bar=progress_bar)
     src = corpus.test_meta.iloc[rows].reset_index(drop=True)
     prompt_sec = [
-        float(np.sum(np.where((p >= tk.TIME_SHIFT) & (p < tk.SET_VELOCITY), p - tk.TIME_SHIFT + 1, 0)))
+        float(np.sum(np.where((p >= tk.TIME_SHIFT) & (p < tk.SET_VELOCITY),
+                              p - tk.TIME_SHIFT + 1, 0)))
         / tk.STEPS_PER_SECOND for p in prompts
     ]
     meta = pd.DataFrame({
@@ -193,7 +198,9 @@ def generate_queries(
     return queries
 
 
-def save_queries(queries: Queries, out_dir: str | os.PathLike[str], *, params: dict[str, Any]) -> Path:
+def save_queries(
+    queries: Queries, out_dir: str | os.PathLike[str], *, params: dict[str, Any]
+) -> Path:
     """Write ``queries`` to ``out_dir`` (tokens, CSV, one MIDI per query, manifest)."""
     final = Path(out_dir)
     with atomic_path(final) as tmp:

@@ -22,7 +22,12 @@ queries ``Q``, keys ``K`` ``(L, d_h)`` and relative embeddings ``E_r`` ``(L, d_h
 
 with the causal mask :math:`M_{ik} = -\infty` for ``k > i``. :func:`skew` computes
 :math:`S^{rel}` from :math:`Q E_r^\top` in :math:`O(L d_h)` memory (pad, reshape, slice);
+:func:`relative_logits` wraps it (causal part, zeros above the diagonal) and
 :func:`relative_logits_reference` is the naive per-entry definition it is tested against.
+
+The two per-sample losses (``sequence_loss``, ``last_token_loss``, ``token_nll``, ``loss_fn``,
+``functional_loss``, ``LOSS_KINDS``) live in :mod:`aria.attribution.losses`; they are
+re-exported here from their old path.
 
 References
 ----------
@@ -33,7 +38,6 @@ structure. ICLR.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -42,6 +46,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from aria._checks import check_float, check_int
+from aria.attribution.losses import (
+    LOSS_KINDS,
+    functional_loss,
+    last_token_loss,
+    loss_fn,
+    sequence_loss,
+    token_nll,
+)
 from aria.errors import ParameterError, expected
 
 __all__ = [
@@ -52,7 +64,7 @@ __all__ = [
     "functional_loss",
     "last_token_loss",
     "loss_fn",
-    "relative_logits_reference",
+    "relative_logits",
     "sequence_loss",
     "skew",
     "token_nll",
@@ -126,13 +138,39 @@ def skew(rel: torch.Tensor) -> torch.Tensor:
     return reshaped[..., 1:, :]
 
 
-def relative_logits_reference(q: torch.Tensor, e_r: torch.Tensor) -> torch.Tensor:
-    r"""Naive :math:`S^{rel}` by its definition (slow; the exact reference for :func:`skew`).
+def relative_logits(q: torch.Tensor, e_r: torch.Tensor) -> torch.Tensor:
+    r"""Relative logits :math:`S^{rel}` by the skewing trick (:func:`skew`), causal part only.
+
+    The attention layer computes the same ``skew(q @ e_r^T)`` inline and masks the entries
+    above the diagonal with :math:`-\infty`; here they are set to 0, as in the definition.
 
     Parameters
     ----------
     q : torch.Tensor [shape=(..., L, d_h)]
-    e_r : torch.Tensor [shape=(L, d_h)]
+        Queries of one head (or several: leading axes broadcast against ``e_r``'s).
+    e_r : torch.Tensor [shape=(..., L, d_h)]
+        Relative embeddings for distances ``-(L-1) .. 0`` (row ``m`` = distance ``m - (L-1)``).
+
+    Returns
+    -------
+    torch.Tensor [shape=(..., L, L)]
+        ``out[..., i, k] = q_i · e_r[k - i + L - 1]`` for ``k <= i`` and 0 above the diagonal.
+    """
+    length = q.shape[-2]
+    rel = skew(torch.matmul(q, e_r.transpose(-1, -2)))
+    lower = torch.ones(length, length, dtype=torch.bool, device=rel.device).tril()
+    return rel.masked_fill(~lower, 0.0)
+
+
+def relative_logits_reference(q: torch.Tensor, e_r: torch.Tensor) -> torch.Tensor:
+    r"""Naive :math:`S^{rel}` by its definition (slow; the exact reference of
+    :func:`relative_logits`, hence of :func:`skew`).
+
+    Parameters
+    ----------
+    q : torch.Tensor [shape=(..., L, d_h)]
+        Queries of one head (or several: leading axes broadcast against ``e_r``'s).
+    e_r : torch.Tensor [shape=(..., L, d_h)]
         Relative embeddings for distances ``-(L-1) .. 0``.
 
     Returns
@@ -141,10 +179,11 @@ def relative_logits_reference(q: torch.Tensor, e_r: torch.Tensor) -> torch.Tenso
         ``out[..., i, k] = q_i · e_r[k - i + L - 1]`` for ``k <= i`` and 0 above the diagonal.
     """
     length = q.shape[-2]
-    out = torch.zeros(*q.shape[:-1], length, dtype=q.dtype)
+    lead = torch.broadcast_shapes(q.shape[:-2], e_r.shape[:-2])
+    out = torch.zeros(*lead, length, length, dtype=q.dtype)
     for i in range(length):
         for k in range(i + 1):
-            out[..., i, k] = (q[..., i, :] * e_r[k - i + length - 1]).sum(-1)
+            out[..., i, k] = (q[..., i, :] * e_r[..., k - i + length - 1, :]).sum(-1)
     return out
 
 
@@ -221,14 +260,26 @@ class MusicTransformer(nn.Module):
         self.head = nn.Linear(config.d_model, config.vocab_size)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Return logits ``(B, L, V)`` for int64 ``tokens`` ``(B, L)``."""
+        """Return logits ``(B, L, V)`` for int64 ``tokens`` ``(B, L)``.
+
+        Parameters
+        ----------
+        tokens : torch.Tensor [shape=(B, L)], int64
+            Token ids, ``L <= config.max_len``.
+        """
         x = self.embed(tokens) * math.sqrt(self.config.d_model)
         for block in self.blocks:
             x = block(x)
         return self.head(self.ln_f(x))
 
     def check_tokens(self, tokens: torch.Tensor) -> None:
-        """Raise :class:`ParameterError` unless ``tokens`` is a valid ``(B, L)`` id tensor."""
+        """Raise :class:`ParameterError` unless ``tokens`` is a valid ``(B, L)`` id tensor.
+
+        Parameters
+        ----------
+        tokens : torch.Tensor
+            What to check: int64, 2-D, ``L <= max_len``, ids in ``[0, vocab_size)``.
+        """
         if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2:
             got = getattr(tokens, "shape", type(tokens).__name__)
             raise ParameterError(expected("tokens", "an int64 tensor of shape (B, L)", got))
@@ -238,7 +289,8 @@ class MusicTransformer(nn.Module):
             raise ParameterError(
                 expected("tokens", f"length <= max_len={self.config.max_len}", tokens.shape[1])
             )
-        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= self.config.vocab_size):
+        vocab = self.config.vocab_size
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
             raise ParameterError(
                 expected("tokens", f"ids in [0, {self.config.vocab_size})",
                          f"[{int(tokens.min())}, {int(tokens.max())}]")
@@ -274,104 +326,7 @@ def build_model(config: ModelConfig | None = None, *, seed: int = 0) -> MusicTra
             elif ".ln" in name or name.startswith("ln_"):
                 param.fill_(1.0)
             else:
-                std = 0.02 * (out_scale if name.endswith(("attn.out.weight", "ff2.weight")) else 1.0)
+                scaled = name.endswith(("attn.out.weight", "ff2.weight"))
+                std = 0.02 * (out_scale if scaled else 1.0)
                 param.copy_(torch.randn(param.shape, generator=gen) * std)
     return model
-
-
-# --------------------------------------------------------------------------------------------
-# Loss / attribution-target conventions (shared by training, LDS and the attributors)
-# --------------------------------------------------------------------------------------------
-
-LOSS_KINDS = ("sequence", "last_token")
-
-
-def token_nll(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    r"""Per-position next-token negative log-likelihood.
-
-    Parameters
-    ----------
-    logits : torch.Tensor [shape=(B, L, V)]
-        Model output for ``tokens``.
-    tokens : torch.Tensor [shape=(B, L)], int64
-
-    Returns
-    -------
-    torch.Tensor [shape=(B, L-1)]
-        ``nll[b, t] = -log softmax(logits[b, t])[tokens[b, t+1]]``.
-    """
-    logp = torch.log_softmax(logits[:, :-1, :], dim=-1)
-    return -torch.gather(logp, -1, tokens[:, 1:].unsqueeze(-1)).squeeze(-1)
-
-
-def sequence_loss(model: Callable[[torch.Tensor], torch.Tensor], tokens: torch.Tensor, *, reduction: str = "none") -> torch.Tensor:
-    r"""Mean next-token cross-entropy over a whole window (the training objective).
-
-    .. math:: \ell_{seq}(x) = \frac{1}{L-1}\sum_{t=1}^{L-1} -\log p_\theta(x_t \mid x_{<t})
-
-    Parameters
-    ----------
-    model : nn.Module
-        Maps int64 ``(B, L)`` to logits ``(B, L, V)``.
-    tokens : torch.Tensor [shape=(B, L)], int64, ``L >= 2``
-    reduction : {"none", "mean", "sum"}
-        ``"none"`` returns one loss per sequence ``(B,)``.
-    """
-    per_seq = token_nll(model(tokens), tokens).mean(dim=-1)
-    return _reduce(per_seq, reduction)
-
-
-def last_token_loss(model: Callable[[torch.Tensor], torch.Tensor], tokens: torch.Tensor, *, reduction: str = "none") -> torch.Tensor:
-    r"""Cross-entropy of the last token given all previous ones (dattri's MAESTRO target).
-
-    .. math:: \ell_{last}(x) = -\log p_\theta(x_{L-1} \mid x_{<L-1})
-
-    Equal to ``cross_entropy(model(tokens[:, :-1])[:, -1], tokens[:, -1])``: the model is causal,
-    so the logits at position ``L-2`` do not depend on the last token.
-
-    Parameters
-    ----------
-    model : nn.Module
-    tokens : torch.Tensor [shape=(B, L)], int64, ``L >= 2``
-    reduction : {"none", "mean", "sum"}
-    """
-    logits = model(tokens[:, :-1])[:, -1, :]  # (B, V)
-    per_seq = F.cross_entropy(logits, tokens[:, -1], reduction="none")
-    return _reduce(per_seq, reduction)
-
-
-def loss_fn(kind: str) -> Any:
-    """Return :func:`sequence_loss` or :func:`last_token_loss` by name (``"sequence"``/``"last_token"``)."""
-    if kind == "sequence":
-        return sequence_loss
-    if kind == "last_token":
-        return last_token_loss
-    raise ParameterError(expected("loss", f"one of {LOSS_KINDS}", kind))
-
-
-def functional_loss(model: nn.Module, kind: str = "sequence") -> Any:
-    r"""A ``torch.func``-ready loss ``f(params, tokens_1d) -> scalar`` for one sample.
-
-    ``params`` is a ``{name: tensor}`` dict (e.g. ``dict(model.named_parameters())``) and
-    ``tokens_1d`` a single int64 sequence ``(L,)``; the batch dimension is added inside, as
-    dattri's TRAK/TracIn loss convention requires. Per-sample gradients of a batch ``X (B, L)``::
-
-        g = torch.func.vmap(torch.func.grad(functional_loss(model)), in_dims=(None, 0))(params, X)
-    """
-    fn = loss_fn(kind)
-
-    def f(params: dict[str, torch.Tensor], tokens_1d: torch.Tensor) -> torch.Tensor:
-        call = lambda t: torch.func.functional_call(model, params, (t,))  # noqa: E731
-        return fn(call, tokens_1d.unsqueeze(0), reduction="sum")
-
-    return f
-
-
-def _reduce(x: torch.Tensor, reduction: str) -> torch.Tensor:
-    if reduction == "none":
-        return x
-    if reduction == "mean":
-        return x.mean()
-    if reduction == "sum":
-        return x.sum()
-    raise ParameterError(expected("reduction", "one of 'none', 'mean', 'sum'", reduction))

@@ -60,8 +60,9 @@ class BenchPreset:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "corpus": self.corpus.to_dict(), "model": self.model.to_dict(),
-            "train": self.train.to_dict(), "n_queries": self.n_queries, "prompt_len": self.prompt_len,
-            "n_ensemble": self.n_ensemble, "n_subsets": self.n_subsets,
+            "train": self.train.to_dict(), "n_queries": self.n_queries,
+            "prompt_len": self.prompt_len, "n_ensemble": self.n_ensemble,
+            "n_subsets": self.n_subsets,
         }
 
     def with_seed(self, seed: int) -> BenchPreset:

@@ -103,11 +103,13 @@ def _steps(
         try:
             pitch, start, end, vel = int(n[0]), float(n[1]), float(n[2]), int(n[3])
         except (TypeError, ValueError, IndexError):
-            raise ParameterError(expected(f"notes[{i}]", "(pitch, start, end, velocity)", n)) from None
+            what = "(pitch, start, end, velocity)"
+            raise ParameterError(expected(f"notes[{i}]", what, n)) from None
         if not 0 <= pitch <= 127:
             raise ParameterError(expected(f"notes[{i}].pitch", "an integer in [0, 127]", pitch))
         if not (np.isfinite(start) and np.isfinite(end)) or start < 0 or end < start:
-            raise ParameterError(expected(f"notes[{i}]", "0 <= start <= end (finite seconds)", (start, end)))
+            what = "0 <= start <= end (finite seconds)"
+            raise ParameterError(expected(f"notes[{i}]", what, (start, end)))
         if vel <= 0:
             continue  # a velocity-0 note-on is a note-off in MIDI: nothing sounds
         s = round(start * rate)
@@ -177,7 +179,9 @@ def encode(notes: Iterable[Note | Sequence[float]], *, bos: bool = False) -> np.
     return np.asarray(out, dtype=np.int64)
 
 
-def decode(tokens: Iterable[int] | np.ndarray, *, initial_velocity: int = DEFAULT_VELOCITY) -> list[Note]:
+def decode(
+    tokens: Iterable[int] | np.ndarray, *, initial_velocity: int = DEFAULT_VELOCITY
+) -> list[Note]:
     """Decode event tokens to notes (robust to windows cut from the middle of a piece).
 
     A NOTE_OFF with no sounding note is ignored; a NOTE_ON of a sounding pitch ends the
@@ -195,7 +199,8 @@ def decode(tokens: Iterable[int] | np.ndarray, *, initial_velocity: int = DEFAUL
     if arr.ndim != 1:
         raise ParameterError(expected("tokens", "a 1-D sequence of token ids", arr.shape))
     if arr.size and (arr.min() < 0 or arr.max() >= VOCAB_SIZE):
-        raise ParameterError(expected("tokens", f"ids in [0, {VOCAB_SIZE})", f"[{arr.min()}, {arr.max()}]"))
+        got = f"[{arr.min()}, {arr.max()}]"
+        raise ParameterError(expected("tokens", f"ids in [0, {VOCAB_SIZE})", got))
     now, vel = 0, int(initial_velocity)
     active: dict[int, tuple[int, int]] = {}
     out: list[tuple[int, int, int, int]] = []
@@ -311,7 +316,8 @@ def write_midi(
         cleaned = _steps(notes, rate=1000, bins=False)
     except ParameterError as exc:
         raise DataError(str(exc)) from None
-    events = sorted([(s, 1, p, v) for s, p, _, v in cleaned] + [(e, 0, p, 0) for _, p, e, _ in cleaned])
+    events = sorted([(s, 1, p, v) for s, p, _, v in cleaned]
+                    + [(e, 0, p, 0) for _, p, e, _ in cleaned])
     track = mido.MidiTrack()
     track.append(mido.MetaMessage("set_tempo", tempo=500_000, time=0))
     now = 0

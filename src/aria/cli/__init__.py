@@ -8,6 +8,12 @@ Each sub-command lives in its own module ``aria.cli.<name>`` exposing::
 Modules are discovered automatically (names starting with ``_`` are private helpers).
 Sub-command modules must import heavy dependencies inside ``run`` so ``aria --help`` is fast.
 Flags map one-to-one onto library keyword arguments; no logic lives here.
+
+:func:`main` is the dispatcher: a user mistake (any :class:`~aria.errors.AriaError`) is one
+line ``aria COMMAND: error: ...`` and exit status 2, Ctrl-C one line and status 130, and an
+unexpected exception keeps its traceback (a bug should be visible). ARIA's warnings print
+once each; repeats that differ only in K are one line listing the K's
+(:class:`aria.cli._common.WarningPrinter`).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from aria import __version__
+from aria._version import __version__
 from aria.cli._common import handle_errors, install_warning_format
 
 # Order in ``aria --help``; discovered modules not listed here follow alphabetically.
@@ -34,6 +40,7 @@ def _command_modules() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``aria`` argument parser with every sub-command registered."""
     parser = argparse.ArgumentParser(
         prog="aria",
         description=(
@@ -50,12 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``aria`` console script; returns the exit status."""
+    """Entry point of the ``aria`` console script; returns the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     with warnings.catch_warnings():
-        install_warning_format(args.command)
-        return handle_errors(args.command, lambda: args.func(args))
+        printer = install_warning_format(args.command)
+        try:
+            return handle_errors(args.command, lambda: args.func(args))
+        finally:
+            printer.flush()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,10 +5,22 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria.cli._common import add_progress_flag, add_score_reading_flags, print_json
+from aria.cli._common import (
+    add_progress_flag,
+    add_score_reading_flags,
+    add_transpose_flag,
+    print_json,
+)
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``aggregate`` sub-command.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``aria`` parser's sub-commands.
+    """
     p = subparsers.add_parser(
         "aggregate",
         help="normalise each query's scores and average segments per track -> S_track",
@@ -48,6 +60,7 @@ def register(subparsers: Any) -> None:
         help="known track ids in output order (a text file, one per line)",
     )
     add_score_reading_flags(p)
+    add_transpose_flag(p)
     p.add_argument(
         "--kurtosis-threshold",
         type=float,
@@ -74,6 +87,13 @@ def _read_tracks(path: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``aria aggregate``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed flags.
+    """
     from aria.scores import aggregate
     from aria.scores.normalization import KURTOSIS_THRESHOLD
 
@@ -91,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         else args.kurtosis_threshold,
         tmp_dir=args.tmp_dir,
         progress=args.progress,
+        transpose=args.transpose,
     )
 
     params = (result.manifest or {}).get("parameters", {})

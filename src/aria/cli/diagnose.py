@@ -1,27 +1,46 @@
-"""``aria diagnose SCORES``: reliability diagnostics κ, r_i, p of a score matrix (paper §3.2)."""
+"""``aria diagnose SCORES``: reliability diagnostics κ, r_i, p of a score matrix (paper §3.2).
+
+The table and the JSON end with the verdict of :func:`aria.verdict.classify` (collapsed /
+suspect / ok, with the reason).
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from aria.cli._common import add_progress_flag, add_score_reading_flags, print_json
+from aria.cli._common import (
+    add_progress_flag,
+    add_score_reading_flags,
+    add_transpose_flag,
+    print_json,
+)
 
 
 def register(subparsers: Any) -> None:
+    """Add the ``diagnose`` sub-command.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``aria`` parser's sub-commands.
+    """
     p = subparsers.add_parser(
         "diagnose",
         help="reliability diagnostics (kappa, r_i, p) of a score matrix",
         description=(
-            "Stream a score matrix (n_train_segments x n_queries; .npy, .npz, .pt/.pth or .zarr) "
-            "once and report the mean absolute inter-query correlation kappa, the singular value "
-            "energy ratios r_1..r_10 and r_2:5, the mean concentration ratio p, and how constant "
-            "the leading query-side singular vector v1 is (paper section 3.2)."
+            "Stream a score matrix (n_train_segments x n_queries; .npy or TRAK .mmap, .npz, "
+            ".pt/.pth, Kronfluence .safetensors or .zarr) once and report the mean absolute "
+            "inter-query correlation kappa, the singular value energy ratios r_1..r_10 and "
+            "r_2:5, the mean concentration ratio p, how constant the leading query-side "
+            "singular vector v1 is (paper section 3.2), and the verdict: collapsed, suspect or "
+            "ok, with the reason."
         ),
     )
     p.add_argument("scores", metavar="SCORES", help="score matrix file or zarr store")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     add_score_reading_flags(p)
+    add_transpose_flag(p)
     p.add_argument(
         "--n-energy",
         type=int,
@@ -40,13 +59,47 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def verdict_of(d: Any) -> Any:
+    """The :class:`aria.verdict.Verdict` of a :class:`~aria.diagnostics.Diagnostics`.
+
+    Parameters
+    ----------
+    d : Diagnostics
+        The diagnostics of one score matrix.
+    """
+    from aria.verdict import classify
+
+    return classify(kappa=d.kappa, r1=d.r1, r2_5=d.r2_5, p=d.p, v1_constancy=d.v1_constancy)
+
+
+def to_record(d: Any) -> dict[str, Any]:
+    """The JSON record of ``aria diagnose``: the diagnostics and the verdict.
+
+    Parameters
+    ----------
+    d : Diagnostics
+        The diagnostics of one score matrix.
+    """
+    v = verdict_of(d)
+    return {**d.to_dict(), "verdict": {"label": v.label, "reason": v.reason}}
+
+
 def format_table(d: Any, source: str) -> str:
-    """The human-readable report of :class:`aria.diagnostics.Diagnostics`."""
+    """The human-readable report of :class:`aria.diagnostics.Diagnostics`, with the verdict.
+
+    Parameters
+    ----------
+    d : Diagnostics
+        The diagnostics of one score matrix.
+    source : str
+        How the table names the matrix.
+    """
 
     def f(x: float | None) -> str:
         return "undefined" if x is None else f"{x:.4f}"
 
-    rec = d.to_dict()
+    rec = to_record(d)
+    verdict = rec["verdict"]
     lines = [
         f"score matrix   {source}",
         f"shape          {rec['n_train']} training segments x {rec['n_queries']} queries",
@@ -54,19 +107,23 @@ def format_table(d: Any, source: str) -> str:
         f"r1             {f(rec['r1'])}   energy on the leading singular axis",
         f"r2:5           {f(rec['r2_5'])}   energy on axes 2-5",
         f"p              {f(rec['p'])}   mean share of column energy in the column mean",
-        f"v1 constancy   {f(rec['v1_constancy'])}   |sum v1|/sqrt(T) (1 = v1 constant across queries)",
+        f"v1 constancy   {f(rec['v1_constancy'])}   |sum v1|/sqrt(T) "
+        "(1 = v1 constant across queries)",
         f"constant cols  {rec['constant_columns']}",
         "energy ratios  " + " ".join(f"{r:.4f}" for r in rec["energy_ratios"]),
+        f"verdict        {verdict['label'].upper()}: {verdict['reason']}",
     ]
-    if d.collapsed():
-        lines.append(
-            "reading        COLLAPSED: r1 ~ 1 with a near-constant v1; the ranking is "
-            "(close to) query-independent"
-        )
     return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``aria diagnose``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed flags.
+    """
     from aria.diagnostics import diagnose
 
     d = diagnose(
@@ -77,9 +134,10 @@ def run(args: argparse.Namespace) -> int:
         compute_dtype=args.compute_dtype,
         device=args.device,
         progress=args.progress,
+        transpose=args.transpose,
     )
     if args.json:
-        print_json(d.to_dict())
+        print_json(to_record(d))
     else:
         print(format_table(d, str(args.scores)))
     return 0

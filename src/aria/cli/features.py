@@ -3,13 +3,16 @@
 ::
 
     aria features symbolic INPUT_DIR_OR_LIST --out STORE [--workers N] [--form paper|jsymbolic]
-                           [--segment-seconds S [--hop H] | --segment-notes N] [--param KEY=VALUE ...]
+                           [--segment-seconds S [--hop H] | --segment-notes N]
+                           [--param KEY=VALUE ...]
     aria features audio    INPUT_DIR_OR_LIST --out STORE [--workers N] [--param KEY=VALUE ...]
+    aria features errors   STORE [--json]
     aria features jsymbolic FILE.mid [--json] [--d4-divisor notes|changes]
 
 Extraction is resumable (tracks already in STORE are skipped), parallel over processes, and a
-corrupt, silent or empty file is recorded in the store's errors table and skipped. Each flag
-maps onto a keyword of :func:`aria.features.store.extract_to_store` /
+corrupt, silent or empty file — or one a worker process died on — is recorded in the store's
+errors table and skipped; ``aria features errors STORE`` lists them. Each flag maps onto a
+keyword of :func:`aria.features.extract.extract_to_store` /
 :func:`aria.features.jsymbolic.jsymbolic_features`.
 """
 
@@ -36,52 +39,167 @@ def _param(text: str) -> tuple[str, Any]:
 
 
 def _add_extract_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", metavar="INPUT_DIR_OR_LIST", help="folder (searched recursively), a .txt list of paths, or a .csv list with columns path[,track_id,metadata...]")
-    p.add_argument("--out", required=True, metavar="STORE", help="feature-store directory (created, or resumed)")
-    p.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
-    p.add_argument("--param", action="append", type=_param, default=[], metavar="KEY=VALUE", help="extractor keyword argument (JSON value), repeatable")
-    p.add_argument("--metadata", metavar="TABLE", help="CSV/Parquet with a track_id column whose other columns (e.g. genre) join the store's metadata")
-    p.add_argument("--flush-every", type=int, default=256, metavar="N", help="tracks per Parquet part (default 256)")
-    p.add_argument("--overwrite", action="store_true", help="start a fresh store instead of resuming")
+    p.add_argument(
+        "input",
+        metavar="INPUT_DIR_OR_LIST",
+        help="folder (searched recursively), a .txt list of paths, or a .csv list with columns "
+        "path[,track_id,metadata...]",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="STORE",
+        help="feature-store directory (created, or resumed)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=1, metavar="N", help="worker processes (default 1)"
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        type=_param,
+        default=[],
+        metavar="KEY=VALUE",
+        help="extractor keyword argument (JSON value), repeatable",
+    )
+    p.add_argument(
+        "--metadata",
+        metavar="TABLE",
+        help="CSV/Parquet with a track_id column whose other columns (e.g. genre) join the "
+        "store's metadata (names of ARIA's own metadata, e.g. duration, are refused)",
+    )
+    p.add_argument(
+        "--flush-every",
+        type=int,
+        default=256,
+        metavar="N",
+        help="tracks per Parquet part (default 256)",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="start a fresh store instead of resuming"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     add_progress_flag(p)
 
 
 def register(subparsers: Any) -> None:
+    """Add ``aria features`` and its sub-commands.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``aria`` parser's sub-command collection.
+    """
     parser = subparsers.add_parser(
         "features",
         help="extract evidence-channel features into a feature store",
-        description="Extract per-track evidence-channel features (paper §3.3) into a Parquet feature store, or print jSymbolic-2.2 features of one MIDI file.",
+        description="Extract per-track evidence-channel features (paper §3.3) into a Parquet "
+        "feature store, list the files an extraction failed on, or print jSymbolic-2.2 "
+        "features of one MIDI file.",
     )
-    sub = parser.add_subparsers(dest="features_command", metavar="{symbolic,audio,jsymbolic}", required=True)
+    sub = parser.add_subparsers(
+        dest="features_command", metavar="{symbolic,audio,errors,jsymbolic}", required=True
+    )
 
-    sym = sub.add_parser("symbolic", help="MIDI files -> the 12 symbolic features", description="MIDI files -> the 12 symbolic features (melody, harmony, rhythm, dynamic, texture).")
+    sym = sub.add_parser(
+        "symbolic",
+        help="MIDI files -> the 12 symbolic features",
+        description="MIDI files -> the 12 symbolic features (melody, harmony, rhythm, "
+        "dynamic, texture).",
+    )
     _add_extract_args(sym)
-    sym.add_argument("--form", choices=("paper", "jsymbolic"), default=None, help="paper dimensions (default) or jSymbolic 2.2's forms")
-    sym.add_argument("--fps", type=float, default=None, help="grid rate of vertical intervals / polyphony in the paper form (default 50)")
+    sym.add_argument(
+        "--form",
+        choices=("paper", "jsymbolic"),
+        default=None,
+        help="paper dimensions (default) or jSymbolic 2.2's forms",
+    )
+    sym.add_argument(
+        "--fps",
+        type=float,
+        default=None,
+        help="grid rate of vertical intervals / polyphony in the paper form (default 50)",
+    )
     seg = sym.add_mutually_exclusive_group()
-    seg.add_argument("--segment-seconds", type=float, default=None, metavar="S", help="one row per S-second window instead of per file")
-    seg.add_argument("--segment-notes", type=int, default=None, metavar="N", help="one row per block of N consecutive notes")
-    sym.add_argument("--hop", type=float, default=None, help="window hop (seconds, or notes with --segment-notes); default: the window size")
-    sym.add_argument("--boundary", choices=("clip", "onset"), default=None, help="how a note crossing a window boundary counts in grid features (default clip)")
+    seg.add_argument(
+        "--segment-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="one row per S-second window instead of per file",
+    )
+    seg.add_argument(
+        "--segment-notes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="one row per block of N consecutive notes",
+    )
+    sym.add_argument(
+        "--hop",
+        type=float,
+        default=None,
+        help="window hop (seconds, or notes with --segment-notes); default: the window size",
+    )
+    sym.add_argument(
+        "--boundary",
+        choices=("clip", "onset"),
+        default=None,
+        help="how a note crossing a window boundary counts in grid features (default clip)",
+    )
     sym.set_defaults(func=run)
 
-    aud = sub.add_parser("audio", help="audio files -> the 7 audio features", description="Audio files -> the audio features (rhythm, harmony, timbre) via aria.features.audio.")
+    aud = sub.add_parser(
+        "audio",
+        help="audio files -> the 7 audio features",
+        description="Audio files -> the audio features (rhythm, harmony, timbre) via "
+        "aria.features.audio.",
+    )
     _add_extract_args(aud)
     aud.set_defaults(func=run)
 
-    js = sub.add_parser("jsymbolic", help="jSymbolic-2.2 features of one MIDI file", description="Print jSymbolic-2.2-compatible features of one MIDI file, keyed by 2.2 codes.")
+    err = sub.add_parser(
+        "errors",
+        help="list the files an extraction failed on",
+        description="List the failed files recorded in a feature store (path, track id, "
+        "error) as a table.",
+    )
+    err.add_argument("store", metavar="STORE", help="a feature store (directory or .parquet)")
+    err.add_argument("--json", action="store_true", help="print a JSON list of records")
+    err.set_defaults(func=run)
+
+    js = sub.add_parser(
+        "jsymbolic",
+        help="jSymbolic-2.2 features of one MIDI file",
+        description="Print jSymbolic-2.2-compatible features of one MIDI file, keyed by 2.2 codes.",
+    )
     js.add_argument("file", metavar="FILE.mid")
-    js.add_argument("--json", action="store_true", help="print one JSON object keyed by the 2.2 codes")
-    js.add_argument("--d4-divisor", choices=("notes", "changes"), default="notes", help="D-4 divisor: 'notes' = jSymbolic 2.2's (default), 'changes' = the mean over changes")
+    js.add_argument(
+        "--json", action="store_true", help="print one JSON object keyed by the 2.2 codes"
+    )
+    js.add_argument(
+        "--d4-divisor",
+        choices=("notes", "changes"),
+        default="notes",
+        help="D-4 divisor: 'notes' = jSymbolic 2.2's (default), 'changes' = the mean over changes",
+    )
     js.set_defaults(func=run)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``aria features``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    """
     if args.features_command == "jsymbolic":
         return _run_jsymbolic(args)
-    from aria.features.store import extract_to_store
+    if args.features_command == "errors":
+        return _run_errors(args)
+    from aria.features.extract import extract_to_store
 
     params = dict(args.param)
     segments = None
@@ -95,10 +213,14 @@ def run(args: argparse.Namespace) -> int:
         elif args.segment_notes is not None:
             hop = None if args.hop is None else int(args.hop)
             if args.hop is not None and hop != args.hop:
-                raise ParameterError(expected("--hop", "a whole number of notes with --segment-notes", args.hop))
+                raise ParameterError(
+                    expected("--hop", "a whole number of notes with --segment-notes", args.hop)
+                )
             segments = {"n_notes": args.segment_notes, "hop": hop}
         elif args.hop is not None:
-            raise ParameterError(expected("--hop", "--segment-seconds or --segment-notes", "--hop alone"))
+            raise ParameterError(
+                expected("--hop", "--segment-seconds or --segment-notes", "--hop alone")
+            )
     summary = extract_to_store(
         args.input,
         args.out,
@@ -115,9 +237,32 @@ def run(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         print(
-            f"{summary['n_extracted']} {args.features_command} rows written, {summary['n_skipped']} files already "
-            f"in the store, {summary['n_errors']} files failed (see its errors table) -> {summary['store']}"
+            f"{summary['n_extracted']} {args.features_command} rows written, "
+            f"{summary['n_skipped']} files already in the store, {summary['n_errors']} files "
+            f"failed (aria features errors STORE lists them) -> {summary['store']}"
         )
+    return 0
+
+
+def _run_errors(args: argparse.Namespace) -> int:
+    from aria.features.store import FeatureStore
+
+    errors = FeatureStore.open(args.store).errors
+    records = [
+        {"path": str(r.path), "track_id": str(r.track_id), "error": str(r.error)}
+        for r in errors.itertuples(index=False)
+    ]
+    if args.json:
+        print_json(records)
+        return 0
+    if not records:
+        print(f"no failed files recorded in {args.store}")
+        return 0
+    width = min(max(len("path"), *(len(r["path"]) for r in records)), 80)
+    sys.stdout.write(f"{'path':<{width}}  error\n")
+    for r in records:
+        sys.stdout.write(f"{r['path']:<{width}}  {r['error']}\n")
+    sys.stdout.write(f"{len(records)} failed file(s)\n")
     return 0
 
 
@@ -131,6 +276,9 @@ def _run_jsymbolic(args: argparse.Namespace) -> int:
         print_json(values)
         return 0
     for code, value in values.items():
-        shown = "[" + ", ".join(f"{v:.4g}" for v in value) + "]" if isinstance(value, list) else f"{value:.6g}"
+        if isinstance(value, list):
+            shown = "[" + ", ".join(f"{v:.4g}" for v in value) + "]"
+        else:
+            shown = f"{value:.6g}"
         sys.stdout.write(f"{code:<5} {NAMES[code]:<46} {shown}\n")
     return 0

@@ -1,71 +1,131 @@
-"""``aria homogeneity`` — within-group homogeneity (K-sweep, residual) of one score matrix."""
+"""``aria homogeneity`` — within-group homogeneity (K-sweep, residual) of one score matrix.
+
+The command builds a one-setting :class:`~aria.study_config.StudySpec` and runs it. Its flags
+are fields of the spec: their help and defaults come from the fields (a flag left out leaves
+the field at its default, e.g. ``K``, ``K_report``, ``B``, ``n_bootstrap``).
+"""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from aria._options import option_help
 from aria.cli._common import add_progress_flag
-from aria.study_config import DEFAULT_K, NORMALIZE
+from aria.study_config import NORMALIZE, SettingSpec, StudySpec, field_default
+
+#: flag destination -> (spec class, field) for the flags that set a spec field.
+_FIELDS: dict[str, tuple[type[Any], str]] = {
+    "segments": (SettingSpec, "segments"),
+    "normalize": (SettingSpec, "normalize"),
+    "key": (SettingSpec, "key"),
+    "transpose": (SettingSpec, "transpose"),
+    "K": (StudySpec, "K"),
+    "K_report": (StudySpec, "K_report"),
+    "B": (StudySpec, "B"),
+    "seed": (StudySpec, "seed"),
+    "n_bootstrap": (StudySpec, "n_bootstrap"),
+    "residual": (StudySpec, "residual"),
+    "queries": (StudySpec, "queries"),
+    "confound": (StudySpec, "confound"),
+    "report": (StudySpec, "report"),
+}
+
+
+def _help(dest: str) -> str:
+    cls, name = _FIELDS[dest]
+    text = option_help(cls, name)
+    default = field_default(cls, name)
+    if default is True:
+        return f"{text}: on by default, this flag turns it off"
+    if default is None or isinstance(default, bool) or "(default" in text:
+        return text
+    if isinstance(default, tuple):
+        default = " ".join(map(str, default)) or "none"
+    return f"{text} (default: {default})"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``homogeneity`` sub-command.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The sub-parsers of ``aria``.
+    """
     p = sub.add_parser(
         "homogeneity",
         help="homogeneity of the top-K attributed tracks of one score matrix, per channel",
         description=(
-            "Analyse one setting: reliability diagnostics, S_track, top-K groups, z-scores against "
-            "B random groups per K (K-sweep), the rank-1 residual and the alignment of u1. Writes a "
-            "results folder like 'aria run' with a single setting."
+            "Analyse one setting: reliability diagnostics, S_track, top-K groups, z-scores "
+            "against B random groups per K (K-sweep), the rank-1 residual and the alignment "
+            "of u1. Writes a results folder like 'aria run' with a single setting."
         ),
     )
-    p.add_argument("scores", metavar="SCORES", help="segment-level score matrix (npy | npz | pt | zarr)")
-    p.add_argument("--features", required=True, metavar="STORE", help="feature store of the training tracks")
-    p.add_argument("--segments", default=None, metavar="MAP", help="segment -> track map (CSV/Parquet); default identity")
-    p.add_argument("--normalize", choices=NORMALIZE, default="zscore", help="per-query normalisation (default zscore)")
-    p.add_argument("--key", default=None, help="array name inside an npz / torch dict / zarr group")
-    p.add_argument("--method", default=None, help="method name shown in tables (default: file name)")
-    p.add_argument("-K", "--K", dest="K", type=int, nargs="+", default=list(DEFAULT_K), help="group sizes")
-    p.add_argument("--k-report", type=int, default=None, help="K of the report tables (default 300 or the largest K)")
-    p.add_argument("-B", "--B", dest="B", type=int, default=200, help="random reference groups per K (default 200)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default 1000)")
-    p.add_argument("--no-residual", dest="residual", action="store_false", help="skip the rank-1 residual")
-    p.add_argument("--queries", default=None, help="per-query metadata (CSV/Parquet with a 'query' column)")
-    p.add_argument("--confound", nargs="*", default=[], help="query metadata columns to stratify z by")
-    p.add_argument("--no-report", dest="report", action="store_false", help="do not write report.html")
+    p.add_argument("scores", metavar="SCORES",
+                   help="segment-level score matrix (npy | npz | pt | zarr)")
+    p.add_argument("--features", required=True, metavar="STORE",
+                   help="feature store of the training tracks")
+    p.add_argument("--segments", default=None, metavar="MAP", help=_help("segments"))
+    p.add_argument("--normalize", choices=NORMALIZE, default=None, help=_help("normalize"))
+    p.add_argument("--key", default=None, help=_help("key"))
+    p.add_argument("--transpose", action="store_true", default=None, help=_help("transpose"))
+    p.add_argument("--method", default=None,
+                   help="method name shown in tables (default: the file's stem)")
+    p.add_argument("-K", "--K", dest="K", type=int, nargs="+", default=None, help=_help("K"))
+    p.add_argument("--k-report", dest="K_report", type=int, default=None, metavar="K",
+                   help=_help("K_report"))
+    p.add_argument("-B", "--B", dest="B", type=int, default=None, help=_help("B"))
+    p.add_argument("--seed", type=int, default=None, help=_help("seed"))
+    p.add_argument("--bootstrap", dest="n_bootstrap", type=int, default=None, metavar="N",
+                   help=_help("n_bootstrap"))
+    p.add_argument("--no-residual", dest="residual", action="store_false", default=None,
+                   help=_help("residual"))
+    p.add_argument("--queries", default=None, help=_help("queries"))
+    p.add_argument("--confound", nargs="*", default=None, help=_help("confound"))
+    p.add_argument("--no-report", dest="report", action="store_false", default=None,
+                   help=_help("report"))
     p.add_argument("--out", required=True, help="results folder")
     add_progress_flag(p)
     p.set_defaults(func=run)
 
 
+def _given(args: argparse.Namespace, cls: type[Any]) -> dict[str, Any]:
+    """The spec fields of ``cls`` set on the command line (the others keep their defaults)."""
+    out = {}
+    for dest, (owner, name) in _FIELDS.items():
+        value = getattr(args, dest)
+        if owner is cls and value is not None:
+            out[name] = value
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
+    """Run ``aria homogeneity``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    """
     from pathlib import Path
 
     from aria.features.store import FeatureStore
     from aria.study import run_study
-    from aria.study_config import SettingSpec, StudySpec, validate_study
+    from aria.study_config import validate_study
 
     store = FeatureStore.open(args.features)
     method = args.method or Path(args.scores).stem
-    ks = tuple(sorted(set(args.K)))
+    setting = SettingSpec(name=method, method=method, scores=Path(args.scores),
+                          **_given(args, SettingSpec))
     spec = StudySpec(
-        path=None,
         name=f"aria homogeneity {method}",
         modality=store.modality,
         feature_store=Path(args.features),
         output=Path(args.out),
-        settings=(SettingSpec(name=method, method=method, stage="-", scores=Path(args.scores),
-                              segments=None if args.segments is None else Path(args.segments),
-                              normalize=args.normalize, key=args.key),),
-        K=ks,
-        K_report=args.k_report if args.k_report is not None else (300 if 300 in ks else ks[-1]),
-        B=args.B,
-        seed=args.seed,
-        n_bootstrap=args.bootstrap,
-        residual=args.residual,
-        queries=None if args.queries is None else Path(args.queries),
-        confound=tuple(args.confound),
-        report=args.report,
+        settings=(setting,),
+        **_given(args, StudySpec),
     )
-    run_study(validate_study(spec, source="aria homogeneity"), progress=args.progress)
+    run_study(validate_study(spec, source="aria homogeneity"), progress=args.progress,
+              command="aria homogeneity")
     return 0

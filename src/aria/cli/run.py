@@ -8,9 +8,19 @@ from aria.cli._common import add_progress_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``run`` sub-command.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The sub-parsers of ``aria``.
+    """
     p = sub.add_parser(
         "run",
-        help="run a study: diagnostics, homogeneity (K-sweep, residual), alignment, confounds, report",
+        help=(
+            "run a study: diagnostics, homogeneity (K-sweep, residual), alignment, confounds, "
+            "report"
+        ),
         description=(
             "Run every analysis of a study file for every setting it names and write a results "
             "folder (results.json + CSV/Parquet tables) and report.html. Finished settings are "
@@ -19,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("study", metavar="STUDY.toml", help="the study file")
-    p.add_argument("--out", dest="output", default=None, help="results folder (default: the study's 'output')")
+    p.add_argument("--out", dest="output", default=None,
+                   help="results folder (default: the study's 'output')")
     p.add_argument("--no-report", dest="report", action="store_false", default=None,
                    help="do not write report.html")
     p.add_argument("--quiet", action="store_true", help="no log lines")
@@ -28,7 +39,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``aria run``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    """
     from aria.study import run_study
 
-    run_study(args.study, output=args.output, report=args.report, progress=args.progress, quiet=args.quiet)
+    run_study(args.study, output=args.output, report=args.report, progress=args.progress,
+              quiet=args.quiet, command="aria run")
     return 0

@@ -14,7 +14,7 @@ empty); standard deviations are sample ones (:math:`n-1`; 0 below two values).
 ==== ======================================== ==== =================================================
 code name                                     size definition
 ==== ======================================== ==== =================================================
-M-1  Melodic Interval Histogram               128  \|pitch − previous pitch\| between successive Note
+M-1  Melodic Interval Histogram               128  \|pitch − prev. pitch\| between successive Note
                                                    Ons of one (track, channel), drums out; a Note On
                                                    on the previous one's tick adds no interval but
                                                    becomes the previous pitch.
@@ -65,7 +65,7 @@ the feature's description states (and which the paper form of ``velocity_change`
 The parser's limits: pairing, ordering and volume rules are 2.2's wherever a Standard MIDI
 File determines them (the parse is exact event by event through ``mido``); Java's own MIDI
 reader quirks (e.g. its 16-bit ``short`` velocity sums overflowing above ~258 stacked notes on
-one pitch) are not reproduced. :func:`reference_jsymbolic` is a literal tick-by-tick
+one pitch) are not reproduced. :func:`jsymbolic_features_reference` is a literal tick-by-tick
 implementation used to test the fast path.
 """
 
@@ -79,11 +79,26 @@ import numpy as np
 
 from aria._checks import check_choice
 from aria.features.midi import DEFAULT_TEMPO, DRUM_CHANNEL, MidiScore, read_midi
-from aria.features.symbolic import RHYTHMIC_VALUES, _sweep, _tick_bounds
+from aria.features.symbolic.batch import _sweep, _tick_bounds
+from aria.features.symbolic.params import RHYTHMIC_VALUES
 
-__all__ = ["CODES", "NAMES", "java_microsecond_length", "jsymbolic_features", "reference_jsymbolic"]
+__all__ = ["CODES", "NAMES", "java_microsecond_length", "jsymbolic_features"]
 
-CODES = ("M-1", "P-2", "C-1", "C-2", "RT-5", "R-13", "R-25", "D-1", "D-2", "D-4", "C-6", "C-7", "P-8")
+CODES = (
+    "M-1",
+    "P-2",
+    "C-1",
+    "C-2",
+    "RT-5",
+    "R-13",
+    "R-25",
+    "D-1",
+    "D-2",
+    "D-4",
+    "C-6",
+    "C-7",
+    "P-8",
+)
 NAMES = {
     "M-1": "Melodic Interval Histogram",
     "P-2": "Pitch Class Histogram",
@@ -102,7 +117,13 @@ NAMES = {
 
 
 def java_microsecond_length(score: MidiScore) -> int:
-    """Sequence length in µs as Java computes it (first-track tempo map, truncated blocks)."""
+    """Sequence length in µs as Java computes it (first-track tempo map, truncated blocks).
+
+    Parameters
+    ----------
+    score : MidiScore
+        The parsed MIDI file.
+    """
     sel = score.tempo_track == 0
     ticks = [int(t) for t in score.tempo_tick[sel]]
     tempos = [int(m) for m in score.tempo_mpq[sel]]
@@ -160,7 +181,9 @@ def jsymbolic_features(source: Any, *, d4_divisor: str = "notes") -> dict[str, A
     # M-1: successive Note Ons per (track, channel), processing order
     pi = order[pitched]
     srt = pi[np.lexsort((pi, score.note_channel[pi], score.note_track[pi]))]
-    same = (score.note_track[srt][1:] == score.note_track[srt][:-1]) & (score.note_channel[srt][1:] == score.note_channel[srt][:-1])
+    same = (score.note_track[srt][1:] == score.note_track[srt][:-1]) & (
+        score.note_channel[srt][1:] == score.note_channel[srt][:-1]
+    )
     counted = same & (score.note_on[srt][1:] != score.note_on[srt][:-1])
     intervals = np.abs(np.diff(score.note_pitch[srt]))[counted]
     out["M-1"] = _normalise(np.bincount(intervals, minlength=128))
@@ -173,7 +196,13 @@ def jsymbolic_features(source: Any, *, d4_divisor: str = "notes") -> dict[str, A
 
     # C-1, C-2, C-6, C-7: tick-weighted chart of closed pitched notes
     ci = order[pitched & score.note_closed]
-    hist, mom = _sweep(np.array([0, ci.size]), score.note_on[ci], score.note_off[ci], score.note_pitch[ci], score.note_velocity[ci])
+    hist, mom = _sweep(
+        np.array([0, ci.size]),
+        score.note_on[ci],
+        score.note_off[ci],
+        score.note_pitch[ci],
+        score.note_velocity[ci],
+    )
     c1 = _normalise(hist[0])
     out["C-1"] = c1
     out["C-2"] = _fold(c1, 12)
@@ -183,7 +212,9 @@ def jsymbolic_features(source: Any, *, d4_divisor: str = "notes") -> dict[str, A
     out["RT-5"] = 0.0 if us // 1_000_000 == 0 else n / (us / 1_000_000.0)
 
     # R-13, R-25
-    bins = np.searchsorted(_tick_bounds(score.ticks_per_quarter), score.note_off - score.note_on, side="right")
+    bins = np.searchsorted(
+        _tick_bounds(score.ticks_per_quarter), score.note_off - score.note_on, side="right"
+    )
     counts = np.bincount(bins, minlength=12)
     out["R-13"] = _normalise(counts)
     vals = np.repeat(RHYTHMIC_VALUES, counts)  # grouped by value, as 2.2 lists them
@@ -199,12 +230,20 @@ def jsymbolic_features(source: Any, *, d4_divisor: str = "notes") -> dict[str, A
     same_ch = ch[1:] == ch[:-1]
     total_change = float(np.abs(np.diff(louds))[same_ch].sum())
     per_ch = np.bincount(score.note_channel, minlength=16)
-    denom = int(per_ch[per_ch > 1].sum()) if d4_divisor == "notes" else int((per_ch[per_ch > 1] - 1).sum())
+    denom = (
+        int(per_ch[per_ch > 1].sum())
+        if d4_divisor == "notes"
+        else int((per_ch[per_ch > 1] - 1).sum())
+    )
     out["D-4"] = total_change / denom if denom else 0.0
 
     n_ticks, sum_k, sum_k2 = (int(x) for x in mom[0])
     out["C-6"] = sum_k / n_ticks if n_ticks else 0.0
-    out["C-7"] = math.sqrt((n_ticks * sum_k2 - sum_k * sum_k) / (n_ticks * (n_ticks - 1))) if n_ticks > 1 else 0.0
+    out["C-7"] = (
+        math.sqrt((n_ticks * sum_k2 - sum_k * sum_k) / (n_ticks * (n_ticks - 1)))
+        if n_ticks > 1
+        else 0.0
+    )
 
     pp = score.note_pitch[pitched]
     out["P-8"] = float(pp.max() - pp.min()) if pp.size else 0.0
@@ -220,7 +259,9 @@ def _jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------- literal reference
 
 
-def reference_jsymbolic(source: str | os.PathLike[str] | Any, *, d4_divisor: str = "notes") -> dict[str, Any]:
+def jsymbolic_features_reference(
+    source: str | os.PathLike[str] | Any, *, d4_divisor: str = "notes"
+) -> dict[str, Any]:
     """Literal, tick-by-tick implementation of the 13 features straight from the MIDI events.
 
     Slow (memory and time proportional to ticks × 128): for tests on small files only. It walks
@@ -319,7 +360,11 @@ def reference_jsymbolic(source: str | os.PathLike[str] | Any, *, d4_divisor: str
     for i in range(128):
         c2[i % 12] += c1[i]
     c6 = sum(per_tick) / len(per_tick) if per_tick else 0.0
-    c7 = math.sqrt(sum((v - c6) ** 2 for v in per_tick) / (len(per_tick) - 1)) if len(per_tick) > 1 else 0.0
+    c7 = (
+        math.sqrt(sum((v - c6) ** 2 for v in per_tick) / (len(per_tick) - 1))
+        if len(per_tick) > 1
+        else 0.0
+    )
 
     # RT-5 from the first track's tempo map
     tempo_events = [(t, m.tempo) for t, m in (tracks[0] if tracks else []) if m.type == "set_tempo"]
@@ -335,7 +380,20 @@ def reference_jsymbolic(source: str | os.PathLike[str] | Any, *, d4_divisor: str
     rt5 = 0.0 if us // 1_000_000 == 0 else n_on / (us / 1_000_000.0)
 
     # R-13, R-25
-    central = [tpq // 8, tpq // 4, tpq // 2, tpq * 3 // 4, tpq, tpq * 3 // 2, tpq * 2, tpq * 3, tpq * 4, tpq * 6, tpq * 8, tpq * 12]
+    central = [
+        tpq // 8,
+        tpq // 4,
+        tpq // 2,
+        tpq * 3 // 4,
+        tpq,
+        tpq * 3 // 2,
+        tpq * 2,
+        tpq * 3,
+        tpq * 4,
+        tpq * 6,
+        tpq * 8,
+        tpq * 12,
+    ]
     lower = [0] + [central[i - 1] + (central[i] - central[i - 1]) // 2 for i in range(1, 12)]
     r_counts = [0] * 12
     for ti, events in enumerate(tracks):
@@ -367,7 +425,9 @@ def reference_jsymbolic(source: str | os.PathLike[str] | Any, *, d4_divisor: str
         d2 = math.sqrt(sum((v - mean) ** 2 for v in every) / (len(every) - 1))
     else:
         d2 = 0.0
-    changes = [abs(lst[i] - lst[i - 1]) for lst in loud_by_ch if len(lst) > 1 for i in range(1, len(lst))]
+    changes = [
+        abs(lst[i] - lst[i - 1]) for lst in loud_by_ch if len(lst) > 1 for i in range(1, len(lst))
+    ]
     if d4_divisor == "notes":
         denom = sum(len(lst) for lst in loud_by_ch if len(lst) > 1)
     else:

@@ -49,7 +49,14 @@ import numpy as np
 
 from aria.errors import DataError, FileFormatError, ParameterError, expected
 
-__all__ = ["DEFAULT_TEMPO", "DRUM_CHANNEL", "MidiScore", "NoteArray", "notes_from_mapping", "read_midi"]
+__all__ = [
+    "DEFAULT_TEMPO",
+    "DRUM_CHANNEL",
+    "MidiScore",
+    "NoteArray",
+    "notes_from_mapping",
+    "read_midi",
+]
 
 DRUM_CHANNEL = 9  # MIDI channel 10, zero-based
 DEFAULT_TEMPO = 500_000  # µs per quarter note (120 bpm), the MIDI default
@@ -116,7 +123,13 @@ class NoteArray:
         return (self.end_tick - self.start_tick) / float(self.ticks_per_quarter)
 
     def take(self, index: np.ndarray) -> NoteArray:
-        """A new :class:`NoteArray` with the notes ``index`` (boolean mask or integer indices)."""
+        """A new :class:`NoteArray` with the notes ``index`` (boolean mask or integer indices).
+
+        Parameters
+        ----------
+        index : array-like of int or bool
+            Which notes to keep, in that order.
+        """
         return NoteArray(
             start=self.start[index],
             end=self.end[index],
@@ -156,6 +169,27 @@ class NoteArray:
         ``velocity`` defaults to 64; ``loudness`` to ``velocity``; ``channel`` and ``track``
         to 0; ``is_drum`` to ``channel == 9``.
 
+        Parameters
+        ----------
+        start, end : array-like of float
+            Onset and offset times in seconds.
+        pitch : array-like of int
+            MIDI pitches 0..127.
+        velocity : array-like of int, optional
+            Note-on velocities (default 64).
+        loudness : array-like of int, optional
+            Velocity scaled by channel volume (default: velocity).
+        channel, track : array-like of int, optional
+            MIDI channel (0-based) and track (default 0).
+        is_drum : array-like of bool, optional
+            Percussion notes (default: channel 9).
+        start_tick, end_tick : array-like of int, optional
+            Onset and offset in ticks.
+        ticks_per_quarter : int, optional
+            Tick resolution of ``start_tick``/``end_tick``.
+        length : float, optional
+            Length of the source in seconds.
+
         Raises
         ------
         DataError
@@ -170,7 +204,9 @@ class NoteArray:
                 return np.full(n, default, dtype=dtype)
             arr = np.asarray(value)
             if arr.shape != (n,):
-                raise DataError(expected(name, f"an array of shape ({n},) like 'start'", f"shape {arr.shape}"))
+                raise DataError(
+                    expected(name, f"an array of shape ({n},) like 'start'", f"shape {arr.shape}")
+                )
             if dtype is not np.float64 and arr.dtype.kind == "f":
                 if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
                     raise DataError(expected(name, "integer values", "non-integer values"))
@@ -191,13 +227,23 @@ class NoteArray:
             raise DataError(expected("start/end", "finite times in seconds", "NaN or inf"))
         if np.any(e < s):
             i = int(np.flatnonzero(e < s)[0])
-            raise DataError(expected("end", "end >= start for every note", f"note {i}: start {s[i]}, end {e[i]}"))
+            raise DataError(
+                expected(
+                    "end", "end >= start for every note", f"note {i}: start {s[i]}, end {e[i]}"
+                )
+            )
         if n and (p.min() < 0 or p.max() > 127):
-            raise DataError(expected("pitch", "MIDI pitches in 0..127", f"range {p.min()}..{p.max()}"))
+            raise DataError(
+                expected("pitch", "MIDI pitches in 0..127", f"range {p.min()}..{p.max()}")
+            )
         if n and (v.min() < 0 or v.max() > 127):
-            raise DataError(expected("velocity", "velocities in 0..127", f"range {v.min()}..{v.max()}"))
+            raise DataError(
+                expected("velocity", "velocities in 0..127", f"range {v.min()}..{v.max()}")
+            )
         if n and (ch.min() < 0 or ch.max() > 15):
-            raise DataError(expected("channel", "MIDI channels in 0..15", f"range {ch.min()}..{ch.max()}"))
+            raise DataError(
+                expected("channel", "MIDI channels in 0..15", f"range {ch.min()}..{ch.max()}")
+            )
         return cls(s, e, p, v, loud, ch, tr, drum, st, et, ticks_per_quarter, length)
 
 
@@ -275,7 +321,9 @@ class MidiScore:
             # several changes on one tick: the last (in processing order) wins
             keep = np.append(ticks[1:] != ticks[:-1], True)
             ticks, mpq = ticks[keep], mpq[keep]
-            secs = np.concatenate([[0.0], np.cumsum(np.diff(ticks) * mpq[:-1])]) / (1e6 * self.ticks_per_quarter)
+            secs = np.concatenate([[0.0], np.cumsum(np.diff(ticks) * mpq[:-1])]) / (
+                1e6 * self.ticks_per_quarter
+            )
             self._cache["tempo"] = (ticks, mpq, secs)
         return self._cache["tempo"]
 
@@ -284,6 +332,11 @@ class MidiScore:
 
         :math:`t(\tau) = t_j + (\tau - \tau_j)\,\mu_j / (10^6 \cdot \mathrm{tpq})` for the last
         tempo change :math:`\tau_j \le \tau` (µs per quarter :math:`\mu_j`).
+
+        Parameters
+        ----------
+        ticks : array-like of int
+            Absolute ticks.
         """
         change, mpq, secs = self._tempo_map()
         ticks = np.asarray(ticks, dtype=np.int64)
@@ -340,7 +393,9 @@ def _load_mido(source: Any) -> Any:
     if isinstance(source, mido.MidiFile):
         return source
     if not isinstance(source, (str, os.PathLike)):
-        raise ParameterError(expected("source", "a path to a MIDI file or a mido.MidiFile", type(source).__name__))
+        raise ParameterError(
+            expected("source", "a path to a MIDI file or a mido.MidiFile", type(source).__name__)
+        )
     path = Path(source)
     if not path.is_file():
         raise FileFormatError(f"source: no such MIDI file: {str(path)!r}")
@@ -349,7 +404,9 @@ def _load_mido(source: Any) -> Any:
     try:
         return mido.MidiFile(path)
     except (OSError, EOFError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise FileFormatError(f"source: not a readable MIDI file: {str(path)!r} ({type(exc).__name__}: {exc})") from None
+        raise FileFormatError(
+            f"source: not a readable MIDI file: {str(path)!r} ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def read_midi(source: str | os.PathLike[str] | Any) -> MidiScore:
@@ -357,6 +414,11 @@ def read_midi(source: str | os.PathLike[str] | Any) -> MidiScore:
 
     Note pairing, drums, loudness and time follow the module conventions (jSymbolic 2.2's
     rules where it has one).
+
+    Parameters
+    ----------
+    source : path | mido.MidiFile | bytes
+        The MIDI file.
 
     Raises
     ------
@@ -367,7 +429,9 @@ def read_midi(source: str | os.PathLike[str] | Any) -> MidiScore:
     tpq = int(mid.ticks_per_beat)
     if tpq <= 0 or tpq >= 0x8000:
         raise FileFormatError(expected("ticks_per_quarter", "PPQ time division (1..32767)", tpq))
-    notes: dict[str, list[int]] = {k: [] for k in ("track", "channel", "pitch", "velocity", "on", "off", "closed", "event")}
+    notes: dict[str, list[int]] = {
+        k: [] for k in ("track", "channel", "pitch", "velocity", "on", "off", "closed", "event")
+    }
     tempos: list[tuple[int, int, int, int]] = []
     cc7: list[tuple[int, int, int, int, int]] = []
     track_end: list[int] = []
@@ -426,19 +490,39 @@ def read_midi(source: str | os.PathLike[str] | Any) -> MidiScore:
         cc7_event=c_arr[:, 2].copy(),
         cc7_channel=c_arr[:, 3].copy(),
         cc7_value=c_arr[:, 4].copy(),
-        source=str(source) if isinstance(source, (str, os.PathLike)) else getattr(source, "filename", "") or "",
+        source=str(source)
+        if isinstance(source, (str, os.PathLike))
+        else getattr(source, "filename", "") or "",
     )
 
 
 def notes_from_mapping(data: Mapping[str, Any]) -> NoteArray:
-    """Build a :class:`NoteArray` from a mapping of columns (``start``, ``end``, ``pitch``, ...)."""
+    """Build a :class:`NoteArray` from a mapping of columns (``start``, ``end``, ``pitch``, ...).
+
+    Parameters
+    ----------
+    data : mapping or DataFrame
+        Columns ``start``, ``end``, ``pitch`` and optional ones (see :meth:`NoteArray.from_arrays`).
+    """
     allowed = {
-        "start", "end", "pitch", "velocity", "loudness", "channel", "track", "is_drum",
-        "start_tick", "end_tick", "ticks_per_quarter", "length",
+        "start",
+        "end",
+        "pitch",
+        "velocity",
+        "loudness",
+        "channel",
+        "track",
+        "is_drum",
+        "start_tick",
+        "end_tick",
+        "ticks_per_quarter",
+        "length",
     }
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise ParameterError(expected("notes", "columns among " + ", ".join(sorted(allowed)), unknown))
+        raise ParameterError(
+            expected("notes", "columns among " + ", ".join(sorted(allowed)), unknown)
+        )
     for key in ("start", "end", "pitch"):
         if key not in data:
             raise ParameterError(expected("notes", f"a {key!r} column", sorted(data)))

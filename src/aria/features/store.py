@@ -37,7 +37,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,21 @@ from aria.errors import DataError, FileFormatError, ManifestMismatchError, Param
 from aria.manifest import DIR_NAME, diff_manifest, make_manifest, manifest_path, package_version
 
 __all__ = ["STORE_KIND", "FeatureStore", "StoreWriter", "write_store"]
+
+if TYPE_CHECKING:  # re-exported lazily from aria.features.extract (see __getattr__)
+    pass
+
+_ENGINE = ("SUFFIXES", "collect_inputs", "extract_to_store")
+
+
+def __getattr__(name: str) -> Any:
+    """Old home of the extraction engine: ``collect_inputs``, ``extract_to_store``, ``SUFFIXES``."""
+    if name in _ENGINE:
+        from aria.features import extract
+
+        return getattr(extract, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 STORE_KIND = "aria-feature-store"
 FORMAT_VERSION = 1
@@ -90,7 +105,9 @@ def _check_ids(track_ids: Any) -> list[str]:
     return ids
 
 
-def _encode_feature(name: str, values: Any, n: int, kind: str | None = None) -> tuple[dict[str, Any], Any]:
+def _encode_feature(
+    name: str, values: Any, n: int, kind: str | None = None
+) -> tuple[dict[str, Any], Any]:
     """(spec, pyarrow array) of one feature; vectors (n, d) or sequences (n ragged).
 
     ``kind`` (from the registry for known feature names) overrides the inference.
@@ -99,15 +116,24 @@ def _encode_feature(name: str, values: Any, n: int, kind: str | None = None) -> 
     if kind == "sequence":
         items = list(values)
         if len(items) != n:
-            raise DataError(expected(f"features[{name!r}]", f"{n} entries (one per track)", len(items)))
-        seq = [None if v is None else np.asarray(v).astype(np.int64).reshape(-1).tolist() for v in items]
+            raise DataError(
+                expected(f"features[{name!r}]", f"{n} entries (one per track)", len(items))
+            )
+        seq = [
+            None if v is None else np.asarray(v).astype(np.int64).reshape(-1).tolist()
+            for v in items
+        ]
         return {"kind": "sequence"}, pa.array(seq, type=pa.list_(pa.int32()))
     if isinstance(values, np.ndarray) and values.dtype != object:
         x = np.asarray(values, dtype=np.float64)
         if x.ndim == 1:
             x = x[:, None]
         if x.ndim != 2 or x.shape[0] != n:
-            raise DataError(expected(f"features[{name!r}]", f"an array of shape ({n}, dim)", f"shape {values.shape}"))
+            raise DataError(
+                expected(
+                    f"features[{name!r}]", f"an array of shape ({n}, dim)", f"shape {values.shape}"
+                )
+            )
         missing = np.all(np.isnan(x), axis=1) if x.shape[1] else np.zeros(n, bool)
         flat = pa.array(x.reshape(-1), type=pa.float64())
         offsets = pa.array((np.arange(n + 1, dtype=np.int64) * x.shape[1]).astype(np.int32))
@@ -117,15 +143,28 @@ def _encode_feature(name: str, values: Any, n: int, kind: str | None = None) -> 
     if len(items) != n:
         raise DataError(expected(f"features[{name!r}]", f"{n} entries (one per track)", len(items)))
     present = [np.asarray(v) for v in items if v is not None]
-    integer = bool(present) and all(v.ndim == 1 and (v.dtype.kind in "iub" or v.size == 0) for v in present)
+    integer = bool(present) and all(
+        v.ndim == 1 and (v.dtype.kind in "iub" or v.size == 0) for v in present
+    )
     if integer:
         seq = [None if v is None else np.asarray(v, dtype=np.int64).tolist() for v in items]
         return {"kind": "sequence"}, pa.array(seq, type=pa.list_(pa.int32()))
     dims = {v.size for v in present}
     if len(dims) > 1:
-        raise DataError(expected(f"features[{name!r}]", "vectors of one width or integer sequences", f"widths {sorted(dims)}"))
+        raise DataError(
+            expected(
+                f"features[{name!r}]",
+                "vectors of one width or integer sequences",
+                f"widths {sorted(dims)}",
+            )
+        )
     dim = dims.pop() if dims else 0
-    rows = [None if v is None or np.all(np.isnan(np.asarray(v, dtype=np.float64))) else np.asarray(v, dtype=np.float64).reshape(-1).tolist() for v in items]
+    rows = [
+        None
+        if v is None or np.all(np.isnan(np.asarray(v, dtype=np.float64)))
+        else np.asarray(v, dtype=np.float64).reshape(-1).tolist()
+        for v in items
+    ]
     return {"kind": "vector", "dim": int(dim)}, pa.array(rows, type=pa.list_(pa.float64()))
 
 
@@ -135,14 +174,18 @@ def _metadata_columns(metadata: Any, ids: list[str]) -> dict[str, list[Any]]:
         return {}
     if hasattr(metadata, "columns") and hasattr(metadata, "reindex"):  # DataFrame
         df = metadata
-        if df.index.name == "track_id" or (len(df) == n and set(map(str, df.index)) == set(ids) and "track_id" not in df.columns):
+        if df.index.name == "track_id" or (
+            len(df) == n and set(map(str, df.index)) == set(ids) and "track_id" not in df.columns
+        ):
             df = df.copy()
             df.index = df.index.map(str)
             df = df.reindex(ids)
         elif "track_id" in df.columns:
             df = df.assign(track_id=df["track_id"].astype(str)).set_index("track_id").reindex(ids)
         elif len(df) != n:
-            raise DataError(expected("metadata", f"{n} rows or a track_id index/column", f"{len(df)} rows"))
+            raise DataError(
+                expected("metadata", f"{n} rows or a track_id index/column", f"{len(df)} rows")
+            )
         return {str(c): [None if _isnull(v) else v for v in df[c].tolist()] for c in df.columns}
     if isinstance(metadata, Mapping):
         out = {}
@@ -154,7 +197,13 @@ def _metadata_columns(metadata: Any, ids: list[str]) -> dict[str, list[Any]]:
         return out
     rows = list(metadata)
     if len(rows) != n or not all(isinstance(r, Mapping) for r in rows):
-        raise DataError(expected("metadata", f"a DataFrame, a mapping of columns or {n} dicts", type(metadata).__name__))
+        raise DataError(
+            expected(
+                "metadata",
+                f"a DataFrame, a mapping of columns or {n} dicts",
+                type(metadata).__name__,
+            )
+        )
     keys: dict[str, None] = {}
     for r in rows:
         keys.update(dict.fromkeys(map(str, r)))
@@ -173,7 +222,9 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _build_table(ids: list[str], features: Mapping[str, Any], metadata: Any, modality: str) -> tuple[Any, dict[str, dict[str, Any]]]:
+def _build_table(
+    ids: list[str], features: Mapping[str, Any], metadata: Any, modality: str
+) -> tuple[Any, dict[str, dict[str, Any]]]:
     from aria.features.registry import features as registry_features
 
     kinds = {spec.name: spec.kind for spec in registry_features(modality)}
@@ -182,8 +233,15 @@ def _build_table(ids: list[str], features: Mapping[str, Any], metadata: Any, mod
     cols: dict[str, Any] = {"track_id": pa.array(ids, type=pa.string())}
     specs: dict[str, dict[str, Any]] = {}
     for name, values in features.items():
-        if not isinstance(name, str) or not name or name == "track_id" or name.startswith(META_PREFIX):
-            raise ParameterError(expected("features", "feature names (non-empty, not 'track_id' or 'meta:*')", name))
+        if (
+            not isinstance(name, str)
+            or not name
+            or name == "track_id"
+            or name.startswith(META_PREFIX)
+        ):
+            raise ParameterError(
+                expected("features", "feature names (non-empty, not 'track_id' or 'meta:*')", name)
+            )
         spec, arr = _encode_feature(name, values, n, kinds.get(name))
         specs[name] = spec
         cols[name] = arr
@@ -191,7 +249,9 @@ def _build_table(ids: list[str], features: Mapping[str, Any], metadata: Any, mod
         try:
             cols[META_PREFIX + key] = pa.array(col)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
-            cols[META_PREFIX + key] = pa.array([None if v is None else str(v) for v in col], type=pa.string())
+            cols[META_PREFIX + key] = pa.array(
+                [None if v is None else str(v) for v in col], type=pa.string()
+            )
     return pa.table(cols), specs
 
 
@@ -201,7 +261,9 @@ def _merge_specs(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
         have = out.get(name)
         if have is None:
             out[name] = spec
-        elif have.get("kind") != spec.get("kind") or (spec.get("kind") == "vector" and have.get("dim") != spec.get("dim")):
+        elif have.get("kind") != spec.get("kind") or (
+            spec.get("kind") == "vector" and have.get("dim") != spec.get("dim")
+        ):
             raise DataError(expected(f"features[{name!r}]", f"{have} as stored", spec))
     return out
 
@@ -214,11 +276,23 @@ def _errors_table(errors: Any) -> Any:
             errors = errors.to_dict("records")
         for e in errors:
             if isinstance(e, Mapping):
-                rows.append({"path": str(e.get("path", "")), "track_id": str(e.get("track_id", "") or ""), "error": str(e.get("error", "")), "time": str(e.get("time", "") or _now())})
+                rows.append(
+                    {
+                        "path": str(e.get("path", "")),
+                        "track_id": str(e.get("track_id", "") or ""),
+                        "error": str(e.get("error", "")),
+                        "time": str(e.get("time", "") or _now()),
+                    }
+                )
             else:
                 path, err = e
                 rows.append({"path": str(path), "track_id": "", "error": str(err), "time": _now()})
-    return pa.table({k: pa.array([r[k] for r in rows], type=pa.string()) for k in ("path", "track_id", "error", "time")})
+    return pa.table(
+        {
+            k: pa.array([r[k] for r in rows], type=pa.string())
+            for k in ("path", "track_id", "error", "time")
+        }
+    )
 
 
 def _now() -> str:
@@ -259,7 +333,8 @@ def write_store(
         A DataFrame may be indexed by (or hold a column) ``track_id``.
     params : mapping, optional
         Extraction parameters (JSON-able).
-    errors : DataFrame | iterable of dicts with ``path``, ``error`` (and ``track_id``) | of (path, error)
+    errors : DataFrame | iterable of dicts | iterable of (path, error), optional
+        Failed files: dicts with ``path``, ``error`` (and ``track_id``).
     versions : mapping, optional
         Package versions used (aria, numpy and pyarrow are added).
 
@@ -274,14 +349,21 @@ def write_store(
     err = _errors_table(errors)
     target = Path(path)
     man = make_manifest(
-        STORE_KIND, format=FORMAT_VERSION, modality=modality, params=dict(params or {}),
-        versions=_versions(versions), features=specs, n_tracks=len(ids), n_errors=err.num_rows,
+        STORE_KIND,
+        format=FORMAT_VERSION,
+        modality=modality,
+        params=dict(params or {}),
+        versions=_versions(versions),
+        features=specs,
+        n_tracks=len(ids),
+        n_errors=err.num_rows,
     )
     if target.suffix == ".parquet":
         man["errors"] = err.to_pylist()
         _write_parquet(table, target)
         write_json(manifest_path(target), man)
         return target
+    man["parts"] = [{"file": "part-00000.parquet", "rows": table.num_rows}]
     with atomic_path(target) as tmp:
         tmp.mkdir()
         _pq().write_table(table, tmp / "part-00000.parquet", compression="zstd")
@@ -325,7 +407,9 @@ class StoreWriter:
         self.modality = modality
         self.params = dict(params or {})
         if self.path.exists() and not self.path.is_dir():
-            raise FileFormatError(f"out: {str(self.path)!r} exists and is not a feature-store directory")
+            raise FileFormatError(
+                f"out: {str(self.path)!r} exists and is not a feature-store directory"
+            )
         if overwrite and self.path.exists():
             from aria._io import remove_path
 
@@ -338,26 +422,59 @@ class StoreWriter:
             man = _read_manifest(mpath)
             # both directions: a changed, added or removed parameter is a mismatch
             lines = diff_manifest(man, {"modality": modality, "params": self.params})
-            lines += [f"params: stored {man.get('params', {})!r}, asked {self.params!r}"] if diff_manifest(
-                {"params": self.params}, {"params": man.get("params", {})}
-            ) and not lines else []
+            lines += (
+                [f"params: stored {man.get('params', {})!r}, asked {self.params!r}"]
+                if diff_manifest({"params": self.params}, {"params": man.get("params", {})})
+                and not lines
+                else []
+            )
             if lines:
                 raise ManifestMismatchError(
-                    f"{str(self.path)!r} holds features extracted with other settings; refusing to mix them "
+                    f"{str(self.path)!r} holds features extracted with other settings; "
+                    "refusing to mix them "
                     "(use a new output or overwrite):\n  " + "\n  ".join(dict.fromkeys(lines))
                 )
             self._manifest = man
             self._manifest["versions"] = _versions(versions)
+            self._manifest["parts"] = self._committed_parts(man)
         elif any(self.path.iterdir()):
-            raise FileFormatError(f"out: {str(self.path)!r} is a non-empty directory without a feature-store manifest")
+            raise FileFormatError(
+                f"out: {str(self.path)!r} is a non-empty directory without a feature-store manifest"
+            )
         else:
             self._manifest = make_manifest(
-                STORE_KIND, format=FORMAT_VERSION, modality=modality, params=self.params,
-                versions=_versions(versions), features={}, n_tracks=0, n_errors=0,
+                STORE_KIND,
+                format=FORMAT_VERSION,
+                modality=modality,
+                params=self.params,
+                versions=_versions(versions),
+                features={},
+                n_tracks=0,
+                n_errors=0,
+                parts=[],
             )
             write_json(mpath, self._manifest)
-        self._done = set(_read_ids(self.path))
+        self._done = set(_read_ids(self.path, self._manifest))
         self._errors = {r["path"]: r for r in _read_errors(self.path)}
+
+    def _committed_parts(self, man: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The parts the manifest lists; part files it does not list (a write interrupted
+        before its manifest update) and temporary files are deleted."""
+        from aria._io import remove_path
+
+        listed = man.get("parts")
+        if listed is None:  # a store written before manifests listed their parts
+            listed = [
+                {"file": f.name, "rows": _pq().read_metadata(f).num_rows}
+                for f in _part_files(self.path)
+            ]
+        names = {str(p["file"]) for p in listed}
+        for f in self.path.iterdir():
+            if (_PART.match(f.name) and f.name not in names) or (
+                f.name.startswith(".") and ".tmp-" in f.name
+            ):
+                remove_path(f)
+        return [dict(p) for p in listed]
 
     @property
     def done(self) -> set[str]:
@@ -369,15 +486,30 @@ class StoreWriter:
         """Paths recorded as failed."""
         return set(self._errors)
 
-    def append(self, track_ids: Sequence[str], features: Mapping[str, Any], metadata: Any = None) -> None:
-        """Write one part with these tracks (atomic), then update the manifest."""
+    def append(
+        self, track_ids: Sequence[str], features: Mapping[str, Any], metadata: Any = None
+    ) -> None:
+        """Write one part with these tracks (atomic), then update the manifest.
+
+        Parameters
+        ----------
+        track_ids : sequence of str
+            New tracks (unique, non-empty).
+        features : dict
+            As :func:`write_store`'s ``features``.
+        metadata : DataFrame | mapping | sequence of dicts, optional
+            As :func:`write_store`'s ``metadata``.
+        """
         ids = _check_ids(track_ids)
         if not ids:
             return
         table, specs = _build_table(ids, features, metadata, self.modality)
         self._manifest["features"] = _merge_specs(self._manifest.get("features", {}), specs)
         nums = [int(m.group(1)) for f in self.path.iterdir() if (m := _PART.match(f.name))]
-        _write_parquet(table, self.path / f"part-{(max(nums) + 1 if nums else 0):05d}.parquet")
+        name = f"part-{(max(nums) + 1 if nums else 0):05d}.parquet"
+        _write_parquet(table, self.path / name)
+        # the manifest is the commit point: a part it does not list does not exist for readers
+        self._manifest.setdefault("parts", []).append({"file": name, "rows": table.num_rows})
         self._done.update(ids)
         stored = set(ids)
         recovered = [p for p, r in self._errors.items() if r.get("track_id") in stored]
@@ -387,11 +519,24 @@ class StoreWriter:
             self._flush_manifest()
 
     def set_errors(self, errors: Iterable[Mapping[str, Any]], *, clear: Iterable[str] = ()) -> None:
-        """Record failures (dicts with ``path``, ``error``, optional ``track_id``); drop ``clear`` paths."""
+        """Record failures (dicts: ``path``, ``error``, optional ``track_id``); drop ``clear``.
+
+        Parameters
+        ----------
+        errors : iterable of dict
+            Failures: ``path``, ``error``, optional ``track_id``.
+        clear : iterable of str
+            Paths whose earlier failure records are dropped.
+        """
         for p in clear:
             self._errors.pop(str(p), None)
         for e in errors:
-            self._errors[str(e["path"])] = {"path": str(e["path"]), "track_id": str(e.get("track_id", "") or ""), "error": str(e["error"]), "time": _now()}
+            self._errors[str(e["path"])] = {
+                "path": str(e["path"]),
+                "track_id": str(e.get("track_id", "") or ""),
+                "error": str(e["error"]),
+                "time": _now(),
+            }
         _write_parquet(_errors_table(list(self._errors.values())), self.path / ERRORS_FILE)
         self._flush_manifest()
 
@@ -409,17 +554,30 @@ def _read_manifest(mpath: Path) -> dict[str, Any]:
         raise FileFormatError(f"store: unreadable manifest {str(mpath)!r}: {exc}") from None
     if not isinstance(man, dict) or man.get("kind") != STORE_KIND:
         kind = man.get("kind") if isinstance(man, dict) else None
-        raise ManifestMismatchError(f"store: {str(mpath.parent)!r} is not an ARIA feature store (manifest kind {kind!r})")
+        raise ManifestMismatchError(
+            f"store: {str(mpath.parent)!r} is not an ARIA feature store (manifest kind {kind!r})"
+        )
     return man
 
 
 def _part_files(path: Path) -> list[Path]:
-    return sorted((f for f in path.iterdir() if _PART.match(f.name)), key=lambda f: int(_PART.match(f.name).group(1)))  # type: ignore[union-attr]
+    return sorted(
+        (f for f in path.iterdir() if _PART.match(f.name)),
+        key=lambda f: int(_PART.match(f.name).group(1)),
+    )  # type: ignore[union-attr]
 
 
-def _read_ids(path: Path) -> list[str]:
+def _listed_parts(path: Path, man: Mapping[str, Any]) -> list[Path]:
+    """The committed part files of a directory store (all part files for an old manifest)."""
+    listed = man.get("parts")
+    if listed is None:
+        return _part_files(path)
+    return [path / str(p["file"]) for p in listed]
+
+
+def _read_ids(path: Path, man: Mapping[str, Any]) -> list[str]:
     ids: list[str] = []
-    for f in _part_files(path):
+    for f in _listed_parts(path, man):
         ids.extend(_pq().read_table(f, columns=["track_id"]).column("track_id").to_pylist())
     return ids
 
@@ -427,6 +585,45 @@ def _read_ids(path: Path) -> list[str]:
 def _read_errors(path: Path) -> list[dict[str, Any]]:
     f = path / ERRORS_FILE
     return _pq().read_table(f).to_pylist() if f.is_file() else []
+
+
+def _read_part(path: Path, f: Path, man: Mapping[str, Any]) -> Any:
+    """Read one committed part; a listed part that is missing or holds other rows is an error."""
+    if not f.is_file():
+        raise FileFormatError(
+            f"store: {str(path)!r} is incomplete: {f.name} (listed in its manifest) is missing"
+        )
+    table = _pq().read_table(f)
+    want = {str(q["file"]): q.get("rows") for q in man.get("parts") or ()}.get(f.name)
+    if want is not None and int(want) != table.num_rows:
+        raise FileFormatError(
+            f"store: {str(path)!r} disagrees with its manifest: {f.name} holds "
+            f"{table.num_rows} rows, the manifest says {int(want)}"
+        )
+    return table
+
+
+def _check_against_manifest(
+    path: Path, man: Mapping[str, Any], tables: list[Any], table: Any
+) -> None:
+    """The Parquet data must match the manifest: track count, columns (FileFormatError)."""
+    features = set(man.get("features", {}))
+    for t in tables:
+        cols = set(t.column_names)
+        if "track_id" not in cols:
+            raise FileFormatError(f"store: {str(path)!r} has a Parquet part without 'track_id'")
+        odd = sorted(c for c in cols - features - {"track_id"} if not c.startswith(META_PREFIX))
+        if odd:
+            raise FileFormatError(
+                f"store: {str(path)!r} disagrees with its manifest: column(s) "
+                f"{', '.join(map(repr, odd))} are not among its features"
+            )
+    n = man.get("n_tracks")
+    if n is not None and int(n) != table.num_rows:
+        raise FileFormatError(
+            f"store: {str(path)!r} disagrees with its manifest: the Parquet data hold "
+            f"{table.num_rows} tracks, the manifest says {int(n)}"
+        )
 
 
 # --------------------------------------------------------------------------- reading
@@ -440,17 +637,28 @@ class FeatureStore:
     :attr:`errors`, :attr:`metadata`; methods :meth:`vectors`, :meth:`sequences`.
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any], table: Any, errors: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, path: Path, manifest: dict[str, Any], table: Any, errors: list[dict[str, Any]]
+    ) -> None:
         self.path = path
         self.manifest = manifest
         self._table = table
         self._errors = errors
-        self._ids = np.asarray(table.column("track_id").to_pylist(), dtype=object).astype(str) if table.num_rows else np.zeros(0, dtype=str)
+        self._ids = (
+            np.asarray(table.column("track_id").to_pylist(), dtype=object).astype(str)
+            if table.num_rows
+            else np.zeros(0, dtype=str)
+        )
         self._row = {t: i for i, t in enumerate(self._ids)}
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> FeatureStore:
         """Open a store directory or ``.parquet`` file.
+
+        Parameters
+        ----------
+        path : path
+            A store directory or a ``.parquet`` file.
 
         Raises
         ------
@@ -464,12 +672,14 @@ class FeatureStore:
             raise FileFormatError(f"store: no such feature store: {str(p)!r}")
         mpath = manifest_path(p)
         if not mpath.is_file():
-            raise FileFormatError(f"store: {str(p)!r} has no manifest ({mpath.name}); not an ARIA feature store")
+            raise FileFormatError(
+                f"store: {str(p)!r} has no manifest ({mpath.name}); not an ARIA feature store"
+            )
         man = _read_manifest(mpath)
         pa = _pa()
         try:
             if p.is_dir():
-                tables = [_pq().read_table(f) for f in _part_files(p)]
+                tables = [_read_part(p, f, man) for f in _listed_parts(p, man)]
                 errors = _read_errors(p)
             else:
                 tables = [_pq().read_table(p)]
@@ -477,6 +687,7 @@ class FeatureStore:
         except (OSError, pa.ArrowInvalid) as exc:
             raise FileFormatError(f"store: unreadable Parquet in {str(p)!r}: {exc}") from None
         table = _dedupe(tables)
+        _check_against_manifest(p, man, tables, table)
         return cls(p, man, table, errors)
 
     def __len__(self) -> int:
@@ -486,7 +697,10 @@ class FeatureStore:
         return track_id in self._row
 
     def __repr__(self) -> str:
-        return f"FeatureStore({str(self.path)!r}, modality={self.modality!r}, n_tracks={len(self)}, features={self.feature_names})"
+        return (
+            f"FeatureStore({str(self.path)!r}, modality={self.modality!r}, "
+            f"n_tracks={len(self)}, features={self.feature_names})"
+        )
 
     @property
     def modality(self) -> str:
@@ -523,7 +737,7 @@ class FeatureStore:
 
     @property
     def metadata(self) -> Any:
-        """Metadata columns (e.g. genre, duration, source) as a DataFrame indexed by ``track_id``."""
+        """Metadata columns (genre, duration, source, ...): a DataFrame indexed by ``track_id``."""
         import pandas as pd
 
         cols = [c for c in self._table.column_names if c.startswith(META_PREFIX)]
@@ -533,13 +747,23 @@ class FeatureStore:
     def _column(self, name: str, kind: str) -> Any:
         spec = self.manifest.get("features", {}).get(name)
         if spec is None:
-            raise ParameterError(expected("name", "one of " + ", ".join(map(repr, self.feature_names)), name))
+            raise ParameterError(
+                expected("name", "one of " + ", ".join(map(repr, self.feature_names)), name)
+            )
         if spec["kind"] != kind:
-            raise ParameterError(expected("name", f"a {kind} feature", f"{name!r} ({spec['kind']})"))
+            raise ParameterError(
+                expected("name", f"a {kind} feature", f"{name!r} ({spec['kind']})")
+            )
         return spec, (self._table.column(name) if name in self._table.column_names else None)
 
     def vectors(self, name: str) -> np.ndarray:
-        """Vector feature ``name`` as ``(n_tracks, dim)`` float64; NaN rows where a track lacks it."""
+        """Vector feature ``name`` as ``(n_tracks, dim)`` float64; NaN rows where it is missing.
+
+        Parameters
+        ----------
+        name : str
+            A vector feature of the store.
+        """
         spec, col = self._column(name, "vector")
         dim = int(spec["dim"])
         out = np.full((len(self), dim), np.nan)
@@ -560,7 +784,13 @@ class FeatureStore:
         return out
 
     def sequences(self, name: str) -> list[np.ndarray | None]:
-        """Sequence feature ``name``: one int64 array per track (``None`` where missing)."""
+        """Sequence feature ``name``: one int64 array per track (``None`` where missing).
+
+        Parameters
+        ----------
+        name : str
+            A sequence feature of the store.
+        """
         _spec, col = self._column(name, "sequence")
         if col is None:
             return [None] * len(self)
@@ -579,305 +809,3 @@ def _dedupe(tables: list[Any]) -> Any:
         return table
     first_order = list(dict.fromkeys(ids))
     return table.take(pa.array([last[t] for t in first_order], type=pa.int64()))
-
-
-# --------------------------------------------------------------------------- corpus extraction
-
-#: file suffixes collected from an input directory, per modality
-SUFFIXES = {
-    "symbolic": (".mid", ".midi", ".kar", ".smf"),
-    "audio": (".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus", ".m4a", ".aif", ".aiff", ".au"),
-}
-
-
-def collect_inputs(source: str | os.PathLike[str], *, modality: str) -> tuple[list[str], list[Path], list[dict[str, Any]]]:
-    """Resolve ``INPUT_DIR_OR_LIST`` to ``(track_ids, paths, metadata rows)``.
-
-    - a directory: every file with a known suffix of ``modality`` (:data:`SUFFIXES`), searched
-      recursively, sorted; track id = relative POSIX path without the suffix;
-    - a ``.csv`` / ``.tsv`` list: column ``path`` (relative paths resolve against the list's
-      folder), optional ``track_id``; every other column becomes metadata (e.g. ``genre``);
-    - any other text file: one path per line (``#`` comments and blank lines ignored);
-    - a single media file.
-
-    Raises
-    ------
-    FileFormatError
-        missing input; :class:`DataError` when nothing is found or ids repeat.
-    """
-    from aria._checks import check_existing_path
-
-    src = check_existing_path("input", source)
-    suffixes = SUFFIXES[modality]
-    rows: list[dict[str, Any]] = []
-    if src.is_dir():
-        files = sorted(f for f in src.rglob("*") if f.is_file() and f.suffix.lower() in suffixes and not f.name.startswith("."))
-        ids = [f.relative_to(src).with_suffix("").as_posix() for f in files]
-        rows = [{} for _ in files]
-        if not files:
-            raise DataError(f"input: no {modality} files ({', '.join(suffixes)}) under {str(src)!r}")
-    elif src.suffix.lower() in suffixes:
-        files, ids, rows = [src], [src.stem], [{}]
-    else:
-        base = src.parent
-        if src.suffix.lower() in (".csv", ".tsv"):
-            import pandas as pd
-
-            try:
-                df = pd.read_csv(src, sep="\t" if src.suffix.lower() == ".tsv" else ",", dtype=str, keep_default_na=False)
-            except (OSError, ValueError) as exc:
-                raise FileFormatError(f"input: unreadable list {str(src)!r}: {exc}") from None
-            if "path" not in df.columns:
-                raise DataError(expected("input", "a CSV list with a 'path' column", list(df.columns)))
-            entries = df.to_dict("records")
-        else:
-            try:
-                text = src.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise FileFormatError(f"input: unreadable list {str(src)!r}: {exc}") from None
-            entries = [{"path": ln.strip()} for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-        files, ids = [], []
-        for e in entries:
-            f = Path(str(e["path"]))
-            f = f if f.is_absolute() else base / f
-            files.append(f)
-            tid = str(e.get("track_id") or "")
-            if not tid:
-                try:
-                    tid = f.resolve().relative_to(base.resolve()).with_suffix("").as_posix()
-                except ValueError:
-                    tid = f.stem
-            ids.append(tid)
-            rows.append({k: v for k, v in e.items() if k not in ("path", "track_id") and v != ""})
-        if not files:
-            raise DataError(f"input: the list {str(src)!r} names no files")
-    _check_ids(ids)
-    return ids, files, rows
-
-
-def _extract_task(task: tuple[str, str, str, dict[str, Any], dict[str, Any] | None]) -> tuple[Any, ...]:
-    """Worker: extract one file; never raises for a bad file (returns an error record)."""
-    modality, path, tid, params, segments = task
-    try:
-        import importlib
-
-        mod = importlib.import_module(f"aria.features.{modality}")
-        if segments:
-            feats, metas = mod.extract_file_segments(path, **segments, **params)
-            n = len(metas)
-            ids = [f"{tid}#{m['segment']:04d}" for m in metas]
-            rows = [{"source_track": tid, "source": path, **m} for m in metas]
-            return ("ok", ids, {k: np.asarray(v) for k, v in feats.items()}, rows, n)
-        if hasattr(mod, "extract_file_record"):
-            feats, meta = mod.extract_file_record(path, **params)
-        else:
-            feats, meta = mod.extract_file(path, **params), {}
-        meta = {"source": path, **dict(meta)}
-        kinds = _registry_kinds(modality)
-        stacked = {
-            k: (np.asarray(v, dtype=np.float64).reshape(1, -1) if kinds.get(k, "vector" if _is_vector(v) else "sequence") == "vector" else [np.asarray(v, dtype=np.int64).reshape(-1)])
-            for k, v in feats.items()
-        }
-        return ("ok", [tid], stacked, [meta], 1)
-    except Exception as exc:  # a corrupt / silent / empty file is recorded, never fatal
-        msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-        return ("error", path, tid, msg)
-
-
-def _registry_kinds(modality: str) -> dict[str, str]:
-    from aria.features.registry import features
-
-    return {spec.name: spec.kind for spec in features(modality)}
-
-
-def _is_vector(v: Any) -> bool:
-    a = np.asarray(v)
-    return a.dtype.kind == "f" or a.ndim == 0
-
-
-def _merge_feature_batches(batches: list[dict[str, Any]], counts: list[int]) -> dict[str, Any]:
-    """Stack per-file feature dicts (``counts[i]`` rows each); a feature a file lacks is missing."""
-    names = list(dict.fromkeys(k for b in batches for k in b))
-    out: dict[str, Any] = {}
-    for k in names:
-        parts = [b.get(k) for b in batches]
-        arrays = [p for p in parts if isinstance(p, np.ndarray)]
-        if len(arrays) == len(parts):
-            out[k] = np.concatenate(arrays, axis=0)
-        else:
-            out[k] = [x for p, c in zip(parts, counts, strict=True) for x in (list(p) if p is not None else [None] * c)]
-    return out
-
-
-def extract_to_store(
-    source: str | os.PathLike[str],
-    out: str | os.PathLike[str],
-    *,
-    modality: str,
-    params: Mapping[str, Any] | None = None,
-    segments: Mapping[str, Any] | None = None,
-    workers: int = 1,
-    flush_every: int = 256,
-    overwrite: bool = False,
-    metadata: Any = None,
-    progress: bool | None = None,
-) -> dict[str, Any]:
-    """Extract the features of a corpus into a feature store (resumable, process-parallel).
-
-    Parameters
-    ----------
-    source : path
-        ``INPUT_DIR_OR_LIST`` (:func:`collect_inputs`).
-    out : path
-        The store directory. Tracks already in it are skipped; files recorded as errors are
-        retried. Other extraction parameters than the stored ones raise
-        :class:`~aria.errors.ManifestMismatchError` unless ``overwrite``.
-    modality : {"symbolic", "audio"}
-        Which extractor: ``aria.features.<modality>.extract_file(path, **params)`` (or its
-        ``extract_file_record`` returning ``(features, metadata)`` when provided).
-    params : mapping, optional
-        Keyword arguments of the extractor (recorded in the store).
-    segments : mapping, optional
-        Symbolic only: cut each file into windows (``seconds``, ``hop``, ``n_notes``) with
-        ``extract_file_segments``; rows are then ``"<track id>#<k:04d>"``.
-    workers : int
-        Processes (1 = in this process).
-    flush_every : int
-        Tracks per Parquet part (a crash loses at most this many).
-    metadata : DataFrame | path to CSV/Parquet, optional
-        Extra per-track metadata (``track_id`` column or index), e.g. genre.
-    progress : bool, optional
-        Progress bar (default: on a terminal).
-
-    Returns
-    -------
-    dict
-        ``n_inputs``, ``n_extracted`` (tracks written now), ``n_skipped``, ``n_errors``,
-        ``store`` (path).
-    """
-    from aria._checks import check_int, check_writable_path
-    from aria._progress import progress as bar
-
-    if modality not in _MODALITIES:
-        raise ParameterError(expected("modality", "'symbolic' or 'audio'", modality))
-    workers = check_int("workers", workers, min_value=1)
-    flush_every = check_int("flush_every", flush_every, min_value=1)
-    import importlib
-
-    try:
-        importlib.import_module(f"aria.features.{modality}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"aria.features.{modality}":
-            raise ParameterError(f"modality: the {modality} extractor (aria.features.{modality}) is not available in this installation") from None
-        raise
-    if segments and modality != "symbolic":
-        raise ParameterError(expected("segments", "only with modality='symbolic'", modality))
-    ids, files, rows = collect_inputs(source, modality=modality)
-    extra = _load_extra_metadata(metadata)
-    out_path = check_writable_path("out", out)
-    params = dict(params or {})
-    if modality == "symbolic":
-        from aria.features.symbolic import SymbolicParams
-
-        params = SymbolicParams.from_kwargs(params).to_dict()
-    record = {**params, **({"segments": dict(segments)} if segments else {})}
-    writer = StoreWriter(out_path, modality=modality, params=record, versions=_extractor_versions(modality), overwrite=overwrite)
-    done = writer.done
-    todo = []
-    for tid, f, row in zip(ids, files, rows, strict=True):
-        key = f"{tid}#0000" if segments else tid
-        if key in done:
-            continue
-        todo.append(((modality, str(f), tid, params, dict(segments) if segments else None), row))
-    n_skipped = len(ids) - len(todo)
-    buf: list[tuple[Any, ...]] = []
-    stats = {"n_extracted": 0, "n_errors": 0}
-
-    def flush() -> None:
-        if not buf:
-            return
-        ok = [r for r in buf if r[0] == "ok"]
-        errs = [r for r in buf if r[0] == "error"]
-        if ok:
-            tids = [t for r in ok for t in r[1]]
-            meta_rows = [{**r[5], **m, **extra.get(r[6], {})} for r in ok for m in r[3]]
-            writer.append(tids, _merge_feature_batches([r[2] for r in ok], [len(r[1]) for r in ok]), meta_rows)
-            stats["n_extracted"] += len(tids)
-        writer.set_errors([{"path": r[1], "track_id": r[2], "error": r[3]} for r in errs], clear=[r[7] for r in ok])
-        stats["n_errors"] += len(errs)
-        buf.clear()
-
-    tasks = [t for t, _ in todo]
-    with bar(total=len(tasks), desc=f"{modality} features", unit="file", enabled=progress) as pbar:
-        try:
-            if workers == 1 or len(tasks) <= 1:
-                results: Iterable[tuple[Any, ...]] = map(_extract_task, tasks)
-                pool = None
-            else:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
-
-                pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context("spawn"))
-                results = pool.map(_extract_task, tasks, chunksize=max(1, min(16, len(tasks) // (4 * workers))))
-            try:
-                for (task, row), res in zip(todo, results, strict=False):
-                    if res[0] == "ok":
-                        buf.append((*res, row, task[2], task[1]))
-                    else:
-                        buf.append(res)
-                    pbar.update(1)
-                    if sum(len(r[1]) for r in buf if r[0] == "ok") + sum(1 for r in buf if r[0] == "error") >= flush_every:
-                        flush()
-            finally:
-                if pool is not None:
-                    pool.shutdown(wait=True, cancel_futures=True)
-        finally:
-            flush()
-    return {"n_inputs": len(ids), "n_skipped": n_skipped, **stats, "store": str(out_path)}
-
-
-def _extractor_versions(modality: str) -> dict[str, str]:
-    import importlib
-    from importlib.metadata import PackageNotFoundError, version
-
-    hook = getattr(importlib.import_module(f"aria.features.{modality}"), "versions", None)
-    if callable(hook):
-        try:
-            return {str(k): str(v) for k, v in dict(hook()).items()}
-        except Exception:  # a versions() hook must never stop an extraction
-            pass
-    pkgs = ("mido", "numba") if modality == "symbolic" else ("librosa", "soundfile", "madmom")
-    out = {}
-    for pkg in pkgs:
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            continue
-    return out
-
-
-def _load_extra_metadata(metadata: Any) -> dict[str, dict[str, Any]]:
-    if metadata is None:
-        return {}
-    if isinstance(metadata, (str, os.PathLike)):
-        import pandas as pd
-
-        from aria._checks import check_existing_path
-
-        p = check_existing_path("metadata", metadata, kind="file")
-        try:
-            df = pd.read_parquet(p) if p.suffix.lower() == ".parquet" else pd.read_csv(p, dtype=str, keep_default_na=False)
-        except (OSError, ValueError) as exc:
-            raise FileFormatError(f"metadata: unreadable table {str(p)!r}: {exc}") from None
-    else:
-        df = metadata
-    if "track_id" not in getattr(df, "columns", ()):
-        if getattr(getattr(df, "index", None), "name", None) == "track_id":
-            df = df.reset_index()
-        else:
-            raise DataError(expected("metadata", "a table with a 'track_id' column", list(getattr(df, "columns", []))))
-    out: dict[str, dict[str, Any]] = {}
-    for rec in df.to_dict("records"):
-        tid = str(rec.pop("track_id"))
-        out[tid] = {k: _plain(v) for k, v in rec.items() if not _isnull(v) and v != ""}
-    return out

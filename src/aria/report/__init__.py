@@ -79,15 +79,25 @@ def _plots(data: ResultsData, k: int | None, *, enabled: bool) -> tuple[dict[str
     if not enabled:
         return {}, "K-sweep plots were turned off for this report."
     if not plots.available():
-        return {}, "K-sweep plots need matplotlib: pip install 'aria-tda[report]'. The K-sweep numbers are in the tables and ksweep.csv."
+        return (
+            {},
+            "K-sweep plots need matplotlib: pip install 'aria-tda[report]'. The K-sweep numbers "
+            "are in the tables and ksweep.csv.",
+        )
     out = {}
     for i, s in enumerate(data.settings):
         rows = h[h["setting"] == s]
         if rows.empty:
             continue
         channels = [c for c in data.channels if c in set(rows["channel"])]
-        out[s] = plots.ksweep_svg(rows, setting=s, channels=data.channels if len(channels) == len(data.channels) else channels,
-                                  salt=f"aria-ksweep-{i}", k_report=k, verdict=data.verdict(s))
+        out[s] = plots.ksweep_svg(
+            rows,
+            setting=s,
+            channels=data.channels if len(channels) == len(data.channels) else channels,
+            salt=f"aria-ksweep-{i}",
+            k_report=k,
+            verdict=data.verdict(s),
+        )
     return out, None
 
 
@@ -99,9 +109,36 @@ def export_tables(
     k: int | None,
     plots: bool = True,
 ) -> Path:
-    """Write ``<name>.csv`` and ``<name>.tex`` of every table (and K-sweep PDFs) into ``tables_dir``.
+    """Write ``<name>.csv`` and ``<name>.tex`` of every table (and K-sweep PDFs) to a folder.
 
     The folder is written atomically (a temporary sibling renamed into place).
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder, as read by :func:`load_results` (its ``homogeneity`` table feeds
+        the K-sweep PDFs).
+    tables : dict[str, ReportTable]
+        The report's tables by export name, from :func:`aria.report.tables.build_tables`.
+        Every table gets a CSV; tables with a LaTeX layout also get a ``.tex``.
+    tables_dir : str or path-like
+        The folder to write; an existing folder of that name is replaced.
+    k : int or None
+        The tables' group size, marked with a dotted line in the K-sweep PDFs and named in
+        the caption of ``ksweep.tex``.
+    plots : bool
+        Also write ``ksweep/ksweep_NN.pdf`` (one per setting) and ``ksweep.tex`` when
+        matplotlib is installed and the folder has homogeneity results.
+
+    Returns
+    -------
+    pathlib.Path
+        ``tables_dir``.
+
+    Raises
+    ------
+    FileFormatError
+        if the parent folder of ``tables_dir`` cannot be created or is not writable.
     """
     from aria.report import latex
 
@@ -124,7 +161,14 @@ def export_tables(
                 if rows.empty:
                     continue
                 rel = f"ksweep/ksweep_{i + 1:02d}.pdf"
-                P.save_ksweep_pdf(rows, tmp / rel, setting=s, channels=data.channels, k_report=k, verdict=data.verdict(s))
+                P.save_ksweep_pdf(
+                    rows,
+                    tmp / rel,
+                    setting=s,
+                    channels=data.channels,
+                    k_report=k,
+                    verdict=data.verdict(s),
+                )
                 files.append((rel, s))
             (tmp / "ksweep.tex").write_text(latex.ksweep_figure_latex(files, k=k), encoding="utf-8")
     return Path(tables_dir)
@@ -192,9 +236,18 @@ def write_report(
     write_text(out_path, page)
     exports = None
     if latex:
-        tdir = Path(tables_dir) if tables_dir is not None else out_path.with_name(out_path.stem + "-tables")
+        tdir = (
+            Path(tables_dir)
+            if tables_dir is not None
+            else out_path.with_name(out_path.stem + "-tables")
+        )
         exports = export_tables(data, tables, tdir, k=kk, plots=plots)
     if data.missing:
-        warnings.warn(f"report: {len(data.missing)} piece(s) of the results folder missing or unusable (listed in the "
-                      "report): " + "; ".join(data.missing), AriaWarning, stacklevel=2)
+        warnings.warn(
+            f"report: {len(data.missing)} piece(s) of the results folder missing or unusable "
+            "(listed in the "
+            "report): " + "; ".join(data.missing),
+            AriaWarning,
+            stacklevel=2,
+        )
     return ReportOutput(out_path, exports, kk, tuple(data.missing), tuple(tables))

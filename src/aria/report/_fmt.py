@@ -55,7 +55,11 @@ def seconds(x: Any) -> str:
 
 
 def lam(x: Any) -> str:
-    """A regularisation strength as in the paper: ``0``, ``10^{-2}`` (plain ``1e-02``), ``1.0``, ``30``."""
+    """A regularisation strength as in the paper.
+
+    ``0``, ``1e-02`` (an exact power of ten below 1; LaTeX shows it as ``10^{-2}``), ``1.0``,
+    ``30``.
+    """
     if not finite(x):
         return DASH
     v = float(x)

@@ -61,11 +61,20 @@ class EvidencePayload:
 def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[str, dict[str, dict[str, Any]]]:
     """Pack 4-byte arrays into one base64(gzip(shuffled bytes)) string and a layout.
 
+    Parameters
+    ----------
+    arrays : dict[str, numpy.ndarray]
+        Arrays of any shape, packed in this order. Integer arrays are stored as little-endian
+        int32, all others as little-endian float32 (NaN kept), each byte-shuffled (see the
+        module docstring).
+
     Returns
     -------
     data : str
+        Base64 (ASCII) of the gzip-compressed concatenation of the shuffled arrays.
     layout : dict
-        name -> ``{"type": "i32"|"f32", "offset": byte offset, "length": n elements, "shape": [...]}``.
+        name -> ``{"type": "i32"|"f32", "offset": byte offset, "length": n elements,
+        "shape": [...]}``.
     """
     parts = []
     layout: dict[str, dict[str, Any]] = {}
@@ -76,7 +85,12 @@ def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[str, dict[str, dict[str,
         else:
             arr, typ = np.ascontiguousarray(a, dtype="<f4"), "f32"
         shuffled = arr.reshape(-1).view(np.uint8).reshape(-1, 4).T.tobytes()
-        layout[name] = {"type": typ, "offset": off, "length": int(arr.size), "shape": list(arr.shape)}
+        layout[name] = {
+            "type": typ,
+            "offset": off,
+            "length": int(arr.size),
+            "shape": list(arr.shape),
+        }
         parts.append(shuffled)
         off += len(shuffled)
     raw = b"".join(parts)
@@ -84,18 +98,36 @@ def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[str, dict[str, dict[str,
 
 
 def unpack_arrays(data: str, layout: dict[str, dict[str, Any]]) -> dict[str, np.ndarray]:
-    """Inverse of :func:`pack_arrays` (the reference for the page's JavaScript decoder)."""
+    """Inverse of :func:`pack_arrays` (the reference for the page's JavaScript decoder).
+
+    Parameters
+    ----------
+    data : str
+        The packed string returned by :func:`pack_arrays`.
+    layout : dict
+        Its layout: name -> ``{"type", "offset", "length", "shape"}``.
+
+    Returns
+    -------
+    dict[str, numpy.ndarray]
+        Arrays by name, in ``layout`` order: int32 for ``"i32"``, float32 for
+        ``"f32"``, with their original shapes; bit-exact with the packed input.
+    """
     raw = gzip.decompress(base64.b64decode(data))
     out = {}
     for name, spec in layout.items():
         n = spec["length"]
         chunk = np.frombuffer(raw, dtype=np.uint8, count=4 * n, offset=spec["offset"])
         unshuffled = chunk.reshape(4, n).T.copy().reshape(-1)
-        out[name] = unshuffled.view("<i4" if spec["type"] == "i32" else "<f4").reshape(spec["shape"])
+        out[name] = unshuffled.view("<i4" if spec["type"] == "i32" else "<f4").reshape(
+            spec["shape"]
+        )
     return out
 
 
-def _meta_columns(df: pd.DataFrame, key: str, ids: np.ndarray, skip: tuple[str, ...]) -> dict[str, list[str]]:
+def _meta_columns(
+    df: pd.DataFrame, key: str, ids: np.ndarray, skip: tuple[str, ...]
+) -> dict[str, list[str]]:
     """Columnar string metadata of ``ids`` from ``df`` (key column ``key``); blanks as ''."""
     df = df.drop_duplicates(subset=[key], keep="last").set_index(key)
     out = {}
@@ -112,7 +144,9 @@ def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
     return np.asarray(pd.Categorical(values, categories=categories).codes, dtype=np.int64)
 
 
-def _position(order_keys: tuple[np.ndarray, ...], group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _position(
+    order_keys: tuple[np.ndarray, ...], group: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Sort rows by ``group`` then ``order_keys`` (last key most significant, as np.lexsort);
     return the sorting permutation and each sorted row's 0-based position within its group."""
     perm = np.lexsort((*order_keys, group))
@@ -134,7 +168,11 @@ def _factorize_parts(parts: list[pd.Series]) -> tuple[list[np.ndarray], list[str
     out = []
     for p in parts:
         codes, uniques = pd.factorize(p)
-        mapping = np.fromiter((labels.setdefault(str(u), len(labels)) for u in uniques), dtype=np.int64, count=len(uniques))
+        mapping = np.fromiter(
+            (labels.setdefault(str(u), len(labels)) for u in uniques),
+            dtype=np.int64,
+            count=len(uniques),
+        )
         mapped = np.full(codes.shape, -1, dtype=np.int64)
         ok = codes >= 0
         mapped[ok] = mapping[codes[ok]]
@@ -154,6 +192,8 @@ def build_evidence(
     Parameters
     ----------
     data : ResultsData
+        The results folder, as read by :func:`aria.report.load.load_results`; its display
+        orders of settings, variants and channels fix the block and channel order.
     k : int or None
         Group size of the z-scores and pairs shown (each falls back to the largest K it was
         written for when ``k`` has none).
@@ -190,7 +230,9 @@ def build_evidence(
     else:
         pairs = None
     if topk is not None and len(topk):
-        topk = topk[topk["rank"].to_numpy() < topk["rank"].min() + top_n]  # cheap cut first (ranks start at 1)
+        topk = topk[
+            topk["rank"].to_numpy() < topk["rank"].min() + top_n
+        ]  # cheap cut first (ranks start at 1)
     else:
         topk = None
 
@@ -209,8 +251,13 @@ def build_evidence(
         perm, pos = _position((topk["rank"].to_numpy(),), b * max(T, 1) + q)
         keep = (pos < top_n) & (b[perm] >= 0)
         rows = perm[keep]
-        tk = {"b": b[rows], "q": q[rows], "pos": pos[keep], "track": topk["track_id"].iloc[rows],
-              "score": topk["score"].to_numpy()[rows]}
+        tk = {
+            "b": b[rows],
+            "q": q[rows],
+            "pos": pos[keep],
+            "track": topk["track_id"].iloc[rows],
+            "score": topk["score"].to_numpy()[rows],
+        }
     # -- pairs: positions by decreasing contribution within (block, query, channel)
     pr = None
     if pairs is not None:
@@ -221,8 +268,16 @@ def build_evidence(
         perm, pos = _position((-contrib,), (b * max(T, 1) + q) * max(C, 1) + c)
         keep = (pos < pairs_per_channel) & (b[perm] >= 0) & (c[perm] >= 0)
         rows = perm[keep]
-        pr = {"b": b[rows], "q": q[rows], "c": c[rows], "pos": pos[keep], "a": pairs["track_a"].iloc[rows],
-              "bb": pairs["track_b"].iloc[rows], "sim": pairs["similarity"].to_numpy()[rows], "con": contrib[rows]}
+        pr = {
+            "b": b[rows],
+            "q": q[rows],
+            "c": c[rows],
+            "pos": pos[keep],
+            "a": pairs["track_a"].iloc[rows],
+            "bb": pairs["track_b"].iloc[rows],
+            "sim": pairs["similarity"].to_numpy()[rows],
+            "con": contrib[rows],
+        }
 
     # -- one code per track over everything shown
     parts = ([tk["track"]] if tk else []) + ([pr["a"], pr["bb"]] if pr else [])
@@ -246,8 +301,12 @@ def build_evidence(
         header["queries"]["meta"] = _meta_columns(qmeta, "query", queries, skip=())
     tmeta = data.table("tracks")
     if tmeta is not None and len(tmeta) and tracks:
-        header["tracks"]["meta"] = _meta_columns(tmeta.assign(track_id=tmeta["track_id"].astype(str)), "track_id",
-                                                 np.asarray(tracks, dtype=object), skip=())
+        header["tracks"]["meta"] = _meta_columns(
+            tmeta.assign(track_id=tmeta["track_id"].astype(str)),
+            "track_id",
+            np.asarray(tracks, dtype=object),
+            skip=(),
+        )
 
     # -- dense arrays over all blocks, then one packed string per block that has data
     has = np.zeros(nb, dtype=bool)
@@ -264,14 +323,20 @@ def build_evidence(
         c = _codes(qz["channel"], channels)
         ok = (b >= 0) & (c >= 0)
         z = np.full((nb, T, C), np.nan, dtype=np.float32)
-        z[b[ok], np.searchsorted(queries, qz["query"].to_numpy()[ok]), c[ok]] = qz["z"].to_numpy()[ok]
+        z[b[ok], np.searchsorted(queries, qz["query"].to_numpy()[ok]), c[ok]] = qz["z"].to_numpy()[
+            ok
+        ]
         arrays_all["z"] = z
         has[np.unique(b[ok])] = True
     if pr and len(pr["pos"]):
         P = int(pairs_per_channel)
         at = (pr["b"], pr["q"], pr["c"], pr["pos"])
-        for name, dtype, fill, vals in (("pair_a", np.int32, -1, pr["code_a"]), ("pair_b", np.int32, -1, pr["code_b"]),
-                                        ("pair_sim", np.float32, np.nan, pr["sim"]), ("pair_contrib", np.float32, np.nan, pr["con"])):
+        for name, dtype, fill, vals in (
+            ("pair_a", np.int32, -1, pr["code_a"]),
+            ("pair_b", np.int32, -1, pr["code_b"]),
+            ("pair_sim", np.float32, np.nan, pr["sim"]),
+            ("pair_contrib", np.float32, np.nan, pr["con"]),
+        ):
             arr = np.full((nb, T, C, P), fill, dtype=dtype)
             arr[at] = vals
             arrays_all[name] = arr
@@ -290,8 +355,14 @@ def build_evidence(
                 del block_arrays[name]
         packed, layout = pack_arrays(block_arrays)
         info = data.setting_info(s)
-        bh = {"id": len(payload.blocks), "setting": s, "variant": v, "verdict": info["verdict"],
-              "reason": info["reason"], "layout": layout}
+        bh = {
+            "id": len(payload.blocks),
+            "setting": s,
+            "variant": v,
+            "verdict": info["verdict"],
+            "reason": info["reason"],
+            "layout": layout,
+        }
         payload.blocks.append(EvidenceBlock(s, v, bh, packed))
         header["blocks"].append(bh)
     return payload

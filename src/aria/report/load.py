@@ -38,21 +38,79 @@ __all__ = ["EXPECTED_TABLES", "ResultsData", "choose_k", "load_results"]
 
 #: Tables a full ``aria run`` writes; their absence is reported as a missing piece.
 #: (``lds``, ``agreement``, ``sensitivity``, ``queries`` and ``tracks`` are shown when present.)
-EXPECTED_TABLES = ("reliability", "homogeneity", "query_z", "topk", "pairs", "null", "alignment", "ranking")
+EXPECTED_TABLES = (
+    "reliability",
+    "homogeneity",
+    "query_z",
+    "topk",
+    "pairs",
+    "null",
+    "alignment",
+    "ranking",
+)
 
 VARIANT_ORDER = ("original", "residual")
 
 # Column types the report relies on (others are kept as read).
-_INT_COLUMNS = {"K", "query", "rank", "n_queries", "n_train", "constant_columns", "n", "B", "n_subsets", "n_methods", "proj_dim"}
+_INT_COLUMNS = {
+    "K",
+    "query",
+    "rank",
+    "n_queries",
+    "n_train",
+    "constant_columns",
+    "n",
+    "B",
+    "n_subsets",
+    "n_methods",
+    "proj_dim",
+}
 _FLOAT_COLUMNS = {
-    "kappa", "r1", "r2_5", "p", "v1_constancy", "zbar", "zbar_lo", "zbar_hi", "pos", "sig", "z",
-    "mu", "sigma", "score", "similarity", "contribution", "alpha_max", "alpha_reg", "mean_z",
-    "sd_across", "lds", "lds_sd", "spearman", "kendall", "lam",
+    "kappa",
+    "r1",
+    "r2_5",
+    "p",
+    "v1_constancy",
+    "zbar",
+    "zbar_lo",
+    "zbar_hi",
+    "pos",
+    "sig",
+    "z",
+    "mu",
+    "sigma",
+    "score",
+    "similarity",
+    "contribution",
+    "alpha_max",
+    "alpha_reg",
+    "mean_z",
+    "sd_across",
+    "lds",
+    "lds_sd",
+    "spearman",
+    "kendall",
+    "lam",
 }
 _STR_COLUMNS = {
-    "setting", "method", "stage", "variant", "channel", "feature", "track_id", "track_a", "track_b",
-    "verdict", "verdict_reason", "alpha_max_feature", "alpha_reg_group", "column", "stratum",
-    "reason", "diagnostic", "label",
+    "setting",
+    "method",
+    "stage",
+    "variant",
+    "channel",
+    "feature",
+    "track_id",
+    "track_a",
+    "track_b",
+    "verdict",
+    "verdict_reason",
+    "alpha_max_feature",
+    "alpha_reg_group",
+    "column",
+    "stratum",
+    "reason",
+    "diagnostic",
+    "label",
 }
 # Integer-valued columns that may legitimately hold blanks (kept as float).
 _NULLABLE_INT = {"rank"}
@@ -100,7 +158,18 @@ class ResultsData:
     ks: list[int] = field(default_factory=list)
 
     def table(self, name: str) -> pd.DataFrame | None:
-        """The table ``name`` or ``None`` when it is absent or unusable."""
+        """The table ``name`` or ``None`` when it is absent or unusable.
+
+        Parameters
+        ----------
+        name : str
+            Schema name, one of :data:`aria.results.TABLES` (``"homogeneity"``, ...).
+
+        Returns
+        -------
+        pandas.DataFrame or None
+            The table with the report's column types (see :func:`load_results`).
+        """
         return self.tables.get(name)
 
     @property
@@ -114,8 +183,29 @@ class ResultsData:
         return str(name) if name else f"ARIA report — {self.path.name}"
 
     def setting_info(self, setting: str) -> dict[str, Any]:
-        """Method, stage, verdict and reason of ``setting`` (``None`` where unknown)."""
-        info: dict[str, Any] = {"setting": setting, "method": None, "stage": None, "verdict": None, "reason": None}
+        """Method, stage, verdict and reason of ``setting`` (``None`` where unknown).
+
+        The ``reliability`` table wins over ``results.json``; without either the method is
+        the part of the name before ``/`` and the stage ``"-"``.
+
+        Parameters
+        ----------
+        setting : str
+            A setting name, e.g. ``"TRAK/fine"``.
+
+        Returns
+        -------
+        dict
+            Keys ``setting``, ``method``, ``stage``, ``verdict`` (lower-case, or ``None``)
+            and ``reason`` (the verdict's reason, or ``None``).
+        """
+        info: dict[str, Any] = {
+            "setting": setting,
+            "method": None,
+            "stage": None,
+            "verdict": None,
+            "reason": None,
+        }
         for s in self.meta.get("settings") or []:
             if isinstance(s, Mapping) and str(s.get("name")) == setting:
                 info["method"] = s.get("method")
@@ -128,7 +218,9 @@ class ResultsData:
                 info["method"] = row["method"]
                 info["stage"] = row["stage"]
                 info["verdict"] = _clean_verdict(row["verdict"])
-                info["reason"] = None if _isnull(row["verdict_reason"]) else str(row["verdict_reason"])
+                info["reason"] = (
+                    None if _isnull(row["verdict_reason"]) else str(row["verdict_reason"])
+                )
         if info["method"] is None:
             info["method"] = setting.split("/")[0]
         if info["stage"] is None or _isnull(info["stage"]):
@@ -136,7 +228,19 @@ class ResultsData:
         return info
 
     def verdict(self, setting: str) -> str | None:
-        """``'collapsed'``, ``'suspect'``, ``'ok'`` (or another label) for ``setting``; ``None`` if unknown."""
+        """The collapse verdict of ``setting``.
+
+        Parameters
+        ----------
+        setting : str
+            A setting name.
+
+        Returns
+        -------
+        str or None
+            ``'collapsed'``, ``'suspect'``, ``'ok'`` (or another label, lower-case);
+            ``None`` when the reliability table has no verdict for it.
+        """
         v = self.setting_info(setting)["verdict"]
         return None if v is None else str(v)
 
@@ -157,7 +261,9 @@ def _clean_verdict(v: Any) -> str | None:
 
 
 def _coerce(name: str, df: pd.DataFrame) -> pd.DataFrame:
-    """Give the columns the report uses their types (in place); raise ValueError/TypeError when impossible.
+    """Give the columns the report uses their types (in place).
+
+    Raises ValueError/TypeError when that is impossible.
 
     Label columns stay as they are when they already hold text (object, string or categorical
     dtype; categories are turned into text); numeric labels (e.g. integer track ids) become text.
@@ -250,14 +356,19 @@ def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = Non
     data = ResultsData(path=Path(results_dir), meta=meta)
     for name, spec in TABLES.items():
         try:
-            filters = [("rank", "<=", int(top_n))] if (name == "topk" and top_n is not None) else None
+            filters = (
+                [("rank", "<=", int(top_n))] if (name == "topk" and top_n is not None) else None
+            )
             df = read_table(results_dir, name, filters=filters)
         except FileFormatError as exc:
             data.missing.append(f"{spec.filename}: unreadable, left out ({exc})")
             continue
         if df is None:
             if name in EXPECTED_TABLES or (name == "confound" and data.study.get("confound")):
-                data.missing.append(f"{spec.filename} ({_DESCRIPTIONS.get(name, spec.description)}): not in this results folder")
+                data.missing.append(
+                    f"{spec.filename} ({_DESCRIPTIONS.get(name, spec.description)}): not in this "
+                    "results folder"
+                )
             continue
         lacking = [c for c in spec.columns if c not in df.columns]
         if lacking:
@@ -271,20 +382,45 @@ def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = Non
         data.tables[name] = df
 
     meta_settings = [s.get("name") for s in meta.get("settings") or [] if isinstance(s, Mapping)]
-    setting_sources = [data.tables[n]["setting"] for n in ("reliability", "homogeneity", "query_z", "topk", "pairs", "alignment", "confound", "ranking") if n in data.tables]
+    setting_sources = [
+        data.tables[n]["setting"]
+        for n in (
+            "reliability",
+            "homogeneity",
+            "query_z",
+            "topk",
+            "pairs",
+            "alignment",
+            "confound",
+            "ranking",
+        )
+        if n in data.tables
+    ]
     data.settings = _ordered(meta_settings, *setting_sources)
 
     meta_channels = meta.get("channels")
     meta_channels = list(meta_channels) if isinstance(meta_channels, (Mapping, list, tuple)) else []
-    channel_sources = [data.tables[n]["channel"] for n in ("homogeneity", "query_z", "pairs", "alignment", "confound") if n in data.tables]
+    channel_sources = [
+        data.tables[n]["channel"]
+        for n in ("homogeneity", "query_z", "pairs", "alignment", "confound")
+        if n in data.tables
+    ]
     present = set(_ordered(*channel_sources)) if channel_sources else None
     registry = _registry_channels(data.study.get("modality"))
-    channels = _ordered(meta_channels, [c for c in registry if present is None or c in present], *channel_sources)
+    channels = _ordered(
+        meta_channels, [c for c in registry if present is None or c in present], *channel_sources
+    )
     data.channels = channels
 
-    variant_sources = [data.tables[n]["variant"] for n in ("homogeneity", "query_z", "topk", "pairs") if n in data.tables]
+    variant_sources = [
+        data.tables[n]["variant"]
+        for n in ("homogeneity", "query_z", "topk", "pairs")
+        if n in data.tables
+    ]
     found = _ordered(*variant_sources)
-    data.variants = [v for v in VARIANT_ORDER if v in found] + [v for v in found if v not in VARIANT_ORDER]
+    data.variants = [v for v in VARIANT_ORDER if v in found] + [
+        v for v in found if v not in VARIANT_ORDER
+    ]
 
     for name in ("homogeneity", "query_z"):
         if name in data.tables and len(data.tables[name]):
@@ -299,16 +435,38 @@ def choose_k(data: ResultsData, k: int | None = None) -> int | None:
     ``k`` when given (it must be one of ``data.ks``); otherwise the study's ``K_report`` when
     results exist for it, else 300 when present, else the largest K. ``None`` when the folder
     has no K at all.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder, as read by :func:`load_results`.
+    k : int, optional
+        The group size asked for (``>= 1``).
+
+    Returns
+    -------
+    int or None
+
+    Raises
+    ------
+    ParameterError
+        if ``k`` is not a positive integer, or not one of the group sizes in the results.
     """
     if k is not None:
         k = check_int("k", k, min_value=1)
         if data.ks and k not in data.ks:
-            raise ParameterError(expected("k", "one of the group sizes in the results " + str(data.ks), k))
+            raise ParameterError(
+                expected("k", "one of the group sizes in the results " + str(data.ks), k)
+            )
         return k if data.ks else None
     if not data.ks:
         return None
     k_report = data.study.get("K_report")
-    if isinstance(k_report, (int, float)) and not isinstance(k_report, bool) and math.isfinite(k_report):
+    if (
+        isinstance(k_report, (int, float))
+        and not isinstance(k_report, bool)
+        and math.isfinite(k_report)
+    ):
         if int(k_report) in data.ks:
             return int(k_report)
     if 300 in data.ks:

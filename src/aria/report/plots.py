@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["MARKERS", "OKABE_ITO", "available", "channel_style", "ksweep_figure", "ksweep_svg", "save_ksweep_pdf"]
+__all__ = [
+    "MARKERS",
+    "OKABE_ITO",
+    "available",
+    "channel_style",
+    "ksweep_figure",
+    "ksweep_svg",
+    "save_ksweep_pdf",
+]
 
 #: Okabe & Ito (2008) colour-blind-safe palette, yellow last (weak on white paper).
 OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
@@ -57,7 +65,20 @@ def available() -> bool:
 
 
 def channel_style(i: int) -> tuple[str, str]:
-    """Colour and marker of the ``i``-th channel (cycling)."""
+    """Colour and marker of the ``i``-th channel (cycling).
+
+    Parameters
+    ----------
+    i : int
+        The channel's position in the report's channel order (``>= 0``).
+
+    Returns
+    -------
+    color : str
+        Hex colour from :data:`OKABE_ITO`.
+    marker : str
+        matplotlib marker from :data:`MARKERS`.
+    """
     return OKABE_ITO[i % len(OKABE_ITO)], MARKERS[i % len(MARKERS)]
 
 
@@ -116,8 +137,17 @@ def ksweep_figure(
             k = d["K"].to_numpy(dtype=float)
             z = d["zbar"].to_numpy(dtype=float)
             ls = LINESTYLES.get(v, (0, (1, 1.5)))
-            ax.plot(k, z, color=color, linestyle=ls, marker=marker, markersize=4.5, linewidth=1.5,
-                    markerfacecolor=color if v == "residual" else "white", markeredgewidth=1.1)
+            ax.plot(
+                k,
+                z,
+                color=color,
+                linestyle=ls,
+                marker=marker,
+                markersize=4.5,
+                linewidth=1.5,
+                markerfacecolor=color if v == "residual" else "white",
+                markeredgewidth=1.1,
+            )
             if ci and {"zbar_lo", "zbar_hi"} <= set(d.columns):
                 lo, hi = d["zbar_lo"].to_numpy(dtype=float), d["zbar_hi"].to_numpy(dtype=float)
                 ok = np.isfinite(lo) & np.isfinite(hi)
@@ -125,11 +155,28 @@ def ksweep_figure(
                     ax.fill_between(k[ok], lo[ok], hi[ok], color=color, alpha=0.09, linewidth=0)
             drawn = True
         if drawn:
-            handles.append(Line2D([], [], color=color, marker=marker, linestyle="none", markersize=5,
-                                  label=_tex_safe(ch)))
+            handles.append(
+                Line2D(
+                    [],
+                    [],
+                    color=color,
+                    marker=marker,
+                    linestyle="none",
+                    markersize=5,
+                    label=_tex_safe(ch),
+                )
+            )
     for v in present_variants:
-        vhandles.append(Line2D([], [], color="#333333", linestyle=LINESTYLES.get(v, (0, (1, 1.5))),
-                               linewidth=1.5, label=VARIANT_LABELS.get(v, _tex_safe(v))))
+        vhandles.append(
+            Line2D(
+                [],
+                [],
+                color="#333333",
+                linestyle=LINESTYLES.get(v, (0, (1, 1.5))),
+                linewidth=1.5,
+                label=VARIANT_LABELS.get(v, _tex_safe(v)),
+            )
+        )
     ks = sorted(int(x) for x in set(rows["K"]))
     if k_report is not None and ks and min(ks) <= k_report <= max(ks):
         ax.axvline(k_report, color="#999999", linestyle=":", linewidth=1.0, zorder=0)
@@ -143,13 +190,29 @@ def ksweep_figure(
     ax.set_title(title, color="#B03A00" if verdict == "collapsed" else "black")
     ax.grid(True, axis="y", color="#e6e6e6", linewidth=0.6)
     # Two legend rows below the axes: channels (colour + marker), then variants (line style).
-    leg = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.19), ncol=min(3, max(1, len(handles))),
-                    frameon=False, handletextpad=0.3, columnspacing=1.0, borderaxespad=0.0)
+    leg = ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.19),
+        ncol=min(3, max(1, len(handles))),
+        frameon=False,
+        handletextpad=0.3,
+        columnspacing=1.0,
+        borderaxespad=0.0,
+    )
     if vhandles:
         ax.add_artist(leg)
         n_rows = -(-len(handles) // 3)
-        ax.legend(handles=vhandles, loc="upper center", bbox_to_anchor=(0.5, -0.19 - 0.075 * n_rows - 0.01),
-                  ncol=len(vhandles), frameon=False, handlelength=2.8, columnspacing=1.2, borderaxespad=0.0)
+        ax.legend(
+            handles=vhandles,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.19 - 0.075 * n_rows - 0.01),
+            ncol=len(vhandles),
+            frameon=False,
+            handlelength=2.8,
+            columnspacing=1.2,
+            borderaxespad=0.0,
+        )
     return fig
 
 
@@ -179,10 +242,33 @@ def _render(fig: Any, fmt: str, salt: str) -> bytes:
 _SVG_ROOT = re.compile(r"<svg\b[^>]*>", re.S)
 
 
-def ksweep_svg(rows: pd.DataFrame, *, setting: str, channels: Sequence[str], salt: str, **kw: Any) -> str:
-    """The K-sweep panel of one setting as inline-able ``<svg>`` text (no XML prolog, no fixed size).
+def ksweep_svg(
+    rows: pd.DataFrame, *, setting: str, channels: Sequence[str], salt: str, **kw: Any
+) -> str:
+    """The K-sweep panel of one setting as inline-able ``<svg>`` text.
 
-    ``salt`` makes the SVG's internal ids unique in a page holding several plots.
+    The text has no XML prolog and no fixed size (it scales with its container).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Homogeneity rows of this setting (see :func:`ksweep_figure`).
+    setting : str
+        Panel title.
+    channels : sequence of str
+        Channel order (fixes each channel's colour and marker across panels).
+    salt : str
+        Makes the SVG's internal ids unique in a page holding several plots: every id, and
+        every reference to one, is prefixed with ``salt`` (characters other than letters,
+        digits, ``_`` and ``-`` replaced by ``_``). It also seeds matplotlib's id hashing, so
+        the same input gives the same text.
+    **kw : Any
+        Further keywords of :func:`ksweep_figure` (``k_report``, ``verdict``, ``ci``).
+
+    Returns
+    -------
+    str
+        One ``<svg class="plot" role="img" ...>`` element.
     """
     import matplotlib
 
@@ -197,7 +283,7 @@ def ksweep_svg(rows: pd.DataFrame, *, setting: str, channels: Sequence[str], sal
     tag = root.group(0)
     tag = re.sub(r'\s(width|height)="[^"]*"', "", tag)
     tag = tag.replace("<svg", '<svg class="plot" role="img"', 1)
-    body = text[root.end():]
+    body = text[root.end() :]
     # prefix every id (and every reference to one) so several plots can share one page
     prefix = re.sub(r"[^A-Za-z0-9_-]", "_", salt)
     body = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', body)
@@ -206,8 +292,29 @@ def ksweep_svg(rows: pd.DataFrame, *, setting: str, channels: Sequence[str], sal
     return tag + body
 
 
-def save_ksweep_pdf(rows: pd.DataFrame, path: Path, *, setting: str, channels: Sequence[str], **kw: Any) -> Path:
-    """Write the K-sweep panel of one setting as a PDF (for ``\\includegraphics``)."""
+def save_ksweep_pdf(
+    rows: pd.DataFrame, path: Path, *, setting: str, channels: Sequence[str], **kw: Any
+) -> Path:
+    """Write the K-sweep panel of one setting as a PDF (for ``\\includegraphics``).
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Homogeneity rows of this setting (see :func:`ksweep_figure`).
+    path : pathlib.Path
+        The PDF file to write (its folder must exist).
+    setting : str
+        Panel title.
+    channels : sequence of str
+        Channel order (fixes each channel's colour and marker across panels).
+    **kw : Any
+        Further keywords of :func:`ksweep_figure` (``k_report``, ``verdict``, ``ci``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     import matplotlib
 
     with matplotlib.rc_context(_RC):  # type: ignore[arg-type]

@@ -52,7 +52,12 @@ class ReportTable:
 
 def _info_cols(data: ResultsData, setting: str) -> dict[str, Any]:
     info = data.setting_info(setting)
-    return {"setting": setting, "method": info["method"], "stage": info["stage"], "verdict": info["verdict"]}
+    return {
+        "setting": setting,
+        "method": info["method"],
+        "stage": info["stage"],
+        "verdict": info["verdict"],
+    }
 
 
 def _settings_in(data: ResultsData, df: pd.DataFrame) -> list[str]:
@@ -72,7 +77,22 @@ def reliability_table(data: ResultsData) -> ReportTable | None:
     rows = []
     for s in _settings_in(data, rel):
         r = rel[rel["setting"] == s].iloc[-1]
-        row = {c: r[c] for c in ("setting", "method", "stage", "n_train", "n_queries", "kappa", "r1", "r2_5", "p", "v1_constancy", "constant_columns")}
+        row = {
+            c: r[c]
+            for c in (
+                "setting",
+                "method",
+                "stage",
+                "n_train",
+                "n_queries",
+                "kappa",
+                "r1",
+                "r2_5",
+                "p",
+                "v1_constancy",
+                "constant_columns",
+            )
+        }
         row["verdict"] = data.verdict(s)
         row["verdict_reason"] = r["verdict_reason"]
         for i in range(1, 11):
@@ -82,11 +102,11 @@ def reliability_table(data: ResultsData) -> ReportTable | None:
     return ReportTable(
         "reliability",
         "Reliability diagnostics and collapse verdicts",
-        "Reliability diagnostics of each setting's segment-level score matrix S_seg (paper Eqs. 1–3): "
-        "κ (shared score profile across queries), r₁ and r₂:₅ (energy on the first and the next four "
-        "singular directions), p (per-query offset share), and how constant v₁ is across queries. "
-        "A collapsed setting retrieves (nearly) the same group for every query: its homogeneity numbers "
-        "describe that fixed group, not attribution.",
+        "Reliability diagnostics of each setting's segment-level score matrix S_seg (paper Eqs. "
+        "1–3): κ (shared score profile across queries), r₁ and r₂:₅ (energy on the first and the "
+        "next four singular directions), p (per-query offset share), and how constant v₁ is across "
+        "queries. A collapsed setting retrieves (nearly) the same group for every query: its "
+        "homogeneity numbers describe that fixed group, not attribution.",
         pd.DataFrame(rows),
     )
 
@@ -118,21 +138,25 @@ def homogeneity_table(data: ResultsData, *, variant: str, k: int) -> ReportTable
     residual = variant == "residual"
     name = "homogeneity" if variant == "original" else f"homogeneity_{variant}"
     title = (
-        f"Residual homogeneity at K = {k}" if residual
-        else f"Homogeneity at K = {k}" if variant == "original"
+        f"Residual homogeneity at K = {k}"
+        if residual
+        else f"Homogeneity at K = {k}"
+        if variant == "original"
         else f"Homogeneity ({variant}) at K = {k}"
     )
     what = (
-        "z̄ (mean over queries of z_c(q), with its bootstrap 95% CI over queries), Pos (fraction of "
-        "queries with z > 0) and Sig (fraction with z > 1.96). Reliability diagnostics are those of the "
-        "original S_seg."
+        "z̄ (mean over queries of z_c(q), with its bootstrap 95% CI over queries), Pos (fraction "
+        "of queries with z > 0) and Sig (fraction with z > 1.96). Reliability diagnostics are "
+        "those of the original S_seg."
     )
     caption = (
         f"Homogeneity after subtracting the rank-1 component σ₁u₁v₁ᵀ from S_seg, at K = {k}: {what}"
         if residual
         else f"Within-group homogeneity per channel at K = {k} ({variant} scores): {what}"
     )
-    return ReportTable(name, title, caption, pd.DataFrame(rows), {"channels": channels, "k": k, "variant": variant})
+    return ReportTable(
+        name, title, caption, pd.DataFrame(rows), {"channels": channels, "k": k, "variant": variant}
+    )
 
 
 def alignment_table(data: ResultsData) -> ReportTable | None:
@@ -150,12 +174,15 @@ def alignment_table(data: ResultsData) -> ReportTable | None:
             for q in ("alpha_max", "alpha_max_feature", "alpha_reg", "alpha_reg_group"):
                 row[f"{c}_{q}"] = last[q] if last is not None else np.nan
         rows.append(row)
+    methods = a["alpha_reg_method"].dropna() if "alpha_reg_method" in a.columns else []
+    fit = f"the {methods.iloc[0]}" if len(methods) else "the in-sample OLS R²"
     return ReportTable(
         "alignment",
         "Axis-channel alignment of u₁",
-        "Alignment of the dominant left singular vector u₁ of S_track with each channel (paper Eq. α): "
-        "α_max is the largest |corr(u₁, feature dimension)| (the feature is named below), α_reg the "
-        "square root of the R² of u₁ regressed on a feature group (the group is named below).",
+        "Alignment of the dominant left singular vector u₁ of S_track with each channel (paper Eq. "
+        "α): α_max is the largest |corr(u₁, feature dimension)| (the feature is named below), "
+        f"α_reg the square root of {fit} of u₁ regressed on a feature group (the group is named "
+        "below).",
         pd.DataFrame(rows),
         {"channels": channels},
     )
@@ -174,14 +201,18 @@ def confound_table(data: ResultsData, *, k: int | None) -> ReportTable | None:
     sub["_s"] = sub["setting"].map(s_order).fillna(len(s_order))
     sub["_c"] = sub["channel"].map(c_order).fillna(len(c_order))
     sub["_v"] = sub["variant"].map(v_order).fillna(len(v_order))
-    sub = sub.sort_values(["_s", "_v", "_c", "column", "mean_z"], ascending=[True, True, True, True, False], kind="stable")
+    sub = sub.sort_values(
+        ["_s", "_v", "_c", "column", "mean_z"],
+        ascending=[True, True, True, True, False],
+        kind="stable",
+    )
     sub = sub.drop(columns=["_s", "_c", "_v"]).reset_index(drop=True)
     return ReportTable(
         "confound",
         f"Metadata confound breakdown at K = {use_k}",
-        "z_c(q) stratified by a query metadata column: per stratum the number of queries n, mean z, Pos "
-        "(z > 0) and Sig (z > 1.96); SD across = standard deviation of the stratum means. A confound "
-        "driven by one dominant stratum predicts a large SD across strata.",
+        "z_c(q) stratified by a query metadata column: per stratum the number of queries n, mean "
+        "z, Pos (z > 0) and Sig (z > 1.96); SD across = standard deviation of the stratum means. A "
+        "confound driven by one dominant stratum predicts a large SD across strata.",
         sub,
         {"k": use_k},
     )
@@ -224,20 +255,26 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
     out = []
     lds = data.table("lds")
     if lds is not None and not lds.empty:
-        out.append(ReportTable(
-            "lds",
-            "Linear datamodeling score (LDS)",
-            "Counterfactual validation of each attribution method: LDS is the mean over queries of the "
-            "Spearman correlation between predicted and retrained-model outputs over random training "
-            "subsets (higher = better); SD over queries.",
-            lds.reset_index(drop=True),
-        ))
+        out.append(
+            ReportTable(
+                "lds",
+                "Linear datamodeling score (LDS)",
+                "Counterfactual validation of each attribution method: LDS is the mean over "
+                "queries of the Spearman correlation between predicted and retrained-model outputs "
+                "over random training subsets (higher = better); SD over queries.",
+                lds.reset_index(drop=True),
+            )
+        )
         rel = data.table("reliability")
         h = data.table("homogeneity")
         if rel is not None:
             rows = []
             methods = {str(m): r for m, r in zip(lds["method"], lds["lds"], strict=True)}
-            hk = h[(h["variant"] == "original") & (h["K"] == k)] if h is not None and k is not None else None
+            hk = (
+                h[(h["variant"] == "original") & (h["K"] == k)]
+                if h is not None and k is not None
+                else None
+            )
             channels = _channels_in(data, hk) if hk is not None and len(hk) else []
             for s in _settings_in(data, rel):
                 info = data.setting_info(s)
@@ -254,23 +291,29 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
                     row[f"{c}_zbar"] = cc.iloc[-1]["zbar"] if cc is not None and len(cc) else np.nan
                 rows.append(row)
             if rows:
-                out.append(ReportTable(
-                    "lds_summary",
-                    f"LDS, reliability and homogeneity at K = {k}",
-                    f"Ground-truth validation: LDS beside the reliability diagnostics of S_seg and z̄ at K = {k} "
-                    "per channel (paper Table 1 layout). Lower diagnostics and higher LDS are better.",
-                    pd.DataFrame(rows),
-                    {"channels": channels, "k": k},
-                ))
+                out.append(
+                    ReportTable(
+                        "lds_summary",
+                        f"LDS, reliability and homogeneity at K = {k}",
+                        "Ground-truth validation: LDS beside the reliability diagnostics of "
+                        f"S_seg and z̄ at K = {k} per channel (paper Table 1 layout). Lower "
+                        "diagnostics and higher LDS are better.",
+                        pd.DataFrame(rows),
+                        {"channels": channels, "k": k},
+                    )
+                )
     agr = data.table("agreement")
     if agr is not None and not agr.empty:
-        out.append(ReportTable(
-            "agreement",
-            "Agreement of diagnostics with LDS",
-            "Rank agreement across methods between each reliability diagnostic (lower = better) and LDS "
-            "(higher = better): Spearman and Kendall correlations of the two method rankings.",
-            agr.reset_index(drop=True),
-        ))
+        out.append(
+            ReportTable(
+                "agreement",
+                "Agreement of diagnostics with LDS",
+                "Rank agreement across methods between each reliability diagnostic (lower = "
+                "better) and LDS (higher = better): Spearman and Kendall correlations of the two "
+                "method rankings.",
+                agr.reset_index(drop=True),
+            )
+        )
     return out
 
 
@@ -293,12 +336,19 @@ def sensitivity_table(data: ResultsData, *, k: int | None) -> ReportTable | None
     gcol = next((c for c in SENS_GROUP_COLUMNS if c in sub.columns), None)
     groups = list(dict.fromkeys(str(g) for g in sub[gcol])) if gcol else [""]
     channels = _channels_in(data, sub)
-    keys = sub[["proj_dim", "lam"]].drop_duplicates().sort_values(["proj_dim", "lam"]).itertuples(index=False)
+    keys = (
+        sub[["proj_dim", "lam"]]
+        .drop_duplicates()
+        .sort_values(["proj_dim", "lam"])
+        .itertuples(index=False)
+    )
     rows = []
     for proj, lam in keys:
         row: dict[str, Any] = {"proj_dim": int(proj), "lam": float(lam)}
         sel = sub[(sub["proj_dim"] == proj) & (sub["lam"] == lam)]
-        row["selected"] = bool(sel["selected"].map(bool).any()) if "selected" in sel.columns else False
+        row["selected"] = (
+            bool(sel["selected"].map(bool).any()) if "selected" in sel.columns else False
+        )
         for g in groups:
             sg = sel[sel[gcol].astype(str) == g] if gcol else sel
             for c in channels:
@@ -308,7 +358,8 @@ def sensitivity_table(data: ResultsData, *, k: int | None) -> ReportTable | None
     return ReportTable(
         "sensitivity",
         f"TRAK hyperparameter sensitivity at K = {use_k}",
-        f"z̄ at K = {use_k} across projection dimension and regularisation λ (★ = the configuration used elsewhere).",
+        f"z̄ at K = {use_k} across projection dimension and regularisation λ (★ = the "
+        "configuration used elsewhere).",
         pd.DataFrame(rows),
         {"channels": channels, "groups": groups, "k": use_k},
     )
@@ -319,13 +370,19 @@ def null_table(data: ResultsData) -> ReportTable | None:
     if nl is None or nl.empty:
         return None
     c_order = {c: i for i, c in enumerate(data.channels)}
-    df = nl.assign(_c=nl["channel"].map(c_order).fillna(len(c_order)), _f=(nl["feature"] != "*").astype(int))
-    df = df.sort_values(["K", "_c", "_f", "feature"], kind="stable").drop(columns=["_c", "_f"]).reset_index(drop=True)
+    df = nl.assign(
+        _c=nl["channel"].map(c_order).fillna(len(c_order)), _f=(nl["feature"] != "*").astype(int)
+    )
+    df = (
+        df.sort_values(["K", "_c", "_f", "feature"], kind="stable")
+        .drop(columns=["_c", "_f"])
+        .reset_index(drop=True)
+    )
     return ReportTable(
         "null",
         "Null distribution",
-        "Mean and SD of the within-group similarity over B random groups of size K drawn from the training "
-        "pool: per feature, and per channel (feature '*').",
+        "Mean and SD of the within-group similarity over B random groups of size K drawn from the "
+        "training pool: per feature, and per channel (feature '*').",
         df,
     )
 
@@ -337,11 +394,15 @@ def ksweep_table(data: ResultsData) -> ReportTable | None:
     s_order = {s: i for i, s in enumerate(data.settings)}
     c_order = {c: i for i, c in enumerate(data.channels)}
     v_order = {v: i for i, v in enumerate(data.variants)}
-    df = h.assign(
-        _s=h["setting"].map(s_order).fillna(len(s_order)),
-        _v=h["variant"].map(v_order).fillna(len(v_order)),
-        _c=h["channel"].map(c_order).fillna(len(c_order)),
-    ).sort_values(["_s", "_v", "_c", "K"], kind="stable").drop(columns=["_s", "_v", "_c"])
+    df = (
+        h.assign(
+            _s=h["setting"].map(s_order).fillna(len(s_order)),
+            _v=h["variant"].map(v_order).fillna(len(v_order)),
+            _c=h["channel"].map(c_order).fillna(len(c_order)),
+        )
+        .sort_values(["_s", "_v", "_c", "K"], kind="stable")
+        .drop(columns=["_s", "_v", "_c"])
+    )
     return ReportTable(
         "ksweep",
         "K-sweep",
@@ -351,7 +412,25 @@ def ksweep_table(data: ResultsData) -> ReportTable | None:
 
 
 def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
-    """All tables the folder supports, by export name, in report order."""
+    """All tables the folder supports, by export name, in report order.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder, as read by :func:`aria.report.load.load_results`.
+    k : int or None
+        Group size of the per-K tables (homogeneity per variant, confound, ranking, LDS
+        summary, sensitivity), usually from :func:`aria.report.load.choose_k`. ``None``
+        leaves the homogeneity tables out; the confound, ranking and sensitivity tables then
+        use the largest K they hold (as they do when ``k`` is not among their K).
+
+    Returns
+    -------
+    dict[str, ReportTable]
+        Only the tables the folder has data for: ``reliability``, ``homogeneity``,
+        ``homogeneity_<variant>``, ``ksweep``, ``alignment``, ``confound``, ``ranking``,
+        ``lds``, ``lds_summary``, ``agreement``, ``sensitivity``, ``null``.
+    """
     out: dict[str, ReportTable] = {}
 
     def add(t: ReportTable | None) -> None:

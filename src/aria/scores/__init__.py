@@ -4,21 +4,31 @@ track aggregation and the rank-1 residual.
 A score matrix ``S`` is ``(M, T)`` = ``(n_train_segments, n_queries)``, higher = more
 influential. Everything here streams row blocks, so matrices larger than memory work the same
 as small ones.
+
+Where things live: :mod:`~aria.scores.source` (the :class:`ScoreSource` interface, prefetch,
+chunking, transposition), :mod:`~aria.scores.formats` (one module per file format),
+:mod:`~aria.scores.readers` (:func:`open_scores`, :func:`as_source`),
+:mod:`~aria.scores.writers`, :mod:`~aria.scores.blockstats` (the sums) and
+:mod:`~aria.scores.stats` (the streaming kernel), :mod:`~aria.scores.distributed` (the same
+kernels on Dask), :mod:`~aria.scores.lowrank`, :mod:`~aria.scores.normalization`,
+:mod:`~aria.scores.aggregation`. Nothing here imports the analyses built on it
+(:mod:`aria.diagnostics` and above).
 """
 
 from __future__ import annotations
 
-from aria.scores.aggregation import aggregate, aggregate_exact, segment_codes
+from aria.scores.aggregation import aggregate, segment_codes
+from aria.scores.blockstats import BlockStats
 from aria.scores.lowrank import Rank1, ResidualSource, rank1, residual
 from aria.scores.normalization import (
     NORMALIZATIONS,
     choose_normalization,
     column_moments,
     normalize,
-    normalize_exact,
 )
-from aria.scores.readers import ArraySource, ScoreSource, as_source, open_scores
-from aria.scores.stats import BlockStats, block_stats, stream_matvec, stream_stats
+from aria.scores.readers import as_source, open_scores
+from aria.scores.source import ArraySource, ScoreSource
+from aria.scores.stats import block_stats, stream_matvec, stream_stats
 from aria.scores.writers import ScoreWriter, save_scores
 
 __all__ = [
@@ -30,13 +40,11 @@ __all__ = [
     "ScoreSource",
     "ScoreWriter",
     "aggregate",
-    "aggregate_exact",
     "as_source",
     "block_stats",
     "choose_normalization",
     "column_moments",
     "normalize",
-    "normalize_exact",
     "open_scores",
     "rank1",
     "residual",

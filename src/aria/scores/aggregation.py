@@ -44,14 +44,15 @@ from aria.scores.normalization import (
     _check_finite_columns,
     _warn_constant_zscore,
     iter_column_blocks,
-    normalize_exact,
+    normalize_reference,
     rank_block,
     resolve_method,
 )
-from aria.scores.readers import ArraySource, ScoreSource, as_source, expected_text, open_scores
-from aria.scores.writers import ScoreWriter
+from aria.scores.readers import as_source, open_scores
+from aria.scores.source import ArraySource, ScoreSource, check_orientation, expected_text
+from aria.scores.writers import ScoreWriter, check_output_path
 
-__all__ = ["aggregate", "aggregate_exact", "read_segment_table", "segment_codes"]
+__all__ = ["aggregate", "read_segment_table", "segment_codes"]
 
 TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".parquet", ".pq", ".npy"}
 TRACK_COLUMNS = ("track_id", "track")
@@ -60,7 +61,13 @@ ROW_COLUMNS = ("row",)
 
 
 def read_segment_table(path: str | os.PathLike[str]) -> Any:
-    """Read a segment → track table (pandas DataFrame, all columns as strings except ``row``)."""
+    """Read a segment → track table (pandas DataFrame, all columns as strings except ``row``).
+
+    Parameters
+    ----------
+    path : path-like
+        ``.csv``/``.tsv``, ``.parquet``/``.pq``, ``.npy`` or ``.txt`` (see the module docstring).
+    """
     import pandas as pd
 
     p = check_existing_path("segments", path, kind="file")
@@ -79,7 +86,8 @@ def read_segment_table(path: str | os.PathLike[str]) -> Any:
             df = pd.DataFrame({"track_id": [ln for ln in lines if ln]})
         else:
             raise FileFormatError(
-                f"segments: unsupported map format {suffix!r}; expected one of {sorted(TABLE_SUFFIXES)}"
+                f"segments: unsupported map format {suffix!r}; "
+                f"expected one of {sorted(TABLE_SUFFIXES)}"
             )
     except (ValueError, OSError, ImportError) as exc:
         if isinstance(exc, FileFormatError):
@@ -123,6 +131,7 @@ def segment_codes(
     n_rows: int,
     row_ids: Any = None,
     tracks: Any = None,
+    n_cols: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Resolve a segment → track map to per-row track codes.
 
@@ -136,6 +145,9 @@ def segment_codes(
         The score matrix's row (segment) ids, to match a ``segment_id`` column.
     tracks : array-like of str, optional
         The known tracks, in output order.
+    n_cols : int, optional
+        ``T``, the number of columns of the score matrix: when the map fits the columns
+        rather than the rows, the error says the matrix looks transposed.
 
     Returns
     -------
@@ -146,7 +158,8 @@ def segment_codes(
     Raises
     ------
     DataError
-        wrong length, missing ids, segments not matching ``row_ids``, tracks not among
+        wrong length (a matrix that looks transposed: "looks transposed (T × M); pass
+        --transpose"), missing ids, segments not matching ``row_ids``, tracks not among
         ``tracks``, or tracks in ``tracks`` without segments.
     """
     import pandas as pd
@@ -160,9 +173,11 @@ def segment_codes(
         if isinstance(segments, pd.Series):
             segments = segments.to_numpy()
         if isinstance(segments, pd.DataFrame):
-            per_row = _rows_from_table(segments, n_rows=n_rows, row_ids=row_ids)
+            per_row = _rows_from_table(segments, n_rows=n_rows, row_ids=row_ids, n_cols=n_cols)
         else:
             per_row = _ids(segments, "segments")
+    if n_cols is not None:
+        check_orientation((n_rows, n_cols), per_row.shape[0], what="the segment map")
     if per_row.shape[0] != n_rows:
         raise DataError(
             expected_text(
@@ -176,6 +191,8 @@ def segment_codes(
         remap[order] = np.arange(order.size)
         return remap[codes].astype(np.int64), track_ids[order]
     known = _ids(tracks, "tracks")
+    if segments is None and n_cols is not None:
+        check_orientation((n_rows, n_cols), known.size, what="tracks")
     uniq, inv_known = np.unique(known, return_index=True)
     if uniq.size != known.size:
         raise DataError("tracks: expected unique track ids, got duplicates")
@@ -185,7 +202,8 @@ def segment_codes(
     if unknown.any():
         i = int(np.flatnonzero(unknown)[0])
         raise DataError(
-            f"segments: track {str(per_row[i])!r} (row {i}) is not among the {known.size} known tracks "
+            f"segments: track {str(per_row[i])!r} (row {i}) is not among the {known.size} "
+            "known tracks "
             f"({int(unknown.sum())} rows have unknown tracks)"
         )
     codes = inv_known[pos].astype(np.int64)
@@ -199,7 +217,9 @@ def segment_codes(
     return codes, known
 
 
-def _rows_from_table(df: Any, *, n_rows: int, row_ids: np.ndarray | None) -> np.ndarray:
+def _rows_from_table(
+    df: Any, *, n_rows: int, row_ids: np.ndarray | None, n_cols: int | None = None
+) -> np.ndarray:
     track_col = _pick(df, TRACK_COLUMNS)
     if track_col is None:
         if len(df.columns) != 1:
@@ -229,8 +249,9 @@ def _rows_from_table(df: Any, *, n_rows: int, row_ids: np.ndarray | None) -> np.
             rows = np.asarray(df[seg_col].to_numpy(), dtype=np.int64)
         except (TypeError, ValueError):
             raise DataError(
-                f"segments: column {seg_col!r} holds segment ids but the score matrix has no row ids to "
-                "match them against; give a 'row' column (0-based score row) or save the scores with row ids"
+                f"segments: column {seg_col!r} holds segment ids but the score matrix has no "
+                "row ids to match them against; give a 'row' column (0-based score row) or "
+                "save the scores with row ids"
             ) from None
     elif seg_col is not None and row_ids is not None:
         seg = _ids(df[seg_col].to_numpy(), "segments.segment_id")
@@ -241,11 +262,14 @@ def _rows_from_table(df: Any, *, n_rows: int, row_ids: np.ndarray | None) -> np.
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise DataError(
-                f"segments: segment {str(seg[i])!r} (table row {i}) is not a row id of the score matrix"
+                f"segments: segment {str(seg[i])!r} (table row {i}) is not a row id of the "
+                "score matrix"
             )
         rows = order[pos]
     else:
         return tracks
+    if n_cols is not None:
+        check_orientation((n_rows, n_cols), rows.size, what="the segment map")
     if rows.size != n_rows:
         raise DataError(
             expected_text("segments", f"one entry per score row ({n_rows})", f"{rows.size} entries")
@@ -282,6 +306,7 @@ def aggregate(
     kurtosis_threshold: float = KURTOSIS_THRESHOLD,
     tmp_dir: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    transpose: bool = False,
 ) -> ScoreSource:
     r"""``S_track`` ``(N, T)``: normalise each query's column, then average segments per track.
 
@@ -309,6 +334,11 @@ def aggregate(
     tmp_dir : path-like, optional
         Where the rank path may put its temporary transpose.
     progress : bool, optional
+        Draw progress bars.
+    transpose : bool
+        ``scores`` is stored queries x training segments (captum TracInCP, LogIX): aggregate
+        its transpose. A matrix whose columns, not rows, match the segment map is refused
+        with "looks transposed".
 
     Returns
     -------
@@ -317,11 +347,13 @@ def aggregate(
         normalisation used (``normalize``), what was asked (``normalize_requested``) and, for
         ``auto``, the median excess kurtosis.
     """
-    src = as_source(scores, key=key)
+    if out is not None:
+        check_output_path("out", out)
+    src = as_source(scores, key=key, transpose=transpose)
     if not isinstance(residual, bool):
         raise ParameterError(expected("residual", "True or False", residual))
     codes, track_ids = segment_codes(
-        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks
+        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols
     )
     n_tracks = track_ids.size
     counts = np.bincount(codes, minlength=n_tracks).astype(np.float64)
@@ -354,8 +386,18 @@ def aggregate(
     shape = (n_tracks, src.n_cols)
 
     def fill(target: np.ndarray) -> None:
-        _fill(target, src, chosen, moments, codes, counts, identity, chunk_rows=chunk_rows,
-              tmp_dir=tmp_dir, progress=progress)
+        _fill(
+            target,
+            src,
+            chosen,
+            moments,
+            codes,
+            counts,
+            identity,
+            chunk_rows=chunk_rows,
+            tmp_dir=tmp_dir,
+            progress=progress,
+        )
 
     if out is not None:
         if tmp_dir is None:
@@ -430,11 +472,80 @@ def _fill(
         target[:, c0:c1] = ranks.T if avg is None else avg.T @ ranks.T
 
 
-def aggregate_exact(scores: Any, codes: Any, n_tracks: int, method: str) -> np.ndarray:
-    """In-memory reference of Eq. track-agg: :func:`normalize_exact`, then a group mean per track."""
-    norm = normalize_exact(scores, method)
-    codes = np.asarray(codes)
-    out = np.zeros((n_tracks, norm.shape[1]))
-    for i in range(n_tracks):
-        out[i] = norm[codes == i].mean(axis=0)
-    return out
+def aggregate_reference(
+    scores: Any,
+    *,
+    segments: Any = None,
+    normalize: str = "zscore",
+    residual: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    chunk_rows: int | None = None,
+    tracks: Any = None,
+    key: str | None = None,
+    kurtosis_threshold: float = KURTOSIS_THRESHOLD,
+    tmp_dir: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    transpose: bool = False,
+) -> ScoreSource:
+    r"""In-memory reference of :func:`aggregate` (Eq. track-agg) on the whole matrix.
+
+    The rank-1 residual from ``np.linalg.svd``, :func:`normalize_reference`, then a plain
+    group mean per track.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``, read whole.
+    segments : None, array-like [shape=(M,)], DataFrame or path
+        Segment → track map.
+    normalize : {"zscore", "rank", "auto"}
+        Per-query normalisation.
+    residual : bool
+        Use :math:`S - \sigma_1 u_1 v_1^	op`.
+    out : path-like, optional
+        Also write ``S_track`` there.
+    chunk_rows : int, optional
+        Ignored.
+    tracks : array-like of str, optional
+        Known track ids, in output order.
+    key : str, optional
+        Array of a file with several.
+    kurtosis_threshold : float
+        :math:`	au` of the ``auto`` rule.
+    tmp_dir : path-like, optional
+        Ignored.
+    progress : bool, optional
+        Ignored.
+    transpose : bool
+        Aggregate the transpose of ``scores``.
+    """
+    src = as_source(scores, key=key, transpose=transpose)
+    if not isinstance(residual, bool):
+        raise ParameterError(expected("residual", "True or False", residual))
+    codes, track_ids = segment_codes(
+        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols
+    )
+    s = np.asarray(src.to_numpy(), dtype=np.float64)
+    if residual:
+        u, sv, vt = np.linalg.svd(s, full_matrices=False)
+        s = s - sv[0] * np.outer(u[:, 0], vt[0])
+    norm_src = normalize_reference(s, method=normalize, kurtosis_threshold=kurtosis_threshold)
+    norm = norm_src.to_numpy()
+    result = np.zeros((track_ids.size, norm.shape[1]))
+    for i in range(track_ids.size):
+        result[i] = norm[codes == i].mean(axis=0)
+    params = {**(norm_src.manifest or {}).get("parameters", {}), "residual": residual}
+    if out is None:
+        return ArraySource(
+            result, row_ids=track_ids, manifest={"kind": "track_scores", "parameters": params}
+        )
+    with ScoreWriter(
+        out,
+        shape=result.shape,
+        dtype=np.float64,
+        kind="track_scores",
+        row_ids=track_ids,
+        parameters=params,
+    ) as w:
+        w.write_rows(0, result)
+    return open_scores(out)

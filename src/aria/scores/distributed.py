@@ -1,4 +1,7 @@
-r"""The score-matrix passes on a Dask cluster (``pip install 'aria-tda[scale]'``).
+r"""The score-matrix passes on a Dask cluster (``pip install 'aria-tda[scale]'``): the kernels.
+
+Only the distributed *kernels* live here (:func:`stats_dask`, :func:`matvec_dask`);
+:func:`aria.diagnostics.diagnose` with ``client=`` assembles the diagnostics from them.
 
 The same kernel as the single-machine path (:func:`aria.scores.stats.block_stats`, streamed by
 :func:`~aria.scores.stats.stream_stats`) runs as one ``dask.delayed`` task per row range; each
@@ -25,6 +28,7 @@ A :class:`~dask.distributed.LocalCluster` with worker *processes* must be create
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,22 +36,33 @@ import numpy as np
 from aria._checks import check_int
 from aria._optional import require
 from aria.errors import ParameterError, expected
-from aria.scores.readers import (
+from aria.scores.blockstats import BlockStats
+from aria.scores.formats import FORMATS, sniff_format
+from aria.scores.readers import as_source, open_scores
+from aria.scores.source import (
     ArraySource,
     ScoreSource,
     _resolve_chunk_rows,
-    as_source,
     block_dtype_for,
     check_matrix_shape,
-    open_scores,
 )
-from aria.scores.stats import BlockStats, block_stats, locate_nonfinite, stream_matvec, stream_stats
+from aria.scores.stats import block_stats, locate_nonfinite, stream_matvec, stream_stats
 
-__all__ = ["diagnose_dask", "matvec_dask", "row_ranges", "stats_dask"]
+__all__ = ["matvec_dask", "row_ranges", "stats_dask"]
 
 
 def row_ranges(n_rows: int, n_parts: int, align: int) -> list[tuple[int, int]]:
-    """Split ``0..n_rows`` into at most ``n_parts`` ranges whose starts are multiples of ``align``."""
+    """Split ``0..n_rows`` into at most ``n_parts`` ranges starting at multiples of ``align``.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows to cover.
+    n_parts : int
+        Most ranges to make.
+    align : int
+        Every range but the last starts and ends on a multiple of it.
+    """
     n_blocks = -(-n_rows // align)
     n_parts = max(1, min(n_parts, n_blocks))
     edges = [min(n_rows, (n_blocks * i // n_parts) * align) for i in range(n_parts + 1)]
@@ -57,6 +72,7 @@ def row_ranges(n_rows: int, n_parts: int, align: int) -> list[tuple[int, int]]:
 def _partition_stats(
     path: str,
     key: str | None,
+    transposed: bool,
     start: int,
     stop: int,
     shift: np.ndarray,
@@ -65,7 +81,7 @@ def _partition_stats(
     moments: int,
     compute_dtype: str | None,
 ) -> BlockStats:
-    src = open_scores(path, key=key)
+    src = _reopen(path, key, transposed)
     try:
         return stream_stats(
             src,
@@ -81,6 +97,12 @@ def _partition_stats(
         )
     finally:
         src.close()
+
+
+def _reopen(path: str, key: str | None, transposed: bool) -> ScoreSource:
+    """Open ``path`` in a worker the way the client opened it."""
+    native = FORMATS[sniff_format(Path(path))].queries_first
+    return open_scores(path, key=key, transpose=transposed != native)
 
 
 def _array_block_stats(
@@ -169,10 +191,20 @@ def stats_dask(
         Rows per block inside a task (and the alignment of the row ranges).
     n_partitions : int, optional
         Number of row-range tasks (default: twice the cluster's threads).
-    gram, moments, compute_dtype
-        As in :func:`~aria.scores.stats.block_stats`.
+    gram : bool
+        Also sum the Gram matrix (as :func:`~aria.scores.stats.block_stats`).
+    moments : {2, 4}
+        Power sums to keep (as :func:`~aria.scores.stats.block_stats`).
+    key : str, optional
+        Array of an ``.npz``/torch dict/zarr group/safetensors file.
+    compute_dtype : {None, "float32", "float64"}
+        Precision of the block products (as :func:`~aria.scores.stats.block_stats`).
     split_every : int
         Fan-in of the float64 merge tree.
+
+    Returns
+    -------
+    BlockStats
     """
     require("dask", "scale", purpose="running the score passes on a Dask cluster")
     import dask
@@ -208,7 +240,9 @@ def stats_dask(
     shift = first.mean(axis=0, dtype=np.float64)
     task = dask.delayed(_partition_stats, pure=True)
     parts = [
-        task(str(src.path), src.key, a, b, shift, rows, gram, moments, compute_dtype)
+        task(
+            str(src.path), src.key, src.transposed, a, b, shift, rows, gram, moments, compute_dtype
+        )
         for a, b in row_ranges(src.n_rows, _n_parts(client, n_partitions), rows)
     ]
     return _compute(_tree_merge(parts, split_every), client)
@@ -232,9 +266,9 @@ def _as_dask_rows(arr: Any, chunk_rows: int | None) -> Any:
 
 
 def _partition_matvec(
-    path: str, key: str | None, start: int, stop: int, v: np.ndarray, rows: int
+    path: str, key: str | None, transposed: bool, start: int, stop: int, v: np.ndarray, rows: int
 ) -> np.ndarray:
-    src = open_scores(path, key=key)
+    src = _reopen(path, key, transposed)
     try:
         return stream_matvec(src, v, chunk_rows=rows, start=start, stop=stop, progress=False)
     finally:
@@ -250,7 +284,23 @@ def matvec_dask(
     n_partitions: int | None = None,
     key: str | None = None,
 ) -> np.ndarray:
-    r""":math:`S v` ``(M,)`` in float64 as Dask tasks over row ranges (or dask-array blocks)."""
+    r""":math:`S v` ``(M,)`` in float64 as Dask tasks over row ranges (or dask-array blocks).
+
+    Parameters
+    ----------
+    scores : path, file-backed ScoreSource, dask.array.Array or numpy.ndarray
+        ``(M, T)``.
+    v : numpy.ndarray [shape=(T,)]
+        The vector.
+    client : dask.distributed.Client, optional
+        Default: the current Dask scheduler.
+    chunk_rows : int, optional
+        Rows per block inside a task.
+    n_partitions : int, optional
+        Number of row-range tasks.
+    key : str, optional
+        Array of an ``.npz``/torch dict/zarr group/safetensors file.
+    """
     require("dask", "scale", purpose="running the score passes on a Dask cluster")
     import dask
 
@@ -263,38 +313,7 @@ def matvec_dask(
     rows = src.chunk_rows(chunk_rows)
     task = dask.delayed(_partition_matvec, pure=True)
     parts = [
-        task(str(src.path), src.key, a, b, vec, rows)
+        task(str(src.path), src.key, src.transposed, a, b, vec, rows)
         for a, b in row_ranges(src.n_rows, _n_parts(client, n_partitions), rows)
     ]
     return np.concatenate(_compute(parts, client))
-
-
-def diagnose_dask(
-    scores: Any,
-    *,
-    client: Any = None,
-    chunk_rows: int | None = None,
-    n_energy: int = 10,
-    with_u1: bool = False,
-    key: str | None = None,
-    compute_dtype: str | None = None,
-    n_partitions: int | None = None,
-) -> Any:
-    """:func:`aria.diagnostics.diagnose` with its passes run as Dask tasks (see module docstring)."""
-    from aria.diagnostics import _with_u1, diagnostics_from_stats
-
-    stats = stats_dask(
-        scores,
-        client=client,
-        chunk_rows=chunk_rows,
-        n_partitions=n_partitions,
-        key=key,
-        compute_dtype=compute_dtype,
-    )
-    d = diagnostics_from_stats(stats, n_energy=n_energy)
-    if with_u1:
-        u = matvec_dask(
-            scores, d.v1, client=client, chunk_rows=chunk_rows, n_partitions=n_partitions, key=key
-        )
-        d = _with_u1(d, u / d.sigma1)
-    return d

@@ -27,7 +27,13 @@ __all__ = ["Rank1", "ResidualSource", "fix_sign", "rank1", "residual", "top_eige
 
 
 def fix_sign(v: np.ndarray) -> float:
-    """The sign (+1/-1) that makes ``sum(v) >= 0`` (ties: first non-zero entry positive)."""
+    """The sign (+1/-1) that makes ``sum(v) >= 0`` (ties: first non-zero entry positive).
+
+    Parameters
+    ----------
+    v : numpy.ndarray
+        A singular vector.
+    """
     total = float(np.sum(v))
     if total > 0:
         return 1.0
@@ -109,7 +115,13 @@ class Rank1:
     v1: np.ndarray
 
     def rows(self, start: int, stop: int) -> np.ndarray:
-        r"""Rows ``start:stop`` of :math:`\sigma_1 u_1 v_1^\top` ``(stop-start, T)``."""
+        r"""Rows ``start:stop`` of :math:`\sigma_1 u_1 v_1^\top` ``(stop-start, T)``.
+
+        Parameters
+        ----------
+        start, stop : int
+            Row range.
+        """
         return np.multiply.outer(self.sigma1 * self.u1[start:stop], self.v1)
 
 

@@ -54,8 +54,10 @@ import numpy as np
 from aria._checks import check_choice, check_float, check_int
 from aria._progress import progress as _progress
 from aria.errors import AriaWarning, DataError
-from aria.scores.readers import ArraySource, ScoreSource, as_source, open_scores
-from aria.scores.stats import BlockStats, stream_stats
+from aria.scores.blockstats import BlockStats
+from aria.scores.readers import as_source, open_scores
+from aria.scores.source import ArraySource, ScoreSource
+from aria.scores.stats import stream_stats
 from aria.scores.writers import ScoreWriter
 
 __all__ = [
@@ -68,7 +70,6 @@ __all__ = [
     "column_moments",
     "iter_column_blocks",
     "normalize",
-    "normalize_exact",
     "rank_block",
 ]
 
@@ -104,6 +105,13 @@ class ColumnMoments:
 
     @classmethod
     def from_stats(cls, stats: BlockStats) -> ColumnMoments:
+        """The moments from the sums of a moments pass.
+
+        Parameters
+        ----------
+        stats : BlockStats
+            Sums over all rows (with ``moments=4`` for the kurtosis).
+        """
         constant = stats.constant_mask()
         kurt = None
         if stats.s3 is not None:
@@ -122,7 +130,21 @@ def column_moments(
     key: str | None = None,
     progress: bool | None = None,
 ) -> ColumnMoments:
-    """Column means, standard deviations and excess kurtosis in one streaming pass."""
+    """Column means, standard deviations and excess kurtosis in one streaming pass.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``.
+    kurtosis : bool
+        Also the excess kurtosis (third and fourth power sums).
+    chunk_rows : int, optional
+        Rows per streamed block.
+    key : str, optional
+        Array of a file with several.
+    progress : bool, optional
+        Draw a progress bar.
+    """
     src = as_source(scores, key=key)
     stats = stream_stats(
         src,
@@ -143,9 +165,12 @@ def choose_normalization(
     Parameters
     ----------
     scores : ColumnMoments, array-like, ScoreSource or path
+        The moments, or the matrix to take them from.
     kurtosis_threshold : float
         :math:`\tau`; rank when the median excess kurtosis of the non-constant columns
         exceeds it.
+    chunk_rows : int, optional
+        Rows per streamed block (when ``scores`` is a matrix).
 
     Returns
     -------
@@ -207,7 +232,13 @@ def _warn_constant_zscore(constant: np.ndarray) -> None:
 # rank: column blocks
 # ----------------------------------------------------------------------------------------
 def rank_block(block_t: np.ndarray) -> np.ndarray:
-    """Average ranks (1..M, ties averaged) along axis 1 of ``block_t`` ``(w, M)`` (float64)."""
+    """Average ranks (1..M, ties averaged) along axis 1 of ``block_t`` ``(w, M)`` (float64).
+
+    Parameters
+    ----------
+    block_t : numpy.ndarray [shape=(w, M)]
+        Columns of ``S``, transposed.
+    """
     from scipy.stats import rankdata
 
     return np.asarray(rankdata(block_t, method="average", axis=1), dtype=np.float64)
@@ -245,6 +276,21 @@ def iter_column_blocks(
     ones are first transposed into a temporary file in ``tmp_dir`` (one streaming pass of
     positional writes), which is removed afterwards. ``in_memory_bytes`` defaults to
     :data:`IN_MEMORY_BYTES`.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``.
+    width : int, optional
+        Columns per block (default: about 64 MB of float64).
+    chunk_rows : int, optional
+        Rows per streamed block of the transposing pass.
+    tmp_dir : path-like, optional
+        Where the temporary transpose goes.
+    in_memory_bytes : int, optional
+        Largest matrix sliced in memory.
+    progress : bool, optional
+        Draw a progress bar.
     """
     src = as_source(scores)
     m, t = src.shape
@@ -411,18 +457,72 @@ def normalize(
     return open_scores(out)
 
 
-def normalize_exact(scores: Any, method: str) -> np.ndarray:
-    """In-memory reference: ``scipy.stats.zscore`` / ``scipy.stats.rankdata`` per column.
+def normalize_reference(
+    scores: Any,
+    *,
+    method: str = "zscore",
+    out: str | os.PathLike[str] | None = None,
+    chunk_rows: int | None = None,
+    key: str | None = None,
+    kurtosis_threshold: float = KURTOSIS_THRESHOLD,
+    tmp_dir: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+) -> ScoreSource:
+    """In-memory reference of :func:`normalize`: ``scipy.stats`` per column.
 
-    Constant columns z-score to 0 (as :func:`normalize`).
+    ``zscore``: ``scipy.stats.zscore`` (``ddof=0``; constant columns, ``np.ptp == 0``, map
+    to 0); ``rank``: ``scipy.stats.rankdata(method="average")``; ``auto``: the median of
+    ``scipy.stats.kurtosis`` (Fisher, biased) over non-constant columns against the threshold.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``, read whole.
+    method : {"zscore", "rank", "auto"}
+        The normalisation.
+    out : path-like, optional
+        Also write the result there (``.npy``/``.zarr``).
+    chunk_rows : int, optional
+        Ignored.
+    key : str, optional
+        Array of a file with several.
+    kurtosis_threshold : float
+        :math:`\tau` of the ``auto`` rule.
+    tmp_dir : path-like, optional
+        Ignored.
+    progress : bool, optional
+        Ignored.
     """
     from scipy import stats
 
-    check_choice("method", method, ("zscore", "rank"))
-    s = np.asarray(scores, dtype=np.float64)
-    if method == "rank":
-        return np.asarray(stats.rankdata(s, method="average", axis=0), dtype=np.float64)
+    check_choice("normalize", method, NORMALIZATIONS)
+    tau = check_float("kurtosis_threshold", kurtosis_threshold)
+    src = as_source(scores, key=key)
+    s = np.asarray(src.to_numpy(), dtype=np.float64)
     const = np.ptp(s, axis=0) == 0
-    z = np.zeros_like(s)
-    z[:, ~const] = stats.zscore(s[:, ~const], axis=0, ddof=0)
-    return z
+    details: dict[str, Any] = {"normalize_requested": method}
+    if method == "auto":
+        k = stats.kurtosis(s[:, ~const], axis=0, fisher=True, bias=True)
+        med = float(np.median(k)) if k.size else float("nan")
+        method = "rank" if k.size and med > tau else "zscore"
+        details["median_excess_kurtosis"] = None if math.isnan(med) else med
+        details["kurtosis_threshold"] = tau
+    details["normalize"] = method
+    if method == "rank":
+        result = np.asarray(stats.rankdata(s, method="average", axis=0), dtype=np.float64)
+    else:
+        result = np.zeros_like(s)
+        result[:, ~const] = stats.zscore(s[:, ~const], axis=0, ddof=0)
+    fields = {"kind": "normalized_scores", "parameters": details}
+    if out is None:
+        return ArraySource(result, row_ids=src.row_ids, manifest=fields)
+    with ScoreWriter(
+        out,
+        shape=result.shape,
+        dtype=np.float64,
+        kind="normalized_scores",
+        row_ids=src.row_ids,
+        parameters=details,
+    ) as w:
+        w.write_rows(0, result)
+    return open_scores(out)

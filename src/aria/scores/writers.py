@@ -27,15 +27,11 @@ from aria._checks import check_writable_path
 from aria._io import atomic_path, remove_path
 from aria.errors import FileFormatError, ParameterError, expected
 from aria.manifest import make_manifest, manifest_path, write_manifest
-from aria.scores.readers import (
-    ROW_IDS_KEY,
-    ROW_IDS_SUFFIX,
-    _as_row_ids,
-    as_source,
-    check_matrix_shape,
-)
+from aria.scores.formats.npz import ROW_IDS_KEY
+from aria.scores.readers import ROW_IDS_SUFFIX, as_source
+from aria.scores.source import _as_row_ids, check_matrix_shape
 
-__all__ = ["ScoreWriter", "save_scores"]
+__all__ = ["ScoreWriter", "check_output_path", "save_scores"]
 
 #: Target bytes of one stored zarr chunk.
 ZARR_CHUNK_BYTES = 16 * 2**20
@@ -47,13 +43,62 @@ ORIENTATION = {
 }
 
 
-def _output_format(path: Path) -> str:
+def _output_format(path: Path, name: str = "out") -> str:
     suffix = path.suffix.lower()
     if suffix == ".npy":
         return "npy"
     if suffix == ".zarr":
         return "zarr"
-    raise ParameterError(expected("out", "a path ending in .npy or .zarr", str(path)))
+    raise ParameterError(expected(name, "a path ending in .npy or .zarr", str(path)))
+
+
+def _is_zarr_store(path: Path) -> bool:
+    return any((path / n).is_file() for n in ("zarr.json", ".zgroup", ".zarray"))
+
+
+def check_output_path(name: str, path: str | os.PathLike[str]) -> Path:
+    """Check an output path for a score matrix before any work is done.
+
+    Parameters
+    ----------
+    name : str
+        The parameter (or flag) the path came from, for messages.
+    path : path-like
+        Ends in ``.npy`` (a file) or ``.zarr`` (a store directory). An existing matrix of
+        the same kind is replaced when the new one is complete.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ParameterError
+        another suffix.
+    FileFormatError
+        an existing directory where a ``.npy`` file is to go, an existing file where a zarr
+        store is to go, or an existing directory that is not a zarr store (never replaced).
+    """
+    if not isinstance(path, str | os.PathLike):
+        raise ParameterError(expected(name, "a path", path))
+    p = Path(path)
+    fmt = _output_format(p, name)
+    if fmt == "npy" and p.is_dir():
+        raise FileFormatError(
+            f"{name}: {str(p)!r} is an existing directory; expected a path for a .npy file"
+        )
+    if fmt == "zarr" and p.exists():
+        if not p.is_dir():
+            raise FileFormatError(
+                f"{name}: {str(p)!r} is an existing file; expected a path for a zarr store "
+                "(a directory)"
+            )
+        if not _is_zarr_store(p) and any(p.iterdir()):
+            raise FileFormatError(
+                f"{name}: {str(p)!r} is an existing directory that is not a zarr store; "
+                "refusing to replace it"
+            )
+    return check_writable_path(name, p)
 
 
 class ScoreWriter:
@@ -87,7 +132,7 @@ class ScoreWriter:
         row_ids: Any = None,
         **fields: Any,
     ) -> None:
-        self.path = check_writable_path("out", path)
+        self.path = check_output_path("out", path)
         self.format = _output_format(self.path)
         self.shape = check_matrix_shape(shape, name="out")
         self.dtype = np.dtype(dtype)
@@ -160,6 +205,9 @@ class ScoreWriter:
             dtype=self.dtype,
             compressors=None,
             fill_value=0.0,
+            # every chunk is stored, all-zero ones too: readers treat a missing chunk as an
+            # incomplete store (aria.scores.formats.zarr)
+            config={"write_empty_chunks": True},
         )
         if self.row_ids is not None:
             ids = group.create_array(
@@ -191,7 +239,15 @@ class ScoreWriter:
         return self._mmap
 
     def write_rows(self, start: int, block: np.ndarray) -> None:
-        """Write ``block`` ``(rows, n_cols)`` at rows ``start:start+rows``."""
+        """Write ``block`` ``(rows, n_cols)`` at rows ``start:start+rows``.
+
+        Parameters
+        ----------
+        start : int
+            First row.
+        block : numpy.ndarray [shape=(rows, n_cols)]
+            The rows.
+        """
         block = np.ascontiguousarray(block, dtype=self.dtype)
         stop = start + block.shape[0]
         if block.ndim != 2 or block.shape[1] != self.shape[1] or stop > self.shape[0]:

@@ -1,0 +1,167 @@
+"""Deterministic training of the benchmark model, and per-window losses of a trained one."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from aria._checks import check_int
+from aria._progress import progress
+from aria.attribution._threads import torch_threads
+from aria.bench.model import ModelConfig, build_model, loss_fn
+from aria.bench.train.checkpoints import save_trained
+from aria.bench.train.config import (
+    Checkpoint,
+    TrainConfig,
+    TrainedModel,
+    _as_indices,
+    _as_segments,
+    _derive,
+    checkpoint_steps,
+    lr_at,
+)
+from aria.errors import DataError, ParameterError, expected
+
+__all__ = ["evaluate_losses", "train_model"]
+
+
+def _param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for module in model.modules():
+        for name, p in module.named_parameters(recurse=False):
+            (decay if isinstance(module, nn.Linear) and name == "weight" else no_decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0}]
+
+
+def train_model(
+    segments: np.ndarray | torch.Tensor,
+    *,
+    indices: Sequence[int] | np.ndarray | None = None,
+    model_config: ModelConfig | None = None,
+    train_config: TrainConfig | None = None,
+    seed: int = 0,
+    out_dir: str | os.PathLike[str] | None = None,
+    progress_bar: bool | None = None,
+    desc: str = "train",
+) -> TrainedModel:
+    """Train a :class:`MusicTransformer` on ``segments[indices]`` deterministically.
+
+    Parameters
+    ----------
+    segments : array [shape=(N, L)], integer
+        All training windows; ``L <= model_config.max_len``.
+    indices : array [shape=(n,)], optional
+        Rows to train on (distinct; any order — they are sorted). Default: all ``N`` rows.
+    model_config, train_config : optional
+        Default :class:`ModelConfig` with ``max_len = L`` / default :class:`TrainConfig`.
+    seed : int
+        Seeds initialisation (:func:`~aria.bench.model.build_model`) and data order.
+    out_dir : path, optional
+        Where to save the model directory (see module docstring); written atomically.
+    progress_bar : bool, optional
+        Force the progress bar on/off (default: ``aria._progress`` rules).
+
+    Returns
+    -------
+    TrainedModel
+    """
+    seg = _as_segments(segments)
+    idx = _as_indices(indices, seg.shape[0])
+    model_config = model_config or ModelConfig(max_len=int(seg.shape[1]))
+    train_config = train_config or TrainConfig()
+    seed = check_int("seed", seed, min_value=0)
+    if seg.shape[1] > model_config.max_len:
+        raise ParameterError(
+            expected("segments", f"windows of <= max_len={model_config.max_len} tokens",
+                     seg.shape[1])
+        )
+    if int(seg.max()) >= model_config.vocab_size or int(seg.min()) < 0:
+        raise DataError(expected("segments", f"token ids in [0, {model_config.vocab_size})",
+                                 f"[{int(seg.min())}, {int(seg.max())}]"))
+
+    t0 = time.perf_counter()
+    cfg = train_config
+    n = idx.size
+    steps_per_epoch = math.ceil(n / cfg.batch_size)
+    total = cfg.total_steps(n)
+    ckpt_at = set(checkpoint_steps(total, cfg.n_checkpoints))
+    data = seg[torch.from_numpy(idx)]
+    order_gen = torch.Generator().manual_seed(_derive(seed, 1))
+    losses = np.empty(total, dtype=np.float64)
+    checkpoints: list[Checkpoint] = []
+
+    with torch_threads(cfg.num_threads):
+        model = build_model(model_config, seed=seed)
+        model.train()
+        opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr,
+                                betas=(0.9, 0.98), eps=1e-8, foreach=False)
+        step = 0
+        bar = progress(total=total, desc=desc, unit="step", enabled=progress_bar, leave=False)
+        for _epoch in range(cfg.epochs):
+            perm = torch.randperm(n, generator=order_gen)
+            for b in range(steps_per_epoch):
+                step += 1
+                lr = lr_at(step, total, cfg)
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                batch = data[perm[b * cfg.batch_size : (b + 1) * cfg.batch_size]]
+                loss = loss_fn("sequence")(model, batch, reduction="mean")
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_clip > 0:
+                    nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip, foreach=False)
+                opt.step()
+                losses[step - 1] = float(loss.detach())
+                if not math.isfinite(losses[step - 1]):
+                    bar.close()
+                    raise DataError(f"training diverged at step {step} (loss {losses[step - 1]}); "
+                                    "lower train_config.lr")
+                if step in ckpt_at:
+                    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                    checkpoints.append(Checkpoint(step=step, lr=lr, state_dict=state))
+                bar.update(1)
+        bar.close()
+    model.eval()
+    result = TrainedModel(
+        model=model, model_config=model_config, train_config=cfg, seed=seed, indices=idx,
+        checkpoints=checkpoints, losses=losses, seconds=time.perf_counter() - t0,
+    )
+    if out_dir is not None:
+        save_trained(result, out_dir)
+    return result
+
+
+@torch.no_grad()
+def evaluate_losses(
+    model: nn.Module,
+    tokens: np.ndarray | torch.Tensor,
+    *,
+    loss: str = "sequence",
+    batch_size: int = 256,
+    num_threads: int | None = None,
+) -> np.ndarray:
+    """Per-sequence loss of ``model`` on ``tokens`` ``(n, L)`` → ``(n,)`` float64.
+
+    ``loss`` is ``"sequence"`` (:func:`~aria.bench.model.sequence_loss`) or ``"last_token"``
+    (:func:`~aria.bench.model.last_token_loss`). The model is put in eval mode.
+    """
+    fn = loss_fn(loss)
+    seg = _as_segments(tokens)
+    batch_size = check_int("batch_size", batch_size, min_value=1)
+    model.eval()
+    ctx = torch_threads(num_threads) if num_threads is not None else contextlib.nullcontext()
+    out = []
+    with ctx:
+        for start in range(0, seg.shape[0], batch_size):
+            out.append(fn(model, seg[start : start + batch_size], reduction="none").double())
+    return torch.cat(out).numpy()

@@ -1,0 +1,345 @@
+r"""The null distribution of homogeneity (paper Eqs. g_d, z_c): ``B`` random groups per ``K``.
+
+For every ``K`` and feature ``d``, ``B`` random groups of size ``K`` drawn uniformly without
+replacement from the pool give :math:`\mu_d^{null}(K)`, :math:`\sigma_d^{null}(K)`; the
+channel null :math:`\mu_c, \sigma_c` is :math:`\tilde g_c` of the same ``B`` groups. It depends
+only on the pool, ``K`` and the features, so it is computed once and reused across queries,
+methods and variants (:meth:`NullDistribution.save` / :meth:`NullDistribution.load`).
+
+:func:`null_distribution_reference` is its exact reference (the same random groups, every
+pair similarity recomputed and summed directly).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aria._checks import check_int
+from aria.errors import AriaWarning, ManifestMismatchError, ParameterError, expected
+from aria.homogeneity.groups import (
+    _check_ks,
+    _check_pool_valid,
+    _digest_pool,
+    _flatten,
+    _pool_mask,
+    feature_pool,
+)
+from aria.homogeneity.sweep import (
+    DEFAULT_KS,
+    _channel_mean,
+    _evaluate_groups,
+    _n_jobs,
+    _pairs_per_k,
+    _standardize,
+    group_sums_reference,
+)
+
+__all__ = ["NullDistribution", "null_distribution"]
+
+
+@dataclass(frozen=True, eq=False)
+class NullDistribution:
+    r"""Null of :math:`g_d` and :math:`\tilde g_c` from ``B`` random groups per ``K``.
+
+    Attributes
+    ----------
+    ks : tuple[int, ...]
+    B, seed : int
+    channels : tuple[str, ...]
+    features : tuple[tuple[str, str], ...]
+        ``(channel, feature name)`` in evaluation order.
+    g : np.ndarray [shape=(n_K, n_features, B)]
+        :math:`g_d` of each random group.
+    mu, sigma : np.ndarray [shape=(n_K, n_features)]
+        :math:`\mu_d^{null}`, :math:`\sigma_d^{null}` (SD with ``ddof=1``).
+    used : np.ndarray [shape=(n_K, n_features), dtype=bool]
+        Features entering their channel's mean (``sigma > 0``).
+    g_channel : np.ndarray [shape=(n_K, n_channels, B)]
+        :math:`\tilde g_c` of each random group.
+    mu_c, sigma_c : np.ndarray [shape=(n_K, n_channels)]
+        :math:`\mu_c^{null}` (0 up to rounding, by construction) and :math:`\sigma_c^{null}`.
+    n_rows, n_pool : int
+    pool : np.ndarray [shape=(n_rows,), dtype=bool]
+        The rows the random groups were drawn from.
+    pool_digest : str
+    feature_digests : tuple[str, ...]
+        Content hashes of the prepared features; reuse with other data is refused.
+    """
+
+    ks: tuple[int, ...]
+    B: int
+    seed: int
+    channels: tuple[str, ...]
+    features: tuple[tuple[str, str], ...]
+    g: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    used: np.ndarray
+    g_channel: np.ndarray
+    mu_c: np.ndarray
+    sigma_c: np.ndarray
+    n_rows: int
+    n_pool: int
+    pool_digest: str
+    feature_digests: tuple[str, ...]
+    pool: np.ndarray
+
+    def k_index(self, k: int) -> int:
+        """Position of ``K = k`` in :attr:`ks`.
+
+        Parameters
+        ----------
+        k : int
+            A group size of this null.
+        """
+        if k not in self.ks:
+            raise ParameterError(expected("K", f"one of the null's K values {list(self.ks)}", k))
+        return self.ks.index(k)
+
+    def manifest_fields(self) -> dict[str, Any]:
+        """The parameters and digests recorded in the null's manifest."""
+        return {
+            "ks": list(self.ks),
+            "B": self.B,
+            "seed": self.seed,
+            "channels": list(self.channels),
+            "features": [f"{c}/{n}" for c, n in self.features],
+            "n_rows": self.n_rows,
+            "n_pool": self.n_pool,
+            "pool_digest": self.pool_digest,
+            "feature_digests": list(self.feature_digests),
+        }
+
+    def check(self, prepared: Any, *, pool: Any = None) -> None:
+        """Raise :class:`ManifestMismatchError` unless this null was made from ``prepared``
+        (and ``pool``).
+
+        Parameters
+        ----------
+        prepared : dict[str, list[PreparedFeature]]
+            The features to use the null with.
+        pool : bool mask or int rows, optional
+            The pool to use it with (not checked when ``None``).
+        """
+        channels, feats, chan = _flatten(prepared)
+        problems = []
+        names = tuple((channels[c], f.name) for f, c in zip(feats, chan, strict=True))
+        if names != self.features:
+            problems.append(f"features: null has {list(self.features)}, asked {list(names)}")
+        elif tuple(f.digest for f in feats) != self.feature_digests:
+            changed = [n for (_, n), a, b in zip(names, self.feature_digests,
+                                                 (f.digest for f in feats), strict=True)
+                       if a != b]
+            problems.append(f"feature data/scale differ for {changed}")
+        if feats[0].n != self.n_rows:
+            problems.append(f"n_rows: null has {self.n_rows}, asked {feats[0].n}")
+        elif pool is not None and _digest_pool(_pool_mask(pool, self.n_rows)) != self.pool_digest:
+            problems.append("pool: a different set of eligible tracks")
+        if problems:
+            raise ManifestMismatchError(
+                "null distribution was made with other data; refusing to reuse it:\n  "
+                + "\n  ".join(problems))
+
+    def to_frame(self) -> Any:
+        """Long table ``K, channel, feature, mu, sigma, B`` (channel rows have
+        ``feature='*'``)."""
+        import pandas as pd
+
+        rows = []
+        for a, k in enumerate(self.ks):
+            for f, (c, name) in enumerate(self.features):
+                rows.append((k, c, name, self.mu[a, f], self.sigma[a, f], self.B))
+            for ci, cname in enumerate(self.channels):
+                rows.append((k, cname, "*", self.mu_c[a, ci], self.sigma_c[a, ci], self.B))
+        return pd.DataFrame(rows, columns=["K", "channel", "feature", "mu", "sigma", "B"])
+
+    def save(self, path: str | os.PathLike[str]) -> Any:
+        """Write an ``.npz`` atomically, with its manifest (``<path>.manifest.json``).
+
+        Parameters
+        ----------
+        path : str or path-like
+            Target file.
+        """
+        from pathlib import Path
+
+        from aria._io import atomic_path
+        from aria.manifest import make_manifest, write_manifest
+
+        path = Path(path)
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, g=self.g, mu=self.mu, sigma=self.sigma, used=self.used,
+                     g_channel=self.g_channel, mu_c=self.mu_c, sigma_c=self.sigma_c,
+                     pool=self.pool)
+        write_manifest(path, make_manifest("null_distribution", **self.manifest_fields()))
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, prepared: Any = None,
+             pool: Any = None) -> NullDistribution:
+        """Read a null written by :meth:`save`; with ``prepared`` (and ``pool``), check it
+        matches.
+
+        Parameters
+        ----------
+        path : str or path-like
+            The ``.npz`` written by :meth:`save`.
+        prepared : dict[str, list[PreparedFeature]], optional
+            Check the null was made from these features (:meth:`check`).
+        pool : bool mask or int rows, optional
+            ... and this pool.
+        """
+        from aria._checks import check_existing_path
+        from aria.errors import FileFormatError
+        from aria.manifest import read_manifest
+
+        p = check_existing_path("path", path, kind="file")
+        m = read_manifest(p)
+        if m is None or m.get("kind") != "null_distribution":
+            raise FileFormatError(f"path: {str(p)!r} has no null_distribution manifest")
+        names = ("g", "mu", "sigma", "used", "g_channel", "mu_c", "sigma_c", "pool")
+        try:
+            with np.load(p) as z:
+                arrays = {k: z[k] for k in names}
+        except (OSError, KeyError, ValueError) as exc:
+            raise FileFormatError(
+                f"path: cannot read null distribution {str(p)!r}: {exc}") from None
+        null = cls(
+            ks=tuple(m["ks"]), B=int(m["B"]), seed=int(m["seed"]), channels=tuple(m["channels"]),
+            features=tuple((s.split("/", 1)[0], s.split("/", 1)[1]) for s in m["features"]),
+            n_rows=int(m["n_rows"]), n_pool=int(m["n_pool"]), pool_digest=m["pool_digest"],
+            feature_digests=tuple(m["feature_digests"]), **arrays,
+        )
+        if prepared is not None:
+            null.check(prepared, pool=pool)
+        return null
+
+
+def null_distribution(
+    prepared: Any,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    pool: Any = None,
+    B: int = 200,
+    seed: int = 0,
+    n_jobs: int | None = None,
+    progress: bool | None = None,
+) -> NullDistribution:
+    r"""Null distribution of homogeneity from ``B`` random groups per ``K`` (Eqs. g_d, z_c).
+
+    For each ``K`` independently, ``B`` groups of size ``K`` are drawn uniformly without
+    replacement from the pool (``numpy.random.default_rng(seed)``; for each ``K`` in
+    increasing order, ``B`` calls of ``rng.choice(pool_rows, K, replace=False)``).
+
+    Parameters
+    ----------
+    prepared : dict[str, list[PreparedFeature]]
+        The features, indexed by the rows of S_track.
+    ks : sequence of int
+        Group sizes (each >= 2 and <= pool size).
+    pool : bool mask or int rows, optional
+        Eligible rows; default :func:`feature_pool` (tracks with every feature).
+    B : int
+        Random groups per ``K`` (>= 2; the paper uses 200).
+    seed : int
+        Seed of the random groups.
+    n_jobs : int, optional
+        Worker threads (default: the CPUs available).
+    progress : bool, optional
+        Draw progress bars.
+
+    Returns
+    -------
+    NullDistribution
+    """
+    return _null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs, progress=progress,
+                 exact=False)
+
+
+def null_distribution_reference(
+    prepared: Any,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    pool: Any = None,
+    B: int = 200,
+    seed: int = 0,
+    n_jobs: int | None = None,
+    progress: bool | None = None,
+) -> NullDistribution:
+    """Exact reference of :func:`null_distribution`: the same random groups, each group's
+    ``g_d`` from every pair's similarity summed directly (:func:`group_sums_reference`).
+
+    Parameters
+    ----------
+    prepared : dict[str, list[PreparedFeature]]
+        The features.
+    ks : sequence of int
+        Group sizes.
+    pool : bool mask or int rows, optional
+        Eligible rows.
+    B : int
+        Random groups per ``K``.
+    seed : int
+        Seed of the random groups.
+    n_jobs : int, optional
+        Ignored.
+    progress : bool, optional
+        Ignored.
+    """
+    return _null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=1, progress=False,
+                 exact=True)
+
+
+def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int, seed: int,
+          n_jobs: int | None, progress: bool | None, exact: bool) -> NullDistribution:
+    channels, feats, chan = _flatten(prepared)
+    ks_arr = _check_ks(ks)
+    B = check_int("B", B, min_value=2)
+    seed = check_int("seed", seed, min_value=0)
+    n_jobs = _n_jobs(n_jobs)
+    n = feats[0].n
+    mask = feature_pool(prepared) if pool is None else _pool_mask(pool, n)
+    rows = np.flatnonzero(mask)
+    _check_pool_valid(feats, rows, what="pool")
+    if ks_arr[-1] > rows.size:
+        raise ParameterError(expected(
+            "ks", f"group sizes at most the pool size {rows.size}", ks_arr.tolist()))
+    rng = np.random.default_rng(seed)
+    n_f, n_k = len(feats), ks_arr.size
+    g = np.empty((n_k, n_f, B))
+    for a, k in enumerate(ks_arr):
+        grp = np.stack([rng.choice(rows, int(k), replace=False) for _ in range(B)])
+        grp = grp.astype(np.int64)
+        if exact:
+            sums = group_sums_reference(feats, grp, np.array([k]))
+        else:
+            sums, _, _ = _evaluate_groups(feats, chan, grp, np.array([k]), n_jobs=n_jobs,
+                                          desc=f"null K={k}", progress=progress)
+        g[a] = sums[:, :, 0].T / _pairs_per_k(np.array([k]))[0]
+    mu = g.mean(axis=2)
+    sigma = g.std(axis=2, ddof=1)
+    used = sigma > 1e-12 * np.maximum(np.abs(mu), np.finfo(float).tiny)
+    for a, f in zip(*np.nonzero(~used), strict=True):
+        warnings.warn(
+            f"null K={ks_arr[a]}: feature {feats[f].name!r} has the same g_d in every random "
+            f"group (sigma_d = {sigma[a, f]:.3g}); it is left out of channel "
+            f"{channels[chan[f]]!r} at this K",
+            AriaWarning, stacklevel=3,
+        )
+    zs = _standardize(g, mu[..., None], sigma[..., None], used[..., None])
+    g_channel = _channel_mean(zs, chan, used, len(channels))
+    mu_c = g_channel.mean(axis=2)
+    sigma_c = g_channel.std(axis=2, ddof=1)
+    return NullDistribution(
+        ks=tuple(int(k) for k in ks_arr), B=B, seed=seed, channels=channels,
+        features=tuple((channels[c], f.name) for f, c in zip(feats, chan, strict=True)),
+        g=g, mu=mu, sigma=sigma, used=used, g_channel=g_channel, mu_c=mu_c, sigma_c=sigma_c,
+        n_rows=n, n_pool=int(rows.size), pool_digest=_digest_pool(mask),
+        feature_digests=tuple(f.digest for f in feats), pool=mask,
+    )

@@ -1,0 +1,145 @@
+""":func:`run_study`: check the inputs, run every setting, publish the results folder, report.
+
+A failed run leaves nothing half-made: inputs are checked before any folder is created, a
+setting that fails removes its cache stage, and the folders the run created are removed again
+when they are left empty (finished settings of an interrupted run stay cached, so a rerun
+resumes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aria._io import remove_path
+from aria._stages import file_fingerprint
+from aria.errors import DataError, ParameterError, expected
+from aria.study.inputs import check_inputs
+from aria.study.setting import run_setting
+from aria.study.tables import publish, write_tables
+from aria.study_config import StudySpec, load_study
+
+__all__ = ["CACHE", "run_study"]
+
+#: Folder of the per-setting cache stages inside the results folder.
+CACHE = ".cache"
+
+
+def _logger(command: str, quiet: bool) -> Callable[[str], None]:
+    def log(msg: str) -> None:
+        if not quiet:
+            print(f"[{command}] {msg}", flush=True)
+
+    return log
+
+
+def _absent_dirs(path: Path) -> list[Path]:
+    """``path`` and its ancestors that do not exist yet, innermost first."""
+    out = []
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    for d in dirs:  # innermost first; a folder that holds anything stays
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+
+
+def run_study(
+    study: StudySpec | str | os.PathLike[str],
+    *,
+    output: str | os.PathLike[str] | None = None,
+    report: bool | None = None,
+    progress: bool | None = None,
+    quiet: bool = False,
+    extra_meta: dict[str, Any] | None = None,
+    command: str = "aria run",
+) -> Path:
+    """Run every analysis of a study and write its results folder.
+
+    Parameters
+    ----------
+    study : StudySpec or path-like
+        The study, or the path of a study TOML file (see :mod:`aria.study_config`).
+    output : path-like, optional
+        Results folder (default: the study's ``output``).
+    report : bool, optional
+        Write ``report.html`` into the folder (default: the study's ``report``, true).
+    progress : bool, optional
+        Progress bars (default: on a terminal).
+    quiet : bool
+        No log lines on stdout.
+    extra_meta : dict, optional
+        Merged into ``results.json`` (e.g. the demo's sizes and timings).
+    command : str
+        The name log lines are shown under (``[aria run] ...``).
+
+    Returns
+    -------
+    pathlib.Path
+        The results folder.
+    """
+    from aria.features.store import FeatureStore
+
+    spec = study if isinstance(study, StudySpec) else load_study(study)
+    out = Path(output) if output is not None else spec.output
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"output: expected a results folder, got a file: {str(out)!r}")
+    log = _logger(command, quiet)
+    t_start = time.perf_counter()
+
+    store = FeatureStore.open(spec.feature_store)
+    if store.modality != spec.modality:
+        raise DataError(expected("feature_store", f"a {spec.modality} feature store",
+                                 f"a {store.modality} store"))
+    queries = check_inputs(spec, store)
+
+    created = _absent_dirs(out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        _run(spec, out, store, queries, t_start, report=report, progress=progress,
+             extra_meta=extra_meta, log=log)
+    except BaseException:
+        _remove_empty([out / CACHE, *created])
+        raise
+    return out
+
+
+def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *,
+         report: bool | None, progress: bool | None, extra_meta: dict[str, Any] | None,
+         log: Callable[[str], None]) -> None:
+    from aria.results import write_results_meta
+
+    store_fp = file_fingerprint(spec.feature_store)
+    nulls: dict[str, Any] = {}
+    prepared_cache: dict[bytes, Any] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for setting in spec.settings:
+        results[setting.name] = run_setting(setting, spec, store, store_fp, out / CACHE, nulls,
+                                            prepared_cache, progress=progress, log=log)
+
+    staging = out / f".staging-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        meta = write_tables(staging, spec, store, results, queries, t_start)
+        publish(staging, out)
+    finally:
+        remove_path(staging)
+    write_results_meta(out, {**meta, **(extra_meta or {})})
+    want_report = spec.report if report is None else report
+    if want_report:
+        from aria.report import write_report
+
+        written = write_report(out)
+        log(f"report: {written.html}")
+    log(f"results: {out}")

@@ -1,0 +1,335 @@
+r"""One setting of a study: diagnostics, S_track, homogeneity, alignment — cached as a stage.
+
+:func:`run_setting` computes every table of one setting (original and, unless disabled, the
+rank-1 residual) into ``OUTPUT/.cache/<setting>/`` (a :class:`aria._stages.Stage`), or reads
+them back when the score matrix, segment map, feature store and study parameters are those it
+was computed from. A setting that fails leaves no stage behind (neither half-written tables
+nor a record marked "running"): the next run computes it from scratch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aria._io import read_json, remove_path, write_json
+from aria._stages import Stage, file_fingerprint
+from aria.errors import DataError, ParameterError
+from aria.study.inputs import (
+    align_tracks,
+    check_setting_files,
+    open_setting_scores,
+    track_ids_of,
+)
+from aria.study_config import SettingSpec, StudySpec
+
+__all__ = ["N_PAIRS", "TABLES", "run_setting", "slug"]
+
+#: Contributing track pairs kept per query, channel and variant (the report's evidence).
+N_PAIRS = 10
+#: The per-setting tables (Parquet files of the cached stage).
+TABLES = ("homogeneity", "query_z", "pairs", "topk", "null")
+
+
+def slug(name: str) -> str:
+    """A file-system-safe folder name for a setting name.
+
+    Parameters
+    ----------
+    name : str
+        The setting's name.
+    """
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "setting"
+
+
+def _s_track(setting: SettingSpec, store: Any, *, normalize: str, residual: bool, out: Path,
+             chunk_rows: int | None, progress: bool | None) -> Any:
+    """S_track (original or residual) written under ``out``; returns its ScoreSource.
+
+    ``normalize`` is the method actually applied (``auto`` is resolved once on the original and
+    the same method is used for the residual, so the two differ only by the rank-1 part).
+    Without a segment map, a score matrix that carries no row ids is matched to the feature
+    store by position (it must have one row per store track).
+    """
+    from aria.scores import aggregate, open_scores, save_scores
+    from aria.scores import residual as residual_source
+
+    src = open_setting_scores(setting)
+    segments: Any = setting.segments
+    if segments is None and src.row_ids is None:
+        if src.shape[0] != len(store):
+            raise DataError(
+                f"setting {setting.name!r}: the score matrix has {src.shape[0]} rows and no row "
+                f"ids, and no segment map was given; the feature store has {len(store)} tracks. "
+                "Give segments = a segment -> track map, or save the scores with row ids"
+            )
+        segments = np.asarray(store.track_ids).astype(str)
+    if normalize == "none":
+        if setting.segments is not None:
+            raise ParameterError(
+                f"setting {setting.name!r}: normalize='none' needs one segment per track (no "
+                "segment map); choose zscore, rank or auto"
+            )
+        if not residual:
+            return src
+        res = residual_source(src, chunk_rows=chunk_rows)
+        save_scores(res, out, method=setting.method, stage=setting.stage,
+                    parameters={"variant": "residual", "normalize": "none"},
+                    row_ids=src.row_ids)
+        return open_scores(out)
+    return aggregate(src, segments=segments, normalize=normalize, residual=residual, out=out,
+                     chunk_rows=chunk_rows, progress=progress)
+
+
+def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k: int) -> Any:
+    import pandas as pd
+
+    t = groups.shape[0]
+    k = min(k, groups.shape[1])
+    return pd.DataFrame({
+        "query": np.repeat(np.arange(t), k),
+        "rank": np.tile(np.arange(1, k + 1), t),
+        "track_id": track_ids[groups[:, :k].reshape(-1)],
+        "score": scores[:, :k].reshape(-1),
+    })
+
+
+def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.ndarray,
+              rows: np.ndarray, spec: StudySpec, progress: bool | None) -> Any:
+    """The null of this track pool and feature order, computed once per study run."""
+    from aria.homogeneity import null_distribution
+
+    key = hashlib.sha256(
+        np.packbits(pool).tobytes() + np.ascontiguousarray(rows).tobytes()
+    ).hexdigest()
+    if key not in nulls:
+        nulls[key] = null_distribution(prepared, ks=list(spec.K), pool=pool, B=spec.B,
+                                       seed=spec.seed, progress=progress)
+    return nulls[key]
+
+
+def _variant_tables(
+    s_track: Any,
+    prepared: dict[str, list[Any]],
+    null: Any,
+    pool: np.ndarray,
+    track_ids: np.ndarray,
+    spec: StudySpec,
+    progress: bool | None,
+) -> dict[str, Any]:
+    from aria.homogeneity import constant_queries, homogeneity, top_k_groups
+
+    groups, scores = top_k_groups(s_track, max(spec.K), pool=pool, chunk_rows=spec.chunk_rows,
+                                  return_scores=True, progress=progress)
+    constant = constant_queries(s_track, pool=pool, chunk_rows=spec.chunk_rows)
+    res = homogeneity(groups, prepared, null, ks=list(spec.K), evidence_k=spec.K_report,
+                      n_pairs=N_PAIRS, progress=progress, constant=constant)
+    summary = res.summary(n_boot=spec.n_bootstrap, seed=spec.seed)
+    return {
+        "homogeneity": summary,
+        "query_z": res.query_frame(),
+        "pairs": res.pairs_frame(track_ids=track_ids),
+        "topk": _topk_frame(groups, scores, track_ids, spec.K_report),
+    }
+
+
+def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndarray,
+                    channels: list[str], chunk_rows: int | None) -> list[dict[str, Any]]:
+    from aria.alignment import channel_alignment, sequence_histogram
+    from aria.features.registry import channels as registry_channels
+    from aria.scores import rank1
+
+    u1 = rank1(s_track, chunk_rows=chunk_rows).u1[present]
+    store_rows = rows[present]
+    by_channel: dict[str, dict[str, np.ndarray]] = {}
+    for channel, specs in registry_channels(store.modality).items():
+        if channel not in channels:
+            continue
+        groups = {}
+        for s in specs:
+            if s.name not in store.feature_names:
+                continue
+            if s.kind == "vector":
+                groups[s.name] = store.vectors(s.name)[store_rows]
+            else:
+                seqs = store.sequences(s.name)
+                groups[s.name] = sequence_histogram([
+                    np.asarray(seqs[i] if seqs[i] is not None else [], dtype=np.int64)
+                    for i in store_rows
+                ])
+        if groups:
+            by_channel[channel] = groups
+    out = []
+    for channel, res in channel_alignment(u1, by_channel).items():
+        out.append({"channel": channel, **res.to_dict()})
+    return out
+
+
+def _read_cached(stage: Stage) -> dict[str, Any]:
+    import pandas as pd
+
+    out = {"diagnostics": read_json(stage.path / "diagnostics.json"),
+           "alignment": read_json(stage.path / "alignment.json"),
+           "timings": stage.summary().get("timings", {})}
+    for name in TABLES:
+        out[name] = pd.read_parquet(stage.path / f"{name}.parquet")
+    return out
+
+
+def run_setting(
+    setting: SettingSpec,
+    spec: StudySpec,
+    store: Any,
+    store_fp: dict[str, Any],
+    cache_root: Path,
+    nulls: dict[str, Any],
+    prepared_cache: dict[bytes, Any],
+    *,
+    progress: bool | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """All tables of one setting, from the cache when inputs and parameters are unchanged.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting to analyse.
+    spec : StudySpec
+        The study (K, B, seed, bootstrap, residual, channels, chunk size).
+    store : FeatureStore
+        The study's feature store.
+    store_fp : dict
+        Fingerprint of the feature store (part of the cache key).
+    cache_root : Path
+        ``OUTPUT/.cache``; the setting's stage is a folder in it.
+    nulls : dict
+        Nulls computed so far in this run, by track pool (filled in here).
+    prepared_cache : dict
+        Prepared features computed so far in this run, by row order (filled in here).
+    progress : bool or None
+        Progress bars.
+    log : callable
+        Called with each log line.
+
+    Returns
+    -------
+    dict
+        ``diagnostics`` and ``alignment`` (JSON-able), ``timings`` and one DataFrame per name
+        in :data:`TABLES`.
+    """
+    check_setting_files(setting)
+    params = {
+        "setting": dataclasses.asdict(setting) | {
+            "scores": file_fingerprint(setting.scores),
+            "segments": None if setting.segments is None else file_fingerprint(setting.segments),
+        },
+        "store": store_fp,
+        "study": {k: v for k, v in spec.params().items()
+                  if k not in {"name", "confound", "queries"}},
+        "n_pairs": N_PAIRS,
+    }
+    stage = Stage(cache_root, slug(setting.name), params)
+    if stage.is_complete():
+        log(f"{setting.name}: reusing cached results ({stage.path})")
+        return _read_cached(stage)
+    reason = stage.stale_reason()
+    if reason:
+        log(f"{setting.name}: recomputing ({reason})")
+    work = stage.begin()
+    try:
+        result = _compute(setting, spec, store, work, nulls, prepared_cache,
+                          progress=progress, log=log)
+    except BaseException:  # a failed stage is not left "running": the next run redoes it
+        remove_path(stage.path)
+        raise
+    finally:  # S_track files are N x T float64: never leave them behind
+        for f in work.glob("s_track_*"):
+            remove_path(f)
+    stage.complete(timings=result["timings"])
+    return result
+
+
+def _compute(
+    setting: SettingSpec,
+    spec: StudySpec,
+    store: Any,
+    work: Path,
+    nulls: dict[str, Any],
+    prepared_cache: dict[bytes, Any],
+    *,
+    progress: bool | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """The body of :func:`run_setting`: compute and write every table into ``work``."""
+    import pandas as pd
+
+    from aria.diagnostics import diagnose
+    from aria.homogeneity import feature_pool
+    from aria.similarity import prepare_channels
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    log(f"{setting.name}: reliability diagnostics")
+    diag = diagnose(open_setting_scores(setting), chunk_rows=spec.chunk_rows, progress=progress)
+    d = diag.to_dict() if hasattr(diag, "to_dict") else dataclasses.asdict(diag)
+    d = {k: v for k, v in d.items() if k not in {"v1", "u1", "constant_indices"}}
+    d["v1_constancy"] = float(diag.v1_constancy)
+    timings["diagnostics"] = time.perf_counter() - t0
+
+    tables: dict[str, list[Any]] = {name: [] for name in TABLES}
+    alignment: list[dict[str, Any]] = []
+    variants = ("original", "residual") if spec.residual else ("original",)
+    normalize_used: str = setting.normalize
+    d["normalize_used"] = normalize_used
+    channels = list(spec.channels) if spec.channels else None
+    for variant in variants:
+        t0 = time.perf_counter()
+        log(f"{setting.name}: S_track ({variant})")
+        src = _s_track(setting, store, normalize=normalize_used, residual=variant == "residual",
+                       out=work / f"s_track_{variant}.npy", chunk_rows=spec.chunk_rows,
+                       progress=progress)
+        if variant == "original" and normalize_used == "auto":
+            params = (src.manifest or {}).get("parameters") or {}
+            normalize_used = str(params.get("normalize", "auto"))
+            d["normalize_used"] = normalize_used
+        track_ids = track_ids_of(src, store, setting.name)
+        rows, present = align_tracks(track_ids, store, max_missing=spec.max_missing_fraction,
+                                     setting=setting.name)
+        key = np.where(present, rows, -1).tobytes()
+        if key not in prepared_cache:  # features re-indexed to these rows, prepared once per run
+            prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0),
+                                                   channels=channels)
+        prepared = prepared_cache[key]
+        pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
+        timings[f"s_track_{variant}"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
+        null = _null_for(nulls, prepared, pool, rows, spec, progress)
+        vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress)
+        vt["null"] = null.to_frame()
+        for name, df in vt.items():
+            df.insert(0, "variant", variant)
+            df.insert(0, "setting", setting.name)
+            tables[name].append(df)
+        timings[f"homogeneity_{variant}"] = time.perf_counter() - t0
+        if variant == "original":
+            t0 = time.perf_counter()
+            alignment = _alignment_rows(src, store, rows, present, list(prepared),
+                                        spec.chunk_rows)
+            timings["alignment"] = time.perf_counter() - t0
+
+    result: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings}
+    write_json(work / "diagnostics.json", d)
+    write_json(work / "alignment.json", alignment)
+    for name, parts in tables.items():
+        df = pd.concat(parts, ignore_index=True)
+        df.to_parquet(work / f"{name}.parquet", index=False)
+        result[name] = df
+    return result

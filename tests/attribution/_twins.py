@@ -1,0 +1,62 @@
+"""Reference twins of :mod:`aria.attribution`: the linear datamodeling score.
+
+:func:`~aria.attribution.lds.lds` (ranks + one vectorised Pearson per query) against
+:func:`~aria.attribution.lds.lds_reference` (explicit subset sums + ``scipy.stats.spearmanr``
+per query), with permutation invariance: reordering the subsets (rows of ``subsets`` and
+``outputs`` together) and relabelling the training rows leave every per-query LDS unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aria.attribution.lds import lds, lds_reference
+
+
+def _shared() -> Any:
+    """``tests/_twins.py`` (loaded by path: this file's own name is ``_twins`` too)."""
+    path = Path(__file__).resolve().parents[1] / "_twins.py"
+    mod = sys.modules.get("_twins")
+    if mod is not None and Path(getattr(mod, "__file__", "")).resolve() == path:
+        return mod
+    spec = importlib.util.spec_from_file_location("_twins", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["_twins"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+Twin = _shared().Twin
+
+
+def _lds_inputs(rng: np.random.Generator):
+    n, t, s = 30, 6, 12
+    scores = rng.normal(size=(n, t))
+    subsets = np.stack([np.sort(rng.choice(n, size=n // 2, replace=False)) for _ in range(s)])
+    mask = np.zeros((s, n))
+    np.put_along_axis(mask, subsets, 1.0, axis=1)
+    outputs = mask @ scores + 0.5 * rng.normal(size=(s, t))
+    return (scores, subsets, outputs), {}
+
+
+def _permute_lds(rng: np.random.Generator, args, kwargs):
+    """Reorder the subsets (rows of subsets and outputs) and relabel the training rows."""
+    scores, subsets, outputs = args
+    order = rng.permutation(subsets.shape[0])
+    relabel = rng.permutation(scores.shape[0])  # new row of old training row i
+    new_scores = np.empty_like(scores)
+    new_scores[relabel] = scores
+    new_subsets = np.sort(relabel[subsets[order]], axis=1)
+    return (new_scores, new_subsets, outputs[order]), kwargs, lambda result: result
+
+
+TWINS = [
+    Twin(name="attribution.lds", fast=lds, reference=lds_reference, make=_lds_inputs,
+         permute=_permute_lds),
+]

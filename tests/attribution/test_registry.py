@@ -1,0 +1,177 @@
+"""The method registry: every method through run_method / run_methods, typed arguments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from aria.attribution import (  # noqa: E402
+    METHODS,
+    graddot,
+    run_method,
+    run_methods,
+    tracin,
+)
+from aria.errors import DataError, ParameterError  # noqa: E402
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_method_returns_finite_train_by_test(tiny, method):
+    kw = {"proj_dim": 16} if method in ("LoGra", "FactGraSS") else {"proj_dim": 32}
+    res = run_method(method, tiny["model"], tiny["train"], tiny["queries"], ensemble=tiny["ensemble"],
+                     trajectory=tiny["trajectory"], learning_rates=tiny["lrs"], final=tiny["final"],
+                     batch_size=5, **kw)
+    assert res.scores.shape == (12, 5)
+    assert res.scores.dtype == np.float32
+    assert np.isfinite(res.scores).all()
+    assert res.method == method
+    assert np.abs(res.scores).max() > 0
+
+
+def test_bad_inputs_raise_typed_errors(tiny):
+    m, f, tr, q = tiny["model"], tiny["final"], tiny["train"], tiny["queries"]
+    with pytest.raises(ParameterError, match="model"):
+        graddot("not a model", f, tr, q)
+    with pytest.raises(DataError, match="train"):
+        graddot(m, f, tr[:, :1], q)
+    with pytest.raises(ParameterError, match="queries"):
+        graddot(m, f, tr, q.astype(float))
+    with pytest.raises(ParameterError, match="learning_rates"):
+        tracin(m, tiny["trajectory"], tr, q, learning_rates=[0.1])
+    with pytest.raises(ParameterError, match="loss"):
+        graddot(m, f, tr, q, loss="bogus")
+    with pytest.raises(ParameterError, match="method"):
+        run_method("Bogus", m, tr, q)
+    with pytest.raises(ParameterError, match="ensemble"):
+        run_method("TRAK", m, tr, q)
+
+
+def test_run_methods_saves_every_matrix(tiny, tmp_path):
+    from aria.attribution import load_attribution, run_methods
+
+    res = run_methods(["GradCos", "TRAK", "GradDot"], tiny["model"], tiny["train"], tiny["queries"],
+                      ensemble=tiny["ensemble"], final=tiny["final"], options={"TRAK": {"proj_dim": 8}},
+                      common={"proj_dim": 16, "batch_size": 6}, out_dir=tmp_path,
+                      row_ids=[f"seg{i}" for i in range(12)])
+    assert list(res) == ["GradCos", "TRAK", "GradDot"]
+    assert res["TRAK"].parameters["proj_dim"] == 8 and res["GradDot"].parameters["proj_dim"] == 16
+    for name, r in res.items():
+        back, manifest = load_attribution(tmp_path / f"{name}.npy", method=name)
+        np.testing.assert_array_equal(back, r.scores)
+        assert manifest["parameters"]["proj_dim"] == r.parameters["proj_dim"]
+    with pytest.raises(ParameterError, match="options"):
+        run_methods(["TRAK"], tiny["model"], tiny["train"], tiny["queries"], options={"Trak": {}})
+
+
+# ---------------------------------------------------------------- typed arguments
+
+
+@pytest.mark.parametrize("method", ["LoGra", "FactGraSS"])
+@pytest.mark.parametrize(("option", "value"),
+                         [("engine", "aria"), ("proj_type", "normal"), ("max_projection_bytes", 0)])
+def test_an_option_the_method_does_not_take_is_an_error(tiny, method, option, value):
+    """Before the registry these were silently dropped for LoGra / FactGraSS."""
+    args = (tiny["model"], tiny["train"], tiny["queries"])
+    with pytest.raises(ParameterError, match=rf"{method}.*'{option}'"):
+        run_method(method, *args, final=tiny["final"], proj_dim=16, **{option: value})
+    with pytest.raises(ParameterError, match=rf"{method}.*'{option}'"):
+        run_methods(["GradDot", method], *args, final=tiny["final"], common={option: value})
+    with pytest.raises(ParameterError, match=rf"{method}.*'{option}'"):
+        run_methods([method], *args, final=tiny["final"], options={method: {option: value}})
+
+
+def test_unknown_options_fail_before_any_work(tiny, monkeypatch):
+    from aria.attribution import registry
+
+    def boom(*a, **k):
+        raise AssertionError("a method ran")
+
+    monkeypatch.setattr(registry, "grad_similarities", boom)
+    with pytest.raises(ParameterError, match=r"TRAK.*'damping'"):
+        run_methods(["GradDot", "GradCos", "TRAK"], tiny["model"], tiny["train"], tiny["queries"],
+                    final=tiny["final"], ensemble=tiny["ensemble"],
+                    options={"TRAK": {"damping": 0.1}})
+
+
+def test_registry_says_which_checkpoints_and_arguments():
+    from aria.attribution import (
+        REGISTRY,
+        FactGraSSArgs,
+        GradientArgs,
+        LoGraArgs,
+        TrakArgs,
+    )
+
+    kinds = {name: spec.checkpoints for name, spec in REGISTRY.items()}
+    assert kinds == {"TRAK": "ensemble", "TracIn": "trajectory", "GradDot": "final",
+                     "GradCos": "final", "LoGra": "final", "FactGraSS": "final"}
+    assert REGISTRY["TRAK"].args is TrakArgs and REGISTRY["LoGra"].args is LoGraArgs
+    assert REGISTRY["FactGraSS"].args is FactGraSSArgs
+    assert {REGISTRY[m].args for m in ("TracIn", "GradDot", "GradCos")} == {GradientArgs}
+    assert list(METHODS) == list(REGISTRY)
+    assert all(METHODS[m] is REGISTRY[m].function for m in METHODS)
+
+
+def test_defaults_and_signatures_come_from_the_arguments():
+    import inspect
+
+    from aria.attribution import DEFAULTS, REGISTRY
+
+    assert DEFAULTS == {
+        "TRAK": {"proj_dim": 512, "lam": 0.01}, "TracIn": {"proj_dim": None},
+        "GradDot": {"proj_dim": None}, "GradCos": {"proj_dim": None},
+        "LoGra": {"proj_dim": 256, "damping": 0.1},
+        "FactGraSS": {"proj_dim": 256, "blowup": 4, "damping": 0.01},
+    }
+    for name, spec in REGISTRY.items():
+        defaults = spec.args()
+        params = inspect.signature(spec.function).parameters
+        for field in defaults.to_dict():
+            assert field in params, (name, field)
+            want = getattr(defaults, field)
+            assert params[field].default == (list(want) if isinstance(want, tuple) else want)
+
+
+def test_result_parameters_record_the_arguments(tiny, tmp_path):
+    from aria.attribution import GradientArgs, load_attribution
+
+    res = run_method("GradDot", tiny["model"], tiny["train"], tiny["queries"], final=tiny["final"],
+                     proj_dim=16, batch_size=6, out=tmp_path / "g.npy")
+    args = GradientArgs(proj_dim=16, batch_size=6)
+    assert res.parameters == {**args.to_dict(), "n_checkpoints": 1, "weights": [1.0],
+                              "normalized_grad": False}
+    _, manifest = load_attribution(tmp_path / "g.npy", method="GradDot")
+    stored = {k: v for k, v in manifest["parameters"].items() if k != "run"}
+    assert stored == res.parameters
+
+
+def test_arguments_are_frozen_and_checked():
+    import dataclasses
+
+    from aria.attribution import FactGraSSArgs, LoGraArgs, TrakArgs
+
+    a = TrakArgs()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.lam = 1.0  # type: ignore[misc]
+    assert TrakArgs(lam=1).lam == 1.0 and isinstance(TrakArgs(lam=1).lam, float)
+    for bad, match in [({"proj_dim": 0}, "proj_dim"), ({"lam": -1.0}, "lam"),
+                       ({"engine": "fast"}, "engine"), ({"loss": "bogus"}, "loss"),
+                       ({"num_threads": 0}, "num_threads"), ({"proj_type": "sjlt"}, "proj_type")]:
+        with pytest.raises(ParameterError, match=match):
+            TrakArgs(**bad)
+    with pytest.raises(ParameterError, match="perfect square"):
+        LoGraArgs(proj_dim=15)
+    with pytest.raises(ParameterError, match="damping"):
+        FactGraSSArgs(damping=0.0)
+    assert LoGraArgs(layer_names=["inner.head"]).layer_names == ("inner.head",)
+    assert TrakArgs(loss=_custom_loss).to_dict()["loss"] == "_custom_loss"
+    with pytest.raises(ParameterError, match="unknown option"):
+        TrakArgs.from_mapping({"lam": 0.1, "blowup": 4})
+
+
+def _custom_loss(model, tokens):
+    from aria.attribution.losses import sequence_loss
+
+    return sequence_loss(model, tokens)

@@ -1,0 +1,48 @@
+"""Reference twins of :mod:`aria.bench`: the relative-attention logits of the MusicTransformer.
+
+:func:`~aria.bench.model.relative_logits` (Huang et al.'s skewing trick, :func:`skew`) against
+:func:`~aria.bench.model.relative_logits_reference` (the per-entry definition), on float64
+queries of several heads and a shared relative embedding.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from aria.bench.model import relative_logits, relative_logits_reference
+
+
+def _shared() -> Any:
+    """``tests/_twins.py`` (loaded by path: this file's own name is ``_twins`` too)."""
+    path = Path(__file__).resolve().parents[1] / "_twins.py"
+    mod = sys.modules.get("_twins")
+    if mod is not None and Path(getattr(mod, "__file__", "")).resolve() == path:
+        return mod
+    spec = importlib.util.spec_from_file_location("_twins", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["_twins"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+Twin = _shared().Twin
+
+
+def _relative_inputs(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    length = int(rng.integers(1, 10))
+    q = torch.from_numpy(rng.standard_normal((2, 3, length, 4)))
+    e_r = torch.from_numpy(rng.standard_normal((length, 4)))
+    return (q, e_r), {}
+
+
+TWINS = [
+    Twin(name="bench.relative_logits", fast=relative_logits, reference=relative_logits_reference,
+         make=_relative_inputs),
+]

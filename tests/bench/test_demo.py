@@ -1,0 +1,68 @@
+"""``aria demo`` end to end at the tiny preset, its resumability, and the agreement table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aria.bench.demo import agreement_table, run_demo
+from aria.errors import ParameterError
+from aria.results import read_results_meta, read_table
+
+
+def test_agreement_table_perfect_and_reversed():
+    lds = {"A": 0.3, "B": 0.2, "C": 0.1, "D": 0.05}
+    diag = {m: {"r1": r, "r2_5": r, "p": r, "kappa": r} for m, r in zip(lds, (0.1, 0.2, 0.3, 0.4), strict=True)}
+    t = agreement_table(lds, diag)
+    assert np.allclose(t["spearman"], 1.0) and np.allclose(t["kendall"], 1.0)
+    diag_rev = {m: {k: -v for k, v in d.items()} for m, d in diag.items()}
+    assert np.allclose(agreement_table(lds, diag_rev)["spearman"], -1.0)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ParameterError, match=r"methods\[\]"):
+        run_demo(tmp_path, preset="tiny", methods=["TRAK", "Nope"], quiet=True)
+    with pytest.raises(ParameterError, match="threads"):
+        run_demo(tmp_path, preset="tiny", threads=0, quiet=True)
+    with pytest.raises(ParameterError, match="overrides"):
+        run_demo(tmp_path, preset="tiny", bogus=1, quiet=True)
+    with pytest.raises(ParameterError, match="preset"):
+        run_demo(tmp_path, preset="huge", quiet=True)
+
+
+@pytest.mark.slow
+def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys):
+    from aria.cli import main
+
+    out = tmp_path / "demo"
+    assert main(["demo", "--preset", "tiny", "--out", str(out), "--threads", "1", "-B", "50"]) == 0
+    log = capsys.readouterr().out
+    assert "Table 1 layout" in log and "Rank agreement with LDS" in log
+    results = out / "results"
+    rel = read_table(results, "reliability")
+    assert list(rel.setting) == ["TRAK", "TracIn", "GradCos", "GradDot", "LoGra", "FactGraSS"]
+    assert ((rel.kappa >= 0) & (rel.kappa <= 1)).all()
+    lds = read_table(results, "lds")
+    assert set(lds.method) == set(rel.setting) and np.isfinite(lds.lds).all()
+    agree = read_table(results, "agreement")
+    assert set(agree.diagnostic) == {"r1", "r2_5", "p", "kappa"} and set(agree.methods) == {"all", "paper"}
+    hom = read_table(results, "homogeneity")
+    assert set(hom.variant) == {"original", "residual"}
+    meta = read_results_meta(results)
+    assert meta["demo"]["preset"]["name"] == "tiny" and "attribution" in meta["demo"]["stage_seconds"]
+    assert (results / "report.html").is_file()
+    assert any((out / "queries" / "queries" / "midi").glob("*.mid"))
+    # a rerun reuses every stage
+    assert main(["demo", "--preset", "tiny", "--out", str(out), "--threads", "1", "-B", "50", "--no-report"]) == 0
+    log = capsys.readouterr().out
+    for stage in ("corpus", "models", "queries", "attribution", "lds", "features"):
+        assert f"{stage}: reusing finished stage" in log
+    assert "reusing cached results" in log
+
+
+def test_old_import_path_reexports_the_demo():
+    import aria.bench.demo
+    import aria.demo
+
+    for name in aria.demo.__all__:
+        assert getattr(aria.demo, name) is getattr(aria.bench.demo, name)

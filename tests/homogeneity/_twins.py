@@ -1,0 +1,158 @@
+"""Reference twins of the analyses layer: aria.homogeneity (top-K groups, K-sweep pair sums,
+null, homogeneity with evidence pairs) and aria.alignment (alpha_max / alpha_reg)."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _twins import Inputs, Twin
+from aria.alignment import alignment, alignment_reference
+from aria.features.registry import FeatureSpec
+from aria.homogeneity import homogeneity, null_distribution, top_k_groups
+from aria.homogeneity.core import homogeneity_reference
+from aria.homogeneity.groups import (
+    constant_queries,
+    constant_queries_reference,
+    top_k_groups_reference,
+)
+from aria.homogeneity.null import null_distribution_reference
+from aria.homogeneity.sweep import group_sums, group_sums_reference
+from aria.similarity import prepare_feature
+
+
+def _features(rng: np.random.Generator, n: int) -> dict[str, list[Any]]:
+    def vec(name: str, channel: str, x: np.ndarray) -> Any:
+        spec = FeatureSpec(name, channel, "audio", "vector", x.shape[1], "std_euclidean",
+                           "audio", "test")
+        return prepare_feature(spec, x)
+
+    seq = FeatureSpec("chords", "harmony", "audio", "sequence", None, "chord_lcs", "audio",
+                      "test")
+    chords = [rng.integers(0, 12, rng.integers(0, 20)) for _ in range(n)]
+    return {
+        "rhythm": [vec("onset", "rhythm", rng.standard_normal((n, 3)))],
+        "harmony": [vec("chroma", "harmony", rng.standard_normal((n, 4))),
+                    prepare_feature(seq, chords)],
+    }
+
+
+# ---------------------------------------------------------------------------- top-K groups
+
+
+def _scores(rng: np.random.Generator) -> Inputs:
+    s = rng.integers(0, 6, (70, 9)).astype(np.float64)  # many ties: the tie rule matters
+    pool = rng.random(70) < 0.8
+    return (s, 12), {"pool": pool, "return_scores": True}
+
+
+def _permute_queries(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dict[str, Any]):
+    s, k = args
+    perm = rng.permutation(s.shape[1])
+    return (s[:, perm], k), kwargs, lambda res: (res[0][perm], res[1][perm])
+
+
+def _constant_columns(rng: np.random.Generator) -> Inputs:
+    s = rng.standard_normal((50, 8)).astype(np.float32)
+    s[:, 2] = 1.5
+    s[:, 5] = np.float32(2.0) + np.float32(2e-7) * rng.integers(0, 2, 50)  # rounding noise
+    s[:20, 6] = rng.standard_normal(20)  # constant over the pool (rows 20..) only
+    s[20:, 6] = -1.0
+    return (s,), {"pool": np.arange(20, 50)}
+
+
+def _permute_columns(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dict[str, Any]):
+    perm = rng.permutation(args[0].shape[1])
+    return (args[0][:, perm],), kwargs, lambda res: res[perm]
+
+
+# ---------------------------------------------------------------------- K-sweep pair sums
+
+
+def _groups(rng: np.random.Generator) -> Inputs:
+    feats = [f for fs in _features(rng, 50).values() for f in fs]
+    groups = np.stack([rng.permutation(50)[:12] for _ in range(6)])
+    return (feats, groups, np.array([2, 5, 12])), {"n_jobs": 2}
+
+
+def _permute_groups(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dict[str, Any]):
+    feats, groups, ks = args
+    perm = rng.permutation(groups.shape[0])
+    return (feats, groups[perm], ks), kwargs, lambda res: res[perm]
+
+
+# ------------------------------------------------------------------------------------ null
+
+
+def _null_inputs(rng: np.random.Generator) -> Inputs:
+    return (_features(rng, 45),), {"ks": [3, 8], "B": 7, "seed": int(rng.integers(100))}
+
+
+# ----------------------------------------------------------------------------- homogeneity
+
+
+def _homogeneity_inputs(rng: np.random.Generator) -> Inputs:
+    prepared = _features(rng, 60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        null = null_distribution(prepared, ks=[4, 9], B=8, seed=1)
+    groups = top_k_groups(rng.standard_normal((60, 7)), 9)
+    constant = np.zeros(7, dtype=bool)
+    constant[3] = True
+    return (groups, prepared, null), {"evidence_k": 9, "n_pairs": 6, "constant": constant}
+
+
+def _permute_homogeneity(rng: np.random.Generator, args: tuple[Any, ...],
+                         kwargs: dict[str, Any]):
+    groups, prepared, null = args
+    perm = rng.permutation(groups.shape[0])
+
+    def expect(res: Any) -> Any:
+        return dataclasses.replace(
+            res, g=res.g[..., perm], z_feature=res.z_feature[..., perm],
+            g_channel=res.g_channel[..., perm], z=res.z[..., perm],
+            pair_rows=res.pair_rows[perm], pair_contribution=res.pair_contribution[perm],
+            pair_similarity=res.pair_similarity[perm], constant=res.constant[perm],
+        )
+
+    return (groups[perm], prepared, null), {**kwargs, "constant": kwargs["constant"][perm]}, expect
+
+
+# ------------------------------------------------------------------------------- alignment
+
+
+def _alignment_inputs(rng: np.random.Generator) -> Inputs:
+    n = 40
+    x = rng.standard_normal((n, 3))
+    groups = {"a": x, "b": rng.standard_normal((n, 1)), "c": rng.standard_normal((n, 5))}
+    groups["c"][4] = np.nan
+    u1 = x @ np.array([1.0, -0.5, 0.0]) + 0.5 * rng.standard_normal(n)
+    return (u1, groups), {}
+
+
+def _permute_tracks(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dict[str, Any]):
+    u1, groups = args
+    perm = rng.permutation(u1.size)
+    return (u1[perm], {k: v[perm] for k, v in groups.items()}), kwargs, lambda res: res
+
+
+TWINS = [
+    Twin("homogeneity.top_k_groups", top_k_groups, top_k_groups_reference, _scores,
+         chunk=("chunk_rows", (1, 7, 1000)), permute=_permute_queries),
+    Twin("homogeneity.constant_queries", constant_queries, constant_queries_reference,
+         _constant_columns, chunk=("chunk_rows", (1, 7, 1000)), permute=_permute_columns),
+    Twin("homogeneity.group_sums", group_sums, group_sums_reference, _groups,
+         permute=_permute_groups),
+    Twin("homogeneity.null_distribution", null_distribution, null_distribution_reference,
+         _null_inputs),
+    Twin("homogeneity.homogeneity", homogeneity, homogeneity_reference, _homogeneity_inputs,
+         permute=_permute_homogeneity, rtol=1e-9, atol=1e-11),
+    Twin("alignment.alignment", alignment, alignment_reference, _alignment_inputs, rtol=1e-8,
+         atol=1e-12),
+]

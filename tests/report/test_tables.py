@@ -1,0 +1,55 @@
+"""The report's tables: wide per-setting frames built from the long results tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aria.report import load_results
+from aria.report.tables import build_tables
+from aria.results import write_table
+
+
+def test_wide_tables_match_long_tables(results):
+    path, frames = results
+    data = load_results(path)
+    tables = build_tables(data, k=100)
+    h = frames["homogeneity"]
+    for variant, name in (("original", "homogeneity"), ("residual", "homogeneity_residual")):
+        wide = tables[name].df
+        assert list(wide["setting"]) == data.settings  # one row per setting, in order
+        for _, row in wide.iterrows():
+            for c in data.channels:
+                src = h[
+                    (h.setting == row.setting)
+                    & (h.variant == variant)
+                    & (h.K == 100)
+                    & (h.channel == c)
+                ].iloc[0]
+                for q in ("zbar", "zbar_lo", "zbar_hi", "pos", "sig"):
+                    assert row[f"{c}_{q}"] == pytest.approx(src[q], abs=1e-6)
+    rel = frames["reliability"].set_index("setting")
+    wide = tables["homogeneity"].df.set_index("setting")
+    for c in ("r1", "r2_5", "p", "kappa"):
+        np.testing.assert_allclose(wide[c], rel.loc[wide.index, c])
+    # the sensitivity table reads its optional 'stage' and 'selected' columns
+    sens = tables["sensitivity"]
+    assert sens.layout["groups"] == ["semantic", "fine"]
+    assert len(sens.df) == 6 and sens.df["selected"].sum() == 1
+    # confound table filtered to the chosen K (fixture has K = 300 only -> falls back to it)
+    assert set(tables["confound"].df["K"]) == {300}
+    # ranking keeps collapsed settings, flagged excluded
+    rk = tables["ranking"].df
+    assert (
+        rk[rk.setting == "TRAK/coarse"]["excluded"].all()
+        and not rk[rk.setting != "TRAK/coarse"]["excluded"].any()
+    )
+
+
+def test_extra_columns_are_tolerated(results):
+    path, frames = results
+    rel = frames["reliability"].assign(energy_1=0.5, something_new="x")
+    write_table(path, "reliability", rel)
+    data = load_results(path)
+    assert data.missing == []
+    assert "energy_1" in build_tables(data, k=300)["reliability"].df.columns

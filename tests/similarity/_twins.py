@@ -1,0 +1,63 @@
+"""Reference twins of aria.similarity: bit-parallel LCS vs the dynamic program, group blocks
+(Gram path / LCS group kernel) vs pair-by-pair recomputation from the raw values."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _twins import Inputs, Twin
+from aria.features.registry import FeatureSpec
+from aria.similarity import lcs_length, lcs_similarity, pairwise, prepare_feature
+from aria.similarity.lcs import lcs_length_reference, lcs_similarity_reference
+from aria.similarity.prepare import pairwise_reference
+
+VEC = FeatureSpec("v", "c", "audio", "vector", 6, "std_euclidean", "audio", "test")
+SEQ = FeatureSpec("s", "c", "audio", "sequence", None, "chord_lcs", "audio", "test")
+
+
+def _two_sequences(rng: np.random.Generator) -> Inputs:
+    # lengths across the 64-bit word boundary, small alphabet for long common subsequences
+    la, lb = rng.integers(0, 140, 2)
+    return (rng.integers(0, 4, la), rng.integers(0, 4, lb)), {}
+
+
+def _swap(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dict[str, Any]):
+    return (args[1], args[0]), kwargs, lambda res: res  # LCS is symmetric
+
+
+def _vector_group(rng: np.random.Generator) -> Inputs:
+    x = rng.standard_normal((40, 6)) * rng.uniform(0.1, 20, 6)
+    x[3] = np.nan  # a missing track
+    x[5] = x[4] + 1e-9  # a near duplicate (the Gram path recomputes it exactly)
+    pf = prepare_feature(VEC, x)
+    return (pf, np.r_[3, 4, 5, rng.permutation(np.arange(6, 40))[:12]], x), {}
+
+
+def _sequence_group(rng: np.random.Generator) -> Inputs:
+    seqs: list[Any] = [rng.integers(0, 12, rng.integers(0, 90)) for _ in range(40)]
+    seqs[2] = None  # a missing track
+    pf = prepare_feature(SEQ, seqs)
+    return (pf, rng.permutation(40)[:15], seqs), {}
+
+
+def _permute_idx(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dict[str, Any]):
+    pf, idx, values = args
+    perm = rng.permutation(idx.size)
+    return (pf, idx[perm], values), kwargs, lambda block: block[np.ix_(perm, perm)]
+
+
+TWINS = [
+    Twin("similarity.lcs_length", lcs_length, lcs_length_reference, _two_sequences,
+         permute=_swap),
+    Twin("similarity.lcs_similarity", lcs_similarity, lcs_similarity_reference, _two_sequences,
+         permute=_swap, rtol=0, atol=1e-15),
+    Twin("similarity.pairwise[vector]", pairwise, pairwise_reference, _vector_group,
+         permute=_permute_idx),
+    Twin("similarity.pairwise[sequence]", pairwise, pairwise_reference, _sequence_group,
+         permute=_permute_idx, rtol=0, atol=1e-15),
+]
