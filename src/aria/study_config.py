@@ -177,15 +177,15 @@ class SettingSpec(Options):
         None, kind="str", help="attribution method (default: the name, else the file's stem)"
     )
     stage: str = option("-", help="checkpoint stage, e.g. semantic / coarse / fine ('-': none)")
-    scores: Path = option(  # noqa: RUF009
+    scores: Path = option(
         help="segment-level score matrix (train segments x queries): npy | npz | pt | zarr",
         check=_path,
     )
-    segments: Path | None = option(  # noqa: RUF009
+    segments: Path | None = option(
         None, help="segment -> track map (CSV/Parquet); omitted: one row per track",
         check=_optional_path,
     )
-    normalize: Normalize = option(  # noqa: RUF009
+    normalize: Normalize = option(
         "zscore", choices=NORMALIZE, help="per-query normalisation of S_track"
     )
     key: str | None = option(
@@ -221,10 +221,10 @@ class StudySpec(Options):
     modality: str = _opt(
         help="'symbolic' or 'audio' (the feature store's)", choices=MODALITIES
     )
-    feature_store: Path = _opt(  # noqa: RUF009
+    feature_store: Path = _opt(
         help="feature store written by 'aria features' or 'aria demo'", check=_path
     )
-    output: Path = _opt(  # noqa: RUF009
+    output: Path = _opt(
         Path("results"), recorded=False, help="results folder (created)", check=_path
     )
     settings: tuple[SettingSpec, ...] = _opt(
@@ -245,7 +245,7 @@ class StudySpec(Options):
     n_bootstrap: int = _opt(1000, min_value=0,
                             help="bootstrap resamples of the queries for the CIs")
     residual: bool = _opt(True, help="also analyse the rank-1 residual")
-    queries: Path | None = _opt(  # noqa: RUF009
+    queries: Path | None = _opt(
         None, check=_optional_path,
         help="per-query metadata (CSV/Parquet with a 'query' column and labels)",
     )
