@@ -82,7 +82,7 @@ def _startup(cold: bool) -> dict[str, float]:
 
 
 def _clips(n: int) -> dict[str, np.ndarray]:
-    from aria.render import Note, midi_from_notes, render_midi
+    from aria.features.audio.render import Note, midi_from_notes, render_midi
 
     def song(prog, bpm, beats, program, seed):
         rng = np.random.default_rng(seed)
@@ -144,7 +144,7 @@ def main() -> int:
 
     from threadpoolctl import threadpool_limits
 
-    from aria.features import audio as audio_module
+    from aria.features.audio import extract as audio_module
 
     threadpool_limits(1)
     # stage clock = CPU time of this (only) thread: robust to other load on a shared machine

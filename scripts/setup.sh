@@ -76,7 +76,7 @@ pip_install -e ".[$extras]"
 
 # BeatNet (the paper's beat/downbeat tracker) is an optional audio backend. Its own pins
 # (numba 0.54, pyaudio) would break the environment, so it goes in without them: ARIA uses only
-# its model code and shipped weights (see aria.features.audio_beatnet).
+# its model code and shipped weights (see aria.features.audio.beatnet).
 if ! .venv/bin/python -c "import BeatNet" >/dev/null 2>&1; then
   log "installing BeatNet==1.1.3 (--no-deps)"
   pip_install --no-deps "BeatNet==1.1.3"

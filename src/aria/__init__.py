@@ -43,7 +43,7 @@ _LAZY = {
     "load_study": "aria.study_config",
     "run_study": "aria.study",
     "write_report": "aria.report",
-    "run_demo": "aria.demo",
+    "run_demo": "aria.bench.demo",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]

@@ -47,8 +47,10 @@ def make_model(seed: int) -> TinyLM:
     return model.eval()
 
 
-def train_model(windows: np.ndarray, *, seed: int, steps: int = 30, lr: float = 0.05) -> tuple[TinyLM, list, list]:
-    """Train a TinyLM on windows with plain SGD; return it, 3 checkpoints and their learning rates."""
+def train_model(
+    windows: np.ndarray, *, seed: int, steps: int = 30, lr: float = 0.05
+) -> tuple[TinyLM, list, list]:
+    """Train a TinyLM on windows with plain SGD; return it, 3 checkpoints and their LRs."""
     from aria.bench.model import sequence_loss
 
     model = make_model(seed)
@@ -85,8 +87,13 @@ def make_tiny():
     other, _, _ = train_model(train, seed=2)
     ensemble = [trajectory[-1], {k: v.clone() for k, v in other.state_dict().items()}]
     return {
-        "train": train, "queries": queries, "model": model, "trajectory": trajectory,
-        "lrs": lrs, "final": trajectory[-1], "ensemble": ensemble,
+        "train": train,
+        "queries": queries,
+        "model": model,
+        "trajectory": trajectory,
+        "lrs": lrs,
+        "final": trajectory[-1],
+        "ensemble": ensemble,
     }
 
 

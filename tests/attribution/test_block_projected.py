@@ -19,7 +19,12 @@ def _linear_grads(model, state, windows, kind):
     """Per-sample gradients restricted to the nn.Linear weights and biases (what dattri hooks)."""
     full = per_sample_grads(model, state, windows, kind)
     keep, start = [], 0
-    linear = {f"{n}.{p}" for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) for p in ("weight", "bias")}
+    linear = {
+        f"{n}.{p}"
+        for n, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear)
+        for p in ("weight", "bias")
+    }
     for name, p in model.named_parameters():
         if name in linear:
             keep.append(full[:, start : start + p.numel()])
@@ -36,9 +41,20 @@ def test_block_projected_identity_equals_linear_layer_gradient_dot(tiny, batch_s
 
     ident = {"device": "cpu", "proj_dim": -1, "proj_max_batch_size": 64, "proj_type": "identity"}
     scores, _ = _block_projected(
-        "test", tiny["model"], tiny["final"], torch.as_tensor(tiny["train"]), torch.as_tensor(tiny["queries"]),
-        sparsifier_kwargs=ident, projector_kwargs=ident, hessian="Identity", damping=None,
-        loss="sequence", target="last_token", batch_size=batch_size, layer_names=None, num_threads=1,
+        "test",
+        tiny["model"],
+        tiny["final"],
+        torch.as_tensor(tiny["train"]),
+        torch.as_tensor(tiny["queries"]),
+        sparsifier_kwargs=ident,
+        projector_kwargs=ident,
+        hessian="Identity",
+        damping=None,
+        loss="sequence",
+        target="last_token",
+        batch_size=batch_size,
+        layer_names=None,
+        num_threads=1,
         progress_bar=False,
     )
     gs = _linear_grads(tiny["model"], tiny["final"], tiny["train"], "sequence")

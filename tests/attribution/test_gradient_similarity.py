@@ -23,8 +23,15 @@ from conftest import per_sample_grads, project  # noqa: E402
 def test_graddot_equals_hand_computed_gradient_dot_products(tiny, engine):
     g_train = per_sample_grads(tiny["model"], tiny["final"], tiny["train"], "sequence")
     g_query = per_sample_grads(tiny["model"], tiny["final"], tiny["queries"], "last_token")
-    res = graddot(tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None,
-                  batch_size=5, engine=engine)
+    res = graddot(
+        tiny["model"],
+        tiny["final"],
+        tiny["train"],
+        tiny["queries"],
+        proj_dim=None,
+        batch_size=5,
+        engine=engine,
+    )
     np.testing.assert_allclose(res.scores, (g_train @ g_query.T).numpy(), rtol=2e-4, atol=1e-6)
 
 
@@ -33,26 +40,50 @@ def test_graddot_with_projection_equals_hand_projection(tiny):
     g_query = per_sample_grads(tiny["model"], tiny["final"], tiny["queries"], "last_token")
     k = 150  # two of dattri's 100-column blocks
     want = project(g_train, k, 3, 0) @ project(g_query, k, 3, 0).T
-    res = graddot(tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=k, seed=3, batch_size=5)
+    res = graddot(
+        tiny["model"],
+        tiny["final"],
+        tiny["train"],
+        tiny["queries"],
+        proj_dim=k,
+        seed=3,
+        batch_size=5,
+    )
     np.testing.assert_allclose(res.scores, want.numpy(), rtol=2e-4, atol=1e-5)
 
 
 def test_gradcos_is_bounded_cosine(tiny):
-    res = gradcos(tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=64, batch_size=5)
+    res = gradcos(
+        tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=64, batch_size=5
+    )
     assert np.abs(res.scores).max() <= 1.0 + 1e-6
     g_train = per_sample_grads(tiny["model"], tiny["final"], tiny["train"], "sequence")
     g_query = per_sample_grads(tiny["model"], tiny["final"], tiny["queries"], "last_token")
-    exact = gradcos(tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None, batch_size=5)
+    exact = gradcos(
+        tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None, batch_size=5
+    )
     cos = torch.nn.functional.normalize(g_train) @ torch.nn.functional.normalize(g_query).T
     np.testing.assert_allclose(exact.scores, cos.numpy(), atol=1e-5)
 
 
 def test_tracin_is_learning_rate_weighted_sum_of_graddots(tiny):
     lrs = [0.5, 0.2, 0.05]
-    res = tracin(tiny["model"], tiny["trajectory"], tiny["train"], tiny["queries"], learning_rates=lrs,
-                 proj_dim=None, batch_size=5)
-    want = sum(lr * graddot(tiny["model"], c, tiny["train"], tiny["queries"], proj_dim=None, batch_size=5).scores
-               for lr, c in zip(lrs, tiny["trajectory"], strict=True))
+    res = tracin(
+        tiny["model"],
+        tiny["trajectory"],
+        tiny["train"],
+        tiny["queries"],
+        learning_rates=lrs,
+        proj_dim=None,
+        batch_size=5,
+    )
+    want = sum(
+        lr
+        * graddot(
+            tiny["model"], c, tiny["train"], tiny["queries"], proj_dim=None, batch_size=5
+        ).scores
+        for lr, c in zip(lrs, tiny["trajectory"], strict=True)
+    )
     np.testing.assert_allclose(res.scores, want, rtol=1e-4, atol=1e-6)
 
 
@@ -64,8 +95,15 @@ def test_tracin_projects_each_checkpoint_with_its_own_matrix(tiny):
         gs = per_sample_grads(tiny["model"], ck, tiny["train"], "sequence")
         gq = per_sample_grads(tiny["model"], ck, tiny["queries"], "last_token")
         want = want + lr * project(gs, k, 0, c) @ project(gq, k, 0, c).T
-    res = tracin(tiny["model"], tiny["trajectory"], tiny["train"], tiny["queries"], learning_rates=lrs,
-                 proj_dim=k, batch_size=5)
+    res = tracin(
+        tiny["model"],
+        tiny["trajectory"],
+        tiny["train"],
+        tiny["queries"],
+        learning_rates=lrs,
+        proj_dim=k,
+        batch_size=5,
+    )
     np.testing.assert_allclose(res.scores, want.numpy(), rtol=2e-4, atol=1e-6)
 
 
@@ -73,7 +111,9 @@ def test_graddot_sign_matches_one_sgd_step(tiny):
     """Higher score = training on s lowers the query's loss: Δlog p(q) ≈ η g(s)·g(q)."""
     from aria.bench.model import last_token_loss, sequence_loss
 
-    res = graddot(tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None, batch_size=5)
+    res = graddot(
+        tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None, batch_size=5
+    )
     eta = 1e-4
     base = copy.deepcopy(tiny["model"]).double()
     base.load_state_dict({k: v.double() for k, v in tiny["final"].items()})
@@ -88,7 +128,9 @@ def test_graddot_sign_matches_one_sgd_step(tiny):
             for p in net.parameters():
                 p -= eta * p.grad
         delta[s] = (-last_token_loss(net, q).detach() - before).numpy()
-    np.testing.assert_allclose(delta / eta, res.scores, rtol=0.05, atol=0.05 * np.abs(res.scores).max())
+    np.testing.assert_allclose(
+        delta / eta, res.scores, rtol=0.05, atol=0.05 * np.abs(res.scores).max()
+    )
     assert np.corrcoef(delta.ravel(), res.scores.ravel())[0, 1] > 0.999
 
 
@@ -96,18 +138,36 @@ def test_graddot_sign_matches_one_sgd_step(tiny):
 @pytest.mark.parametrize("proj_dim", [None, 150])
 def test_tracin_family_aria_engine_equals_plain_dattri(tiny, method, proj_dim):
     def run(engine):
-        return run_method(method, tiny["model"], tiny["train"], tiny["queries"], trajectory=tiny["trajectory"],
-                          learning_rates=[0.3, 0.2, 0.1], final=tiny["final"], proj_dim=proj_dim,
-                          batch_size=5, engine=engine)
+        return run_method(
+            method,
+            tiny["model"],
+            tiny["train"],
+            tiny["queries"],
+            trajectory=tiny["trajectory"],
+            learning_rates=[0.3, 0.2, 0.1],
+            final=tiny["final"],
+            proj_dim=proj_dim,
+            batch_size=5,
+            engine=engine,
+        )
 
     fast, ref = run("aria"), run("dattri")
-    np.testing.assert_allclose(fast.scores, ref.scores, rtol=1e-4, atol=1e-5 * np.abs(ref.scores).max())
+    np.testing.assert_allclose(
+        fast.scores, ref.scores, rtol=1e-4, atol=1e-5 * np.abs(ref.scores).max()
+    )
 
 
 def test_grad_similarities_share_gradients_exactly(tiny):
 
     args = (tiny["model"], tiny["final"], tiny["train"], tiny["queries"])
     both = grad_similarities(*args, proj_dim=32, batch_size=5)
-    np.testing.assert_array_equal(both["GradDot"].scores, graddot(*args, proj_dim=32, batch_size=5).scores)
-    np.testing.assert_array_equal(both["GradCos"].scores, gradcos(*args, proj_dim=32, batch_size=5).scores)
-    assert both["GradCos"].parameters["normalized_grad"] and not both["GradDot"].parameters["normalized_grad"]
+    np.testing.assert_array_equal(
+        both["GradDot"].scores, graddot(*args, proj_dim=32, batch_size=5).scores
+    )
+    np.testing.assert_array_equal(
+        both["GradCos"].scores, gradcos(*args, proj_dim=32, batch_size=5).scores
+    )
+    assert (
+        both["GradCos"].parameters["normalized_grad"]
+        and not both["GradDot"].parameters["normalized_grad"]
+    )

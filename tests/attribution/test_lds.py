@@ -26,8 +26,9 @@ def test_lds_equals_reference_and_dattri(rng):
 
     scores, subsets, outputs = _planted(rng)
     fast, ref = lds(scores, subsets, outputs), lds_reference(scores, subsets, outputs)
-    d_corr, _ = dattri_lds(torch.tensor(scores, dtype=torch.float64),
-                           (torch.tensor(outputs), torch.tensor(subsets)))
+    d_corr, _ = dattri_lds(
+        torch.tensor(scores, dtype=torch.float64), (torch.tensor(outputs), torch.tensor(subsets))
+    )
     np.testing.assert_allclose(fast.per_query, ref.per_query, atol=1e-12)
     np.testing.assert_allclose(fast.per_query, d_corr.numpy(), atol=1e-12)
     assert fast.mean == pytest.approx(float(d_corr.mean()))
@@ -86,15 +87,21 @@ def test_retrain_outputs_are_query_log_probs_and_resume(tiny, tmp_path):
         return train_model(tiny["train"][indices], seed=seed, steps=6)[0]
 
     subsets = sample_subsets(12, n_subsets=3, seed=0)
-    out = retrain_outputs(retrain, subsets, tiny["queries"], target="last_token", seed=5, cache_dir=tmp_path)
+    out = retrain_outputs(
+        retrain, subsets, tiny["queries"], target="last_token", seed=5, cache_dir=tmp_path
+    )
     assert out.shape == (3, 5) and np.all(out < 0)
     assert [c[1] for c in calls] == [5, 6, 7]
     model = train_model(tiny["train"][subsets[1]], seed=6, steps=6)[0]
     np.testing.assert_allclose(out[1], query_log_probs(model, tiny["queries"], target="last_token"))
-    again = retrain_outputs(retrain, subsets, tiny["queries"], target="last_token", seed=5, cache_dir=tmp_path)
+    again = retrain_outputs(
+        retrain, subsets, tiny["queries"], target="last_token", seed=5, cache_dir=tmp_path
+    )
     assert len(calls) == 3  # every subset reused from the cache
     np.testing.assert_array_equal(again, out)
-    retrain_outputs(retrain, subsets, tiny["queries"], target="sequence", seed=5, cache_dir=tmp_path)
+    retrain_outputs(
+        retrain, subsets, tiny["queries"], target="sequence", seed=5, cache_dir=tmp_path
+    )
     assert len(calls) == 6  # another target: recomputed, not silently reused
     np.testing.assert_array_equal(model_outputs([model], tiny["queries"])[0], out[1])
 
@@ -104,7 +111,13 @@ def test_query_log_probs_match_bench_losses(tiny):
 
     q = torch.as_tensor(tiny["queries"])
     with torch.no_grad():
-        np.testing.assert_allclose(query_log_probs(tiny["model"], q, target="sequence"),
-                                   -sequence_loss(tiny["model"], q).double().numpy(), rtol=1e-6)
-        np.testing.assert_allclose(query_log_probs(tiny["model"], q, target="last_token", batch_size=2),
-                                   -last_token_loss(tiny["model"], q).double().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(
+            query_log_probs(tiny["model"], q, target="sequence"),
+            -sequence_loss(tiny["model"], q).double().numpy(),
+            rtol=1e-6,
+        )
+        np.testing.assert_allclose(
+            query_log_probs(tiny["model"], q, target="last_token", batch_size=2),
+            -last_token_loss(tiny["model"], q).double().numpy(),
+            rtol=1e-6,
+        )

@@ -20,9 +20,18 @@ from aria.errors import DataError, ParameterError  # noqa: E402
 @pytest.mark.parametrize("method", list(METHODS))
 def test_every_method_returns_finite_train_by_test(tiny, method):
     kw = {"proj_dim": 16} if method in ("LoGra", "FactGraSS") else {"proj_dim": 32}
-    res = run_method(method, tiny["model"], tiny["train"], tiny["queries"], ensemble=tiny["ensemble"],
-                     trajectory=tiny["trajectory"], learning_rates=tiny["lrs"], final=tiny["final"],
-                     batch_size=5, **kw)
+    res = run_method(
+        method,
+        tiny["model"],
+        tiny["train"],
+        tiny["queries"],
+        ensemble=tiny["ensemble"],
+        trajectory=tiny["trajectory"],
+        learning_rates=tiny["lrs"],
+        final=tiny["final"],
+        batch_size=5,
+        **kw,
+    )
     assert res.scores.shape == (12, 5)
     assert res.scores.dtype == np.float32
     assert np.isfinite(res.scores).all()
@@ -51,10 +60,18 @@ def test_bad_inputs_raise_typed_errors(tiny):
 def test_run_methods_saves_every_matrix(tiny, tmp_path):
     from aria.attribution import load_attribution, run_methods
 
-    res = run_methods(["GradCos", "TRAK", "GradDot"], tiny["model"], tiny["train"], tiny["queries"],
-                      ensemble=tiny["ensemble"], final=tiny["final"], options={"TRAK": {"proj_dim": 8}},
-                      common={"proj_dim": 16, "batch_size": 6}, out_dir=tmp_path,
-                      row_ids=[f"seg{i}" for i in range(12)])
+    res = run_methods(
+        ["GradCos", "TRAK", "GradDot"],
+        tiny["model"],
+        tiny["train"],
+        tiny["queries"],
+        ensemble=tiny["ensemble"],
+        final=tiny["final"],
+        options={"TRAK": {"proj_dim": 8}},
+        common={"proj_dim": 16, "batch_size": 6},
+        out_dir=tmp_path,
+        row_ids=[f"seg{i}" for i in range(12)],
+    )
     assert list(res) == ["GradCos", "TRAK", "GradDot"]
     assert res["TRAK"].parameters["proj_dim"] == 8 and res["GradDot"].parameters["proj_dim"] == 16
     for name, r in res.items():
@@ -69,8 +86,9 @@ def test_run_methods_saves_every_matrix(tiny, tmp_path):
 
 
 @pytest.mark.parametrize("method", ["LoGra", "FactGraSS"])
-@pytest.mark.parametrize(("option", "value"),
-                         [("engine", "aria"), ("proj_type", "normal"), ("max_projection_bytes", 0)])
+@pytest.mark.parametrize(
+    ("option", "value"), [("engine", "aria"), ("proj_type", "normal"), ("max_projection_bytes", 0)]
+)
 def test_an_option_the_method_does_not_take_is_an_error(tiny, method, option, value):
     """Before the registry these were silently dropped for LoGra / FactGraSS."""
     args = (tiny["model"], tiny["train"], tiny["queries"])
@@ -90,9 +108,15 @@ def test_unknown_options_fail_before_any_work(tiny, monkeypatch):
 
     monkeypatch.setattr(registry, "grad_similarities", boom)
     with pytest.raises(ParameterError, match=r"TRAK.*'damping'"):
-        run_methods(["GradDot", "GradCos", "TRAK"], tiny["model"], tiny["train"], tiny["queries"],
-                    final=tiny["final"], ensemble=tiny["ensemble"],
-                    options={"TRAK": {"damping": 0.1}})
+        run_methods(
+            ["GradDot", "GradCos", "TRAK"],
+            tiny["model"],
+            tiny["train"],
+            tiny["queries"],
+            final=tiny["final"],
+            ensemble=tiny["ensemble"],
+            options={"TRAK": {"damping": 0.1}},
+        )
 
 
 def test_registry_says_which_checkpoints_and_arguments():
@@ -105,8 +129,14 @@ def test_registry_says_which_checkpoints_and_arguments():
     )
 
     kinds = {name: spec.checkpoints for name, spec in REGISTRY.items()}
-    assert kinds == {"TRAK": "ensemble", "TracIn": "trajectory", "GradDot": "final",
-                     "GradCos": "final", "LoGra": "final", "FactGraSS": "final"}
+    assert kinds == {
+        "TRAK": "ensemble",
+        "TracIn": "trajectory",
+        "GradDot": "final",
+        "GradCos": "final",
+        "LoGra": "final",
+        "FactGraSS": "final",
+    }
     assert REGISTRY["TRAK"].args is TrakArgs and REGISTRY["LoGra"].args is LoGraArgs
     assert REGISTRY["FactGraSS"].args is FactGraSSArgs
     assert {REGISTRY[m].args for m in ("TracIn", "GradDot", "GradCos")} == {GradientArgs}
@@ -120,8 +150,10 @@ def test_defaults_and_signatures_come_from_the_arguments():
     from aria.attribution import DEFAULTS, REGISTRY
 
     assert DEFAULTS == {
-        "TRAK": {"proj_dim": 512, "lam": 0.01}, "TracIn": {"proj_dim": None},
-        "GradDot": {"proj_dim": None}, "GradCos": {"proj_dim": None},
+        "TRAK": {"proj_dim": 512, "lam": 0.01},
+        "TracIn": {"proj_dim": None},
+        "GradDot": {"proj_dim": None},
+        "GradCos": {"proj_dim": None},
         "LoGra": {"proj_dim": 256, "damping": 0.1},
         "FactGraSS": {"proj_dim": 256, "blowup": 4, "damping": 0.01},
     }
@@ -137,11 +169,23 @@ def test_defaults_and_signatures_come_from_the_arguments():
 def test_result_parameters_record_the_arguments(tiny, tmp_path):
     from aria.attribution import GradientArgs, load_attribution
 
-    res = run_method("GradDot", tiny["model"], tiny["train"], tiny["queries"], final=tiny["final"],
-                     proj_dim=16, batch_size=6, out=tmp_path / "g.npy")
+    res = run_method(
+        "GradDot",
+        tiny["model"],
+        tiny["train"],
+        tiny["queries"],
+        final=tiny["final"],
+        proj_dim=16,
+        batch_size=6,
+        out=tmp_path / "g.npy",
+    )
     args = GradientArgs(proj_dim=16, batch_size=6)
-    assert res.parameters == {**args.to_dict(), "n_checkpoints": 1, "weights": [1.0],
-                              "normalized_grad": False}
+    assert res.parameters == {
+        **args.to_dict(),
+        "n_checkpoints": 1,
+        "weights": [1.0],
+        "normalized_grad": False,
+    }
     _, manifest = load_attribution(tmp_path / "g.npy", method="GradDot")
     stored = {k: v for k, v in manifest["parameters"].items() if k != "run"}
     assert stored == res.parameters
@@ -156,9 +200,14 @@ def test_arguments_are_frozen_and_checked():
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.lam = 1.0  # type: ignore[misc]
     assert TrakArgs(lam=1).lam == 1.0 and isinstance(TrakArgs(lam=1).lam, float)
-    for bad, match in [({"proj_dim": 0}, "proj_dim"), ({"lam": -1.0}, "lam"),
-                       ({"engine": "fast"}, "engine"), ({"loss": "bogus"}, "loss"),
-                       ({"num_threads": 0}, "num_threads"), ({"proj_type": "sjlt"}, "proj_type")]:
+    for bad, match in [
+        ({"proj_dim": 0}, "proj_dim"),
+        ({"lam": -1.0}, "lam"),
+        ({"engine": "fast"}, "engine"),
+        ({"loss": "bogus"}, "loss"),
+        ({"num_threads": 0}, "num_threads"),
+        ({"proj_type": "sjlt"}, "proj_type"),
+    ]:
         with pytest.raises(ParameterError, match=match):
             TrakArgs(**bad)
     with pytest.raises(ParameterError, match="perfect square"):

@@ -14,7 +14,9 @@ from aria.manifest import read_manifest
 
 def test_save_load_round_trip(tmp_path, rng):
     scores = rng.normal(size=(9, 4)).astype(np.float32)
-    res = AttributionResult(scores, "TRAK", {"proj_dim": 512, "lam": 0.01, "n_models": 10}, seed=3, seconds=1.5)
+    res = AttributionResult(
+        scores, "TRAK", {"proj_dim": 512, "lam": 0.01, "n_models": 10}, seed=3, seconds=1.5
+    )
     path = res.save(tmp_path / "trak.npy")
     back, manifest = load_attribution(path, method="TRAK")
     np.testing.assert_array_equal(back, scores)

@@ -27,7 +27,7 @@ def test_caller_model_is_not_modified(tiny):
 
 
 class _BufferedLM(torch.nn.Module):
-    """TinyLM with a buffer and dropout: attribution must take both from the checkpoint / eval mode."""
+    """TinyLM with a buffer and dropout: attribution takes both from the checkpoint / eval mode."""
 
     def __init__(self):
         super().__init__()
@@ -48,8 +48,10 @@ def test_checkpoint_buffers_and_eval_mode_are_used(tiny):
     a = graddot(caller, state, tiny["train"], tiny["queries"], proj_dim=None, batch_size=6).scores
     b = graddot(caller, state, tiny["train"], tiny["queries"], proj_dim=None, batch_size=6).scores
     np.testing.assert_array_equal(a, b)  # no dropout noise
-    want = per_sample_grads(caller, state, tiny["train"], "sequence") @ \
-        per_sample_grads(caller, state, tiny["queries"], "last_token").T
+    want = (
+        per_sample_grads(caller, state, tiny["train"], "sequence")
+        @ per_sample_grads(caller, state, tiny["queries"], "last_token").T
+    )
     np.testing.assert_allclose(a, want.numpy(), rtol=2e-4, atol=1e-6)
     assert caller.training and float(caller.temperature) == 1.0
     t = trak(caller, [state], tiny["train"], tiny["queries"], proj_dim=8, batch_size=6).scores

@@ -41,18 +41,41 @@ def test_trak_without_projection_matches_closed_form(tiny):
         q_avg = q_avg + (1 - p)
     e = len(tiny["ensemble"])
     want = ((kernel_avg / e) * (q_avg / e)[None, :]).T
-    res = trak(model, tiny["ensemble"], tiny["train"], tiny["queries"], proj_dim=None, lam=lam, batch_size=5)
-    np.testing.assert_allclose(res.scores, want.numpy(), rtol=2e-3, atol=1e-4 * np.abs(want.numpy()).max())
+    res = trak(
+        model,
+        tiny["ensemble"],
+        tiny["train"],
+        tiny["queries"],
+        proj_dim=None,
+        lam=lam,
+        batch_size=5,
+    )
+    np.testing.assert_allclose(
+        res.scores, want.numpy(), rtol=2e-3, atol=1e-4 * np.abs(want.numpy()).max()
+    )
 
 
-@pytest.mark.parametrize("kw", [{"proj_dim": 8, "lam": 0.0}, {"proj_dim": 150, "lam": 0.01},
-                                {"proj_dim": 150, "lam": 0.01, "max_projection_bytes": 0},
-                                {"proj_dim": 16, "lam": 0.1, "proj_type": "rademacher"}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"proj_dim": 8, "lam": 0.0},
+        {"proj_dim": 150, "lam": 0.01},
+        {"proj_dim": 150, "lam": 0.01, "max_projection_bytes": 0},
+        {"proj_dim": 16, "lam": 0.1, "proj_type": "rademacher"},
+    ],
+)
 def test_trak_aria_engine_equals_plain_dattri(tiny, kw):
     args = (tiny["model"], tiny["ensemble"], tiny["train"], tiny["queries"])
     fast = trak(*args, batch_size=5, engine="aria", **kw)
-    ref = trak(*args, batch_size=5, engine="dattri", **{k: v for k, v in kw.items() if k != "max_projection_bytes"})
-    np.testing.assert_allclose(fast.scores, ref.scores, rtol=1e-4, atol=1e-5 * np.abs(ref.scores).max())
+    ref = trak(
+        *args,
+        batch_size=5,
+        engine="dattri",
+        **{k: v for k, v in kw.items() if k != "max_projection_bytes"},
+    )
+    np.testing.assert_allclose(
+        fast.scores, ref.scores, rtol=1e-4, atol=1e-5 * np.abs(ref.scores).max()
+    )
 
 
 def test_trak_rejects_singular_kernel(tiny):
@@ -67,6 +90,22 @@ def test_projection_defaults_of_dattri_are_not_mutated(tiny):
     dt_trak = import_dattri("dattri.algorithm.trak")
 
     before = (dict(dt_trak.DEFAULT_PROJECTOR_KWARGS), dict(dt_tracin.DEFAULT_PROJECTOR_KWARGS))
-    trak(tiny["model"], tiny["ensemble"], tiny["train"], tiny["queries"], proj_dim=8, engine="dattri", batch_size=6)
-    gradcos(tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=8, engine="dattri", batch_size=6)
+    trak(
+        tiny["model"],
+        tiny["ensemble"],
+        tiny["train"],
+        tiny["queries"],
+        proj_dim=8,
+        engine="dattri",
+        batch_size=6,
+    )
+    gradcos(
+        tiny["model"],
+        tiny["final"],
+        tiny["train"],
+        tiny["queries"],
+        proj_dim=8,
+        engine="dattri",
+        batch_size=6,
+    )
     assert (dt_trak.DEFAULT_PROJECTOR_KWARGS, dt_tracin.DEFAULT_PROJECTOR_KWARGS) == before

@@ -1,4 +1,4 @@
-"""The attributors on the benchmark's MusicTransformer, LDS against real retraining, `aria sweep`."""
+"""The attributors on the benchmark's MusicTransformer, LDS against retraining, `aria sweep`."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ def bench(tmp_path_factory):
     train, queries = _windows(rng, 40), _windows(rng, 6)
     root = tmp_path_factory.mktemp("bench")
     main = train_model(train, model_config=CFG, train_config=TRAIN, seed=0, out_dir=root / "main")
-    ens = train_ensemble(train, n_models=2, model_config=CFG, train_config=TRAIN, seed=10, out_dir=root / "ens")
+    ens = train_ensemble(
+        train, n_models=2, model_config=CFG, train_config=TRAIN, seed=10, out_dir=root / "ens"
+    )
     return {"train": train, "queries": queries, "main": main, "ensemble": ens, "root": root}
 
 
@@ -38,14 +40,25 @@ def bench(tmp_path_factory):
 def test_all_methods_and_lds_on_the_bench_model(bench):
     main = bench["main"]
     res = run_methods(
-        ["TRAK", "TracIn", "GradDot", "GradCos", "LoGra", "FactGraSS"], main.model, bench["train"], bench["queries"],
+        ["TRAK", "TracIn", "GradDot", "GradCos", "LoGra", "FactGraSS"],
+        main.model,
+        bench["train"],
+        bench["queries"],
         ensemble=[m.model.state_dict() for m in bench["ensemble"]],
-        trajectory=[c.state_dict for c in main.checkpoints], learning_rates=main.checkpoint_lrs,
-        final=main.checkpoints[-1].state_dict, options={"TRAK": {"proj_dim": 32}, "LoGra": {"proj_dim": 16},
-                                                         "FactGraSS": {"proj_dim": 16}},
-        common={"batch_size": 16}, out_dir=bench["root"] / "scores",
+        trajectory=[c.state_dict for c in main.checkpoints],
+        learning_rates=main.checkpoint_lrs,
+        final=main.checkpoints[-1].state_dict,
+        options={
+            "TRAK": {"proj_dim": 32},
+            "LoGra": {"proj_dim": 16},
+            "FactGraSS": {"proj_dim": 16},
+        },
+        common={"batch_size": 16},
+        out_dir=bench["root"] / "scores",
     )
-    retrains = retrain_subsets(bench["train"], n_subsets=6, model_config=CFG, train_config=TRAIN, seed=0)
+    retrains = retrain_subsets(
+        bench["train"], n_subsets=6, model_config=CFG, train_config=TRAIN, seed=0
+    )
     outputs = model_outputs(retrains.models, bench["queries"], target="last_token")
     assert outputs.shape == (6, 6) and np.all(outputs < 0)
     for name, r in res.items():
@@ -67,12 +80,46 @@ def test_aria_sweep_cli_end_to_end(bench, tmp_path, capsys):
     rng = np.random.default_rng(1)
     np.save(tmp_path / "train.npy", bench["train"])
     np.save(tmp_path / "queries.npy", bench["queries"])
-    feats = {s.name: rng.random(size=(40, s.dim)) for specs in channels("symbolic").values() for s in specs}
-    write_store(tmp_path / "store", modality="symbolic", track_ids=[f"s{i}" for i in range(40)], features=feats)
-    status = cli(["sweep", "--ensemble", str(bench["root"] / "ens"), "--train", str(tmp_path / "train.npy"),
-                  "--queries", str(tmp_path / "queries.npy"), "--features", str(tmp_path / "store"),
-                  "--out", str(tmp_path / "res"), "--proj-dims", "8", "16", "--lams", "0", "0.1",
-                  "--k", "5", "--B", "20", "--batch-size", "20", "--no-progress", "--save-scores"])
+    feats = {
+        s.name: rng.random(size=(40, s.dim))
+        for specs in channels("symbolic").values()
+        for s in specs
+    }
+    write_store(
+        tmp_path / "store",
+        modality="symbolic",
+        track_ids=[f"s{i}" for i in range(40)],
+        features=feats,
+    )
+    status = cli(
+        [
+            "sweep",
+            "--ensemble",
+            str(bench["root"] / "ens"),
+            "--train",
+            str(tmp_path / "train.npy"),
+            "--queries",
+            str(tmp_path / "queries.npy"),
+            "--features",
+            str(tmp_path / "store"),
+            "--out",
+            str(tmp_path / "res"),
+            "--proj-dims",
+            "8",
+            "16",
+            "--lams",
+            "0",
+            "0.1",
+            "--k",
+            "5",
+            "--B",
+            "20",
+            "--batch-size",
+            "20",
+            "--no-progress",
+            "--save-scores",
+        ]
+    )
     assert status == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["n_models"] == 2 and printed["K"] == 5
@@ -80,8 +127,20 @@ def test_aria_sweep_cli_end_to_end(bench, tmp_path, capsys):
     assert len(table) == 2 * 2 * 5 and set(table.channel) == set(channels("symbolic"))
     assert np.isfinite(table.zbar).all()
     assert (tmp_path / "res" / "sweep" / "TRAK_k16_lam0.1.npy").is_file()
-    status = cli(["sweep", "--ensemble", str(tmp_path), "--train", str(tmp_path / "train.npy"),
-                  "--queries", str(tmp_path / "queries.npy"), "--features", str(tmp_path / "store"),
-                  "--out", str(tmp_path / "res2")])
+    status = cli(
+        [
+            "sweep",
+            "--ensemble",
+            str(tmp_path),
+            "--train",
+            str(tmp_path / "train.npy"),
+            "--queries",
+            str(tmp_path / "queries.npy"),
+            "--features",
+            str(tmp_path / "store"),
+            "--out",
+            str(tmp_path / "res2"),
+        ]
+    )
     assert status == 2  # not a model folder: one-line error, no traceback
     assert "ensemble" in capsys.readouterr().err

@@ -34,8 +34,9 @@ def test_windows_are_slices_of_their_work(tiny_corpus):
             np.testing.assert_array_equal(row, work[rec.start_token : rec.start_token + 32])
             assert rec.segment_id == f"{rec.work_id}@{rec.start_token:05d}"
     # every full window of every training work is present, in (work, position) order
-    expected = [(w, s) for w in c.work_ids("train")
-                for s in segment_tokens(c.work_tokens(w), window=32)]
+    expected = [
+        (w, s) for w in c.work_ids("train") for s in segment_tokens(c.work_tokens(w), window=32)
+    ]
     assert list(zip(c.train_meta["work_id"], c.train_meta["start_token"], strict=True)) == expected
     assert c.train_meta["segment_id"].is_unique
     assert (c.train_meta["end_time"] > c.train_meta["start_time"]).all()
@@ -47,7 +48,9 @@ def test_reload_and_reuse(tiny_corpus, tmp_path):
     np.testing.assert_array_equal(again.train_tokens, c.train_tokens)
     assert again.train_meta.equals(c.train_meta) and again.works.equals(c.works)
     mtime = (c.path / "train_tokens.npy").stat().st_mtime_ns
-    reused = build_corpus(c.path, config=c.config, work_cache=tmp_path / "unused", progress_bar=False)
+    reused = build_corpus(
+        c.path, config=c.config, work_cache=tmp_path / "unused", progress_bar=False
+    )
     assert (c.path / "train_tokens.npy").stat().st_mtime_ns == mtime
     assert not (tmp_path / "unused").exists()  # nothing was converted
     np.testing.assert_array_equal(reused.test_tokens, c.test_tokens)
@@ -57,12 +60,26 @@ def test_reload_and_reuse(tiny_corpus, tmp_path):
 
 def test_subsampling_and_other_window(tiny_corpus, tmp_path):
     work_cache = tiny_corpus.path.parent / "works"
-    small = build_corpus(tmp_path / "c", work_cache=work_cache, max_works=6, window=32, test_fraction=0.34,
-                         max_train_segments=10, progress_bar=False)
+    small = build_corpus(
+        tmp_path / "c",
+        work_cache=work_cache,
+        max_works=6,
+        window=32,
+        test_fraction=0.34,
+        max_train_segments=10,
+        progress_bar=False,
+    )
     assert small.train_tokens.shape == (10, 32)
     assert set(small.train_meta["segment_id"]) <= set(tiny_corpus.train_meta["segment_id"])
-    hop = build_corpus(tmp_path / "h", work_cache=work_cache, max_works=6, window=32, hop=16,
-                       test_fraction=0.34, progress_bar=False)
+    hop = build_corpus(
+        tmp_path / "h",
+        work_cache=work_cache,
+        max_works=6,
+        window=32,
+        hop=16,
+        test_fraction=0.34,
+        progress_bar=False,
+    )
     assert len(hop.train_meta) > len(tiny_corpus.train_meta)
 
 
@@ -76,8 +93,14 @@ def test_failed_works_are_skipped_and_counted(tiny_corpus, tmp_path, monkeypatch
         return real(path)
 
     monkeypatch.setattr(corpus_mod, "convert_work_file", flaky)
-    c = build_corpus(tmp_path / "c", work_cache=tmp_path / "w", max_works=6, window=32,
-                     test_fraction=0.34, progress_bar=False)
+    c = build_corpus(
+        tmp_path / "c",
+        work_cache=tmp_path / "w",
+        max_works=6,
+        window=32,
+        test_fraction=0.34,
+        progress_bar=False,
+    )
     assert c.n_failed == 1
     row = c.works.set_index("source").loc[victim]
     assert row["status"] == "failed" and "boom" in row["error"] and row["split"] == ""
@@ -107,5 +130,8 @@ def test_work_labels_for_confound_analysis(tiny_corpus):
     assert (ok["n_parts"] >= 1).all() and (ok["meter"].str.contains("/")).all()
     per_work = ok.set_index("work_id")
     for rec in tiny_corpus.train_meta.itertuples():
-        assert rec.key == per_work.loc[rec.work_id, "key"] and rec.mode == per_work.loc[rec.work_id, "mode"]
+        assert (
+            rec.key == per_work.loc[rec.work_id, "key"]
+            and rec.mode == per_work.loc[rec.work_id, "mode"]
+        )
     assert (tiny_corpus.train_meta["composer"] != "").all()

@@ -12,7 +12,10 @@ from aria.results import read_results_meta, read_table
 
 def test_agreement_table_perfect_and_reversed():
     lds = {"A": 0.3, "B": 0.2, "C": 0.1, "D": 0.05}
-    diag = {m: {"r1": r, "r2_5": r, "p": r, "kappa": r} for m, r in zip(lds, (0.1, 0.2, 0.3, 0.4), strict=True)}
+    diag = {
+        m: {"r1": r, "r2_5": r, "p": r, "kappa": r}
+        for m, r in zip(lds, (0.1, 0.2, 0.3, 0.4), strict=True)
+    }
     t = agreement_table(lds, diag)
     assert np.allclose(t["spearman"], 1.0) and np.allclose(t["kendall"], 1.0)
     diag_rev = {m: {k: -v for k, v in d.items()} for m, d in diag.items()}
@@ -45,15 +48,36 @@ def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys):
     lds = read_table(results, "lds")
     assert set(lds.method) == set(rel.setting) and np.isfinite(lds.lds).all()
     agree = read_table(results, "agreement")
-    assert set(agree.diagnostic) == {"r1", "r2_5", "p", "kappa"} and set(agree.methods) == {"all", "paper"}
+    assert set(agree.diagnostic) == {"r1", "r2_5", "p", "kappa"} and set(agree.methods) == {
+        "all",
+        "paper",
+    }
     hom = read_table(results, "homogeneity")
     assert set(hom.variant) == {"original", "residual"}
     meta = read_results_meta(results)
-    assert meta["demo"]["preset"]["name"] == "tiny" and "attribution" in meta["demo"]["stage_seconds"]
+    assert (
+        meta["demo"]["preset"]["name"] == "tiny" and "attribution" in meta["demo"]["stage_seconds"]
+    )
     assert (results / "report.html").is_file()
     assert any((out / "queries" / "queries" / "midi").glob("*.mid"))
     # a rerun reuses every stage
-    assert main(["demo", "--preset", "tiny", "--out", str(out), "--threads", "1", "-B", "50", "--no-report"]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "--preset",
+                "tiny",
+                "--out",
+                str(out),
+                "--threads",
+                "1",
+                "-B",
+                "50",
+                "--no-report",
+            ]
+        )
+        == 0
+    )
     log = capsys.readouterr().out
     for stage in ("corpus", "models", "queries", "attribution", "lds", "features"):
         assert f"{stage}: reusing finished stage" in log

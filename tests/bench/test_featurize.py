@@ -1,4 +1,4 @@
-"""Features of token windows: decoded per window, fed to aria.features.symbolic, stored per segment."""
+"""Features of token windows: decoded per window, fed to aria.features.symbolic, stored."""
 
 from __future__ import annotations
 
@@ -18,8 +18,12 @@ def test_window_features_match_direct_extraction(tiny_corpus):
     assert all(v.shape[0] == n and np.isfinite(v).all() for v in feats.values())
     assert len(feats) == 12
     for i in (0, n // 2, n - 1):
-        notes = tk.decode(c.train_tokens[i], initial_velocity=int(c.train_meta["start_velocity"].iloc[i]))
-        one = symbolic_features(notes, duration=float(window_durations(c.train_tokens[i : i + 1])[0]))
+        notes = tk.decode(
+            c.train_tokens[i], initial_velocity=int(c.train_meta["start_velocity"].iloc[i])
+        )
+        one = symbolic_features(
+            notes, duration=float(window_durations(c.train_tokens[i : i + 1])[0])
+        )
         for name, value in one.items():
             np.testing.assert_allclose(feats[name][i], value, rtol=1e-12, atol=1e-12)
     # a 4-voice chorale window has polyphony around 4 and a positive note density
@@ -29,8 +33,9 @@ def test_window_features_match_direct_extraction(tiny_corpus):
 
 def test_window_durations_equal_corpus_times(tiny_corpus):
     meta = tiny_corpus.train_meta
-    np.testing.assert_allclose(window_durations(tiny_corpus.train_tokens),
-                               meta["end_time"] - meta["start_time"], atol=1e-9)
+    np.testing.assert_allclose(
+        window_durations(tiny_corpus.train_tokens), meta["end_time"] - meta["start_time"], atol=1e-9
+    )
 
 
 def test_feature_store_is_segment_level(tiny_corpus, tmp_path):
@@ -41,4 +46,7 @@ def test_feature_store_is_segment_level(tiny_corpus, tmp_path):
     np.testing.assert_array_equal(store.track_ids, tiny_corpus.train_ids)
     assert store.vectors("pitch_class").shape == (len(tiny_corpus.train_meta), 12)
     md = store.metadata
-    assert (md.loc[tiny_corpus.train_ids, "work_id"].to_numpy() == tiny_corpus.train_meta["work_id"].to_numpy()).all()
+    assert (
+        md.loc[tiny_corpus.train_ids, "work_id"].to_numpy()
+        == tiny_corpus.train_meta["work_id"].to_numpy()
+    ).all()

@@ -49,7 +49,9 @@ def test_pick_prompts_limits(tiny_corpus):
 
 
 def test_saved_queries_and_midi(tiny_corpus, model, tmp_path):
-    q = generate_queries(model, tiny_corpus, n_queries=3, prompt_len=16, seed=2, out_dir=tmp_path / "q")
+    q = generate_queries(
+        model, tiny_corpus, n_queries=3, prompt_len=16, seed=2, out_dir=tmp_path / "q"
+    )
     back = load_queries(tmp_path / "q")
     np.testing.assert_array_equal(back.tokens, q.tokens)
     assert back.meta.equals(q.meta) and back.prompt_len == 16
@@ -77,4 +79,7 @@ def test_query_metadata_carries_source_labels(tiny_corpus, model):
     q = generate_queries(model, tiny_corpus, n_queries=4, prompt_len=8, seed=0)
     works = tiny_corpus.works.set_index("work_id")
     for rec in q.meta.itertuples():
-        assert rec.key == works.loc[rec.source_work, "key"] and rec.composer == works.loc[rec.source_work, "composer"]
+        assert (
+            rec.key == works.loc[rec.source_work, "key"]
+            and rec.composer == works.loc[rec.source_work, "composer"]
+        )

@@ -66,7 +66,7 @@ def test_skew_equals_naive_relative_logits(length):
 
 
 def test_attention_layer_equals_naive_formula(rng):
-    """The attention module equals softmax((QK^T + S_rel)/sqrt(d_h) + M) V computed entry by entry."""
+    """The attention module equals softmax((QK^T + S_rel)/sqrt(d_h) + M) V, entry by entry."""
     model = build_model(TINY, seed=2).double()
     attn = model.blocks[0].attn
     length = 9
@@ -81,9 +81,16 @@ def test_attention_layer_equals_naive_formula(rng):
         e_r = attn.rel_emb[head, TINY.max_len - length :]
         s_rel = relative_logits_reference(q[:, head], e_r)
         for i in range(length):
-            scores = torch.stack(
-                [(q[:, head, i] * k[:, head, j]).sum(-1) + s_rel[:, i, j] for j in range(i + 1)], -1
-            ) / dh**0.5
+            scores = (
+                torch.stack(
+                    [
+                        (q[:, head, i] * k[:, head, j]).sum(-1) + s_rel[:, i, j]
+                        for j in range(i + 1)
+                    ],
+                    -1,
+                )
+                / dh**0.5
+            )
             ctx[:, head, i] = (torch.softmax(scores, -1).unsqueeze(-1) * v[:, head, : i + 1]).sum(1)
     ref = attn.out(ctx.transpose(1, 2).reshape(2, length, TINY.d_model))
     torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
@@ -93,9 +100,9 @@ def test_losses_match_definitions(rng):
     model = build_model(TINY, seed=3)
     x = _tokens(rng, b=4)
     logits = model(x)
-    ref_seq = torch.stack([
-        torch.nn.functional.cross_entropy(logits[b, :-1], x[b, 1:]) for b in range(4)
-    ])
+    ref_seq = torch.stack(
+        [torch.nn.functional.cross_entropy(logits[b, :-1], x[b, 1:]) for b in range(4)]
+    )
     torch.testing.assert_close(sequence_loss(model, x), ref_seq)
     torch.testing.assert_close(token_nll(logits, x).mean(-1), ref_seq)
     ref_last = torch.nn.functional.cross_entropy(logits[:, -2], x[:, -1], reduction="none")

@@ -29,16 +29,33 @@ def test_tiny_pipeline_end_to_end(tmp_path, tiny_corpus):
     from aria.features.store import FeatureStore
 
     p = preset("tiny")
-    corpus = build_corpus(tmp_path / "corpus", config=p.corpus, work_cache=tiny_corpus.path.parent / "works",
-                          progress_bar=False)
+    corpus = build_corpus(
+        tmp_path / "corpus",
+        config=p.corpus,
+        work_cache=tiny_corpus.path.parent / "works",
+        progress_bar=False,
+    )
     assert corpus.train_tokens.shape == (p.corpus.max_train_segments, p.corpus.window)
-    tm = train_model(corpus.train_tokens, model_config=p.model, train_config=p.train, seed=0,
-                     out_dir=tmp_path / "model")
+    tm = train_model(
+        corpus.train_tokens,
+        model_config=p.model,
+        train_config=p.train,
+        seed=0,
+        out_dir=tmp_path / "model",
+    )
     assert tm.losses[-1] < tm.losses[0]
-    q = generate_queries(load_trained(tmp_path / "model").model, corpus, n_queries=p.n_queries,
-                         prompt_len=p.prompt_len, seed=0, out_dir=tmp_path / "queries")
+    q = generate_queries(
+        load_trained(tmp_path / "model").model,
+        corpus,
+        n_queries=p.n_queries,
+        prompt_len=p.prompt_len,
+        seed=0,
+        out_dir=tmp_path / "queries",
+    )
     assert q.tokens.shape == (p.n_queries, p.corpus.window)
-    lds = retrain_subsets(corpus.train_tokens, n_subsets=2, model_config=p.model, train_config=p.train)
+    lds = retrain_subsets(
+        corpus.train_tokens, n_subsets=2, model_config=p.model, train_config=p.train
+    )
     targets = np.stack([evaluate_losses(m.model, q.tokens, loss="last_token") for m in lds.models])
     assert targets.shape == (2, p.n_queries) and np.isfinite(targets).all()
     store = FeatureStore.open(build_feature_store(corpus, tmp_path / "features"))

@@ -17,12 +17,23 @@ def test_cells_match_trak_and_table_round_trips(tiny, tmp_path):
     args = (tiny["model"], tiny["ensemble"], tiny["train"], tiny["queries"])
 
     def evaluate(scores):
-        return {"K": [3, 3], "channel": ["melody", "harmony"], "zbar": [float(scores.max()), float(scores.min())]}
+        return {
+            "K": [3, 3],
+            "channel": ["melody", "harmony"],
+            "zbar": [float(scores.max()), float(scores.min())],
+        }
 
     subsets = sample_subsets(12, n_subsets=4, seed=0)
     outputs = np.random.default_rng(0).normal(size=(4, 5))
-    res = trak_sensitivity(*args, evaluate=evaluate, proj_dims=[4, 150], lams=[0.01, 0.5], batch_size=5,
-                           lds_truth=(subsets, outputs), out_dir=tmp_path)
+    res = trak_sensitivity(
+        *args,
+        evaluate=evaluate,
+        proj_dims=[4, 150],
+        lams=[0.01, 0.5],
+        batch_size=5,
+        lds_truth=(subsets, outputs),
+        out_dir=tmp_path,
+    )
     for (k, lam), cell in res.results.items():
         direct = trak(*args, proj_dim=k, lam=lam, batch_size=5).scores
         np.testing.assert_allclose(cell.scores, direct, rtol=1e-4, atol=1e-6 * np.abs(direct).max())
@@ -32,7 +43,9 @@ def test_cells_match_trak_and_table_round_trips(tiny, tmp_path):
     assert len(table) == 2 * 2 * 2
     row = table[(table.proj_dim == 150) & (table.lam == 0.5) & (table.channel == "melody")]
     assert row.zbar.item() == pytest.approx(float(res.results[(150, 0.5)].scores.max()))
-    assert row["lds"].item() == pytest.approx(lds(res.results[(150, 0.5)].scores, subsets, outputs).mean)
+    assert row["lds"].item() == pytest.approx(
+        lds(res.results[(150, 0.5)].scores, subsets, outputs).mean
+    )
     write_table(tmp_path, "sensitivity", table)
     assert len(read_table(tmp_path, "sensitivity")) == 8
 
@@ -44,7 +57,9 @@ def test_grid_is_checked_before_any_work(tiny):
     with pytest.raises(ParameterError, match="proj_dims"):
         trak_sensitivity(*args, evaluate=None, proj_dims=[4, 4], lams=[0.1])
     with pytest.raises(DataError, match="zbar"):
-        trak_sensitivity(*args, evaluate=lambda s: {"K": [1], "channel": ["x"]}, proj_dims=[4], lams=[0.1])
+        trak_sensitivity(
+            *args, evaluate=lambda s: {"K": [1], "channel": ["x"]}, proj_dims=[4], lams=[0.1]
+        )
 
 
 def test_zbar_evaluator_runs_aria_homogeneity(rng):
@@ -53,7 +68,10 @@ def test_zbar_evaluator_runs_aria_homogeneity(rng):
 
     n = 60
     specs = channels("symbolic")
-    prepared = {c: [prepare_feature(s, rng.normal(size=(n, s.dim))) for s in v] for c, v in list(specs.items())[:2]}
+    prepared = {
+        c: [prepare_feature(s, rng.normal(size=(n, s.dim))) for s in v]
+        for c, v in list(specs.items())[:2]
+    }
     evaluate = zbar_evaluator(prepared, ks=[5, 10], B=20, seed=0)
     # queries whose top groups are the rows most similar in "melody": positive melody z
     melody = prepared["melody"][0]

@@ -24,8 +24,16 @@ def chorale_notes():
 
 def _random_notes(rng, n=200):
     starts = rng.uniform(0, 20, n)
-    return [Note(int(p), float(s), float(s + d), int(v)) for p, s, d, v in zip(
-        rng.integers(20, 100, n), starts, rng.exponential(0.4, n), rng.integers(1, 128, n), strict=True)]
+    return [
+        Note(int(p), float(s), float(s + d), int(v))
+        for p, s, d, v in zip(
+            rng.integers(20, 100, n),
+            starts,
+            rng.exponential(0.4, n),
+            rng.integers(1, 128, n),
+            strict=True,
+        )
+    ]
 
 
 def test_vocabulary_layout():
@@ -65,8 +73,13 @@ def test_round_trip_random_notes(rng):
 
 
 def test_long_shifts_velocity_and_overlaps():
-    notes = [Note(60, 0.0, 2.5, 100), Note(60, 1.0, 3.0, 40), Note(64, 0.0, 0.001, 100),
-             Note(67, 0.0, 0.5, 0), Note(72, 0.004, 1.0, 127)]
+    notes = [
+        Note(60, 0.0, 2.5, 100),
+        Note(60, 1.0, 3.0, 40),
+        Note(64, 0.0, 0.001, 100),
+        Note(67, 0.0, 0.5, 0),
+        Note(72, 0.004, 1.0, 127),
+    ]
     toks = encode(notes, bos=True)
     assert toks[0] == tk.BOS
     names = [tk.describe(t) for t in toks]

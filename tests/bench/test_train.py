@@ -90,9 +90,13 @@ def test_retrain_on_subset_uses_exactly_those_indices(segments):
     # changing a row outside the subset changes nothing; inside it does
     other = segments.copy()
     other[0] = (other[0] + 1) % 40
-    assert _equal(train_model(other, indices=idx, model_config=MC, train_config=TC, seed=2).model, res.model)
+    assert _equal(
+        train_model(other, indices=idx, model_config=MC, train_config=TC, seed=2).model, res.model
+    )
     other[3] = (other[3] + 1) % 40
-    assert not _equal(train_model(other, indices=idx, model_config=MC, train_config=TC, seed=2).model, res.model)
+    assert not _equal(
+        train_model(other, indices=idx, model_config=MC, train_config=TC, seed=2).model, res.model
+    )
 
 
 def test_bad_indices_and_segments(segments):
@@ -119,26 +123,32 @@ def test_sample_subsets_properties():
 
 
 def test_retrain_subsets_and_resume(segments, tmp_path):
-    out = retrain_subsets(segments, n_subsets=3, seed=5, model_config=MC, train_config=TC,
-                          out_dir=tmp_path / "lds")
+    out = retrain_subsets(
+        segments, n_subsets=3, seed=5, model_config=MC, train_config=TC, out_dir=tmp_path / "lds"
+    )
     assert out.indices.shape == (3, 12)
     for j, m in enumerate(out.models):
         np.testing.assert_array_equal(m.indices, out.indices[j])
         assert m.seed == 5 and m.path == tmp_path / "lds" / f"subset-{j:03d}"
     np.testing.assert_array_equal(np.load(tmp_path / "lds" / "subsets.npy"), out.indices)
     mtime = (tmp_path / "lds" / "subset-001" / "model.pt").stat().st_mtime_ns
-    again = retrain_subsets(segments, n_subsets=3, seed=5, model_config=MC, train_config=TC,
-                            out_dir=tmp_path / "lds")
+    again = retrain_subsets(
+        segments, n_subsets=3, seed=5, model_config=MC, train_config=TC, out_dir=tmp_path / "lds"
+    )
     assert (tmp_path / "lds" / "subset-001" / "model.pt").stat().st_mtime_ns == mtime  # reused
     assert all(_equal(a.model, b.model) for a, b in zip(out.models, again.models, strict=True))
-    per = retrain_subsets(segments, n_subsets=2, seed=5, init="per_subset", model_config=MC, train_config=TC)
+    per = retrain_subsets(
+        segments, n_subsets=2, seed=5, init="per_subset", model_config=MC, train_config=TC
+    )
     assert per.seeds == [6, 7]
 
 
 def test_ensemble_members_are_seed_offsets(segments):
     ens = train_ensemble(segments, n_models=2, seed=4, model_config=MC, train_config=TC)
     assert [m.seed for m in ens] == [4, 5]
-    assert _equal(ens[0].model, train_model(segments, model_config=MC, train_config=TC, seed=4).model)
+    assert _equal(
+        ens[0].model, train_model(segments, model_config=MC, train_config=TC, seed=4).model
+    )
     assert not _equal(ens[0].model, ens[1].model)
 
 
@@ -154,12 +164,22 @@ def test_evaluate_losses_matches_sequence_loss(segments):
 @pytest.mark.slow
 def test_parallel_training_equals_sequential(segments, tmp_path):
     seq = retrain_subsets(segments, n_subsets=3, seed=9, model_config=MC, train_config=TC)
-    par = retrain_subsets(segments, n_subsets=3, seed=9, model_config=MC, train_config=TC, n_jobs=2,
-                          out_dir=tmp_path / "lds")
+    par = retrain_subsets(
+        segments,
+        n_subsets=3,
+        seed=9,
+        model_config=MC,
+        train_config=TC,
+        n_jobs=2,
+        out_dir=tmp_path / "lds",
+    )
     assert all(_equal(a.model, b.model) for a, b in zip(seq.models, par.models, strict=True))
     assert [m.path for m in par.models] == [tmp_path / "lds" / f"subset-{j:03d}" for j in range(3)]
     ens = train_ensemble(segments, n_models=2, seed=4, model_config=MC, train_config=TC, n_jobs=2)
     assert [m.seed for m in ens] == [4, 5] and ens[0].path is None
-    assert _equal(ens[0].model, train_model(segments, model_config=MC, train_config=TC, seed=4).model)
-    np.testing.assert_array_equal(ens[1].losses,
-                                  train_model(segments, model_config=MC, train_config=TC, seed=5).losses)
+    assert _equal(
+        ens[0].model, train_model(segments, model_config=MC, train_config=TC, seed=4).model
+    )
+    np.testing.assert_array_equal(
+        ens[1].losses, train_model(segments, model_config=MC, train_config=TC, seed=5).losses
+    )

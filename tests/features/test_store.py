@@ -219,3 +219,117 @@ def test_registry_kinds_decide_sequences(tmp_path):
     assert st.feature_specs["chord_progression"] == {"kind": "sequence"}
     got = st.sequences("chord_progression")
     assert got[0].size == 0 and got[1] is None
+
+
+# --------------------------------------------------------------------------- store vs manifest
+
+
+def _two_part_store(tmp_path):
+    w = StoreWriter(tmp_path / "s", modality="symbolic", params={"p": 1})
+    w.append(["a", "b"], {"pitch_range": np.array([[1.0], [2.0]])})
+    w.append(["c"], {"pitch_range": np.array([[3.0]])})
+    return tmp_path / "s"
+
+
+def _manifest(path):
+    import json
+
+    return json.loads((path / "aria-manifest.json").read_text())
+
+
+def _write_manifest(path, man):
+    import json
+
+    (path / "aria-manifest.json").write_text(json.dumps(man))
+
+
+def test_manifest_lists_its_parts(tmp_path):
+    path = _two_part_store(tmp_path)
+    man = _manifest(path)
+    assert man["parts"] == [
+        {"file": "part-00000.parquet", "rows": 2},
+        {"file": "part-00001.parquet", "rows": 1},
+    ]
+    assert FeatureStore.open(path).track_ids.tolist() == ["a", "b", "c"]
+
+
+def test_missing_part_file_is_an_error(tmp_path):
+    path = _two_part_store(tmp_path)
+    (path / "part-00001.parquet").unlink()
+    with pytest.raises(FileFormatError, match=r"incomplete: part-00001.parquet .*missing"):
+        FeatureStore.open(path)
+
+
+def test_part_with_other_rows_is_an_error(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = _two_part_store(tmp_path)
+    t = pq.read_table(path / "part-00001.parquet")
+    extra = pa.table(
+        {"track_id": ["c", "d"], "pitch_range": t.column("pitch_range").chunk(0).take([0, 0])}
+    )
+    pq.write_table(extra, path / "part-00001.parquet")
+    with pytest.raises(FileFormatError, match="holds 2 rows, the manifest says 1"):
+        FeatureStore.open(path)
+
+
+def test_wrong_track_count_or_columns_is_an_error(tmp_path):
+    import pyarrow.parquet as pq
+
+    path = _two_part_store(tmp_path)
+    man = _manifest(path)
+    _write_manifest(path, {**man, "n_tracks": 7})
+    with pytest.raises(FileFormatError, match="hold 3 tracks, the manifest says 7"):
+        FeatureStore.open(path)
+    _write_manifest(path, {**man, "features": {}})
+    with pytest.raises(FileFormatError, match="'pitch_range' are not among its features"):
+        FeatureStore.open(path)
+    # a one-file store whose manifest counts other tracks
+    single = write_store(
+        tmp_path / "x.parquet", modality="audio", track_ids=["a"], features={"tempo": np.ones(1)}
+    )
+    pq.write_table(pq.read_table(single).slice(0, 0), single)
+    with pytest.raises(FileFormatError, match="hold 0 tracks, the manifest says 1"):
+        FeatureStore.open(single)
+
+
+def test_unlisted_part_is_an_interrupted_write(tmp_path):
+    """A part written but not committed to the manifest (kill -9 between the two) is ignored by
+    readers and removed by a resumed writer."""
+    import shutil
+
+    path = _two_part_store(tmp_path)
+    man = _manifest(path)
+    shutil.copy(path / "part-00001.parquet", path / "part-00002.parquet")
+    (path / ".part-00003.parquet.tmp-deadbeef").write_bytes(b"half")
+    assert FeatureStore.open(path).track_ids.tolist() == ["a", "b", "c"]
+    w = StoreWriter(path, modality="symbolic", params={"p": 1})
+    assert w.done == {"a", "b", "c"}
+    assert not (path / "part-00002.parquet").exists()
+    assert not (path / ".part-00003.parquet.tmp-deadbeef").exists()
+    w.append(["d"], {"pitch_range": np.array([[4.0]])})
+    assert FeatureStore.open(path).track_ids.tolist() == ["a", "b", "c", "d"]
+    assert _manifest(path)["parts"][:2] == man["parts"]
+
+
+def test_store_written_before_parts_were_listed_still_opens(tmp_path):
+    path = _two_part_store(tmp_path)
+    man = _manifest(path)
+    del man["parts"]
+    _write_manifest(path, man)
+    assert FeatureStore.open(path).track_ids.tolist() == ["a", "b", "c"]
+    (path / "part-00001.parquet").unlink()  # the count still catches a lost part
+    with pytest.raises(FileFormatError, match="hold 2 tracks, the manifest says 3"):
+        FeatureStore.open(path)
+
+
+def test_wrong_modality_names_it_with_the_right_article(tmp_path):
+    path = _two_part_store(tmp_path)
+    with pytest.raises(DataError, match="expected an audio feature store, got a symbolic store"):
+        FeatureStore.open(path).check_modality("audio")
+    FeatureStore.open(path).check_modality("symbolic")
+    from aria.features.registry import feature_spec
+
+    with pytest.raises(ParameterError, match="expected an audio feature name"):
+        feature_spec("audio", "nope")

@@ -105,11 +105,11 @@ class MethodArgs(Options):
 
     tuned: ClassVar[tuple[str, ...]] = ()
 
-    loss: LossLike = option(  # noqa: RUF009
+    loss: LossLike = option(
         "sequence", check=check_loss,
         help="per-sample loss of training windows: 'sequence', 'last_token' or a callable "
              "f(model, tokens) -> (B,)")
-    target: LossLike = option(  # noqa: RUF009
+    target: LossLike = option(
         "last_token", check=check_loss,
         help="per-sample loss of queries (the attributed output), as loss")
     batch_size: int = option(32, min_value=1, help="windows per per-sample-gradient batch")

@@ -21,7 +21,7 @@ import copy
 import math
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -57,7 +57,7 @@ def _check_square(name: str, value: int) -> int:
     return root
 
 
-def _layer_names(name: str, value: Any) -> tuple[str, ...] | None:
+def _layer_names(name: str, value: Any) -> Sequence[str] | None:
     if value is None:
         return None
     if isinstance(value, str) or not all(isinstance(v, str) for v in value):
@@ -75,7 +75,7 @@ class LoGraArgs(MethodArgs):
                            help="per-layer projected dimension k (a perfect square)")
     damping: float = option(0.1, min_value=0.0, min_inclusive=False,
                             help="relative damping c of the eFIM (paper: 0.1)")
-    layer_names: tuple[str, ...] | None = option(
+    layer_names: Sequence[str] | None = option(
         None, check=_layer_names,
         help="nn.Linear layers to use ('inner.' + name); None: all of them")
 
@@ -95,7 +95,7 @@ class FactGraSSArgs(MethodArgs):
                          help="blow-up factor b; proj_dim * blowup must be a perfect square")
     damping: float = option(0.01, min_value=0.0, min_inclusive=False,
                             help="relative damping c of the eFIM (paper: 0.01)")
-    layer_names: tuple[str, ...] | None = option(
+    layer_names: Sequence[str] | None = option(
         None, check=_layer_names,
         help="nn.Linear layers to use ('inner.' + name); None: all of them")
 

@@ -119,7 +119,8 @@ def resolve_loss(loss: LossLike, *, name: str = "loss") -> Callable[..., Any]:
     name : str
         How to name ``loss`` in an error message.
     """
-    return loss_fn(check_loss(name, loss)) if not callable(loss) else loss
+    checked = check_loss(name, loss)
+    return checked if callable(checked) else loss_fn(checked)
 
 
 def check_loss(name: str, loss: Any) -> LossLike:

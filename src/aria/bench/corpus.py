@@ -31,6 +31,10 @@ On disk (``out_dir``, written atomically, manifest kind ``"aria.bench.corpus"``)
     train_segments.csv / test_segments.csv   one row per window (see ``SEGMENT_COLUMNS``)
     works.csv                           one row per work seen (status ok/failed/empty/too_short)
     work_tokens.npz                     full token stream of every converted work
+
+Size: a little over 600 lines, kept as one module on purpose — conversion, the work cache,
+windowing, the split and the on-disk format are one pipeline with one manifest, and the tests
+patch ``convert_work_file`` here to inject failures into that pipeline.
 """
 
 from __future__ import annotations
@@ -170,11 +174,23 @@ class Corpus:
         return self.train_meta["segment_id"].to_numpy(dtype=str)
 
     def work_ids(self, split: str) -> list[str]:
-        """Converted works of ``split`` (``"train"`` or ``"test"``), sorted."""
+        """Converted works of ``split``, sorted.
+
+        Parameters
+        ----------
+        split : {"train", "test"}
+            Which split.
+        """
         return sorted(self.works.loc[self.works["split"] == split, "work_id"])
 
     def work_tokens(self, work_id: str) -> np.ndarray:
-        """The full token stream of a converted work."""
+        """The full token stream of a converted work.
+
+        Parameters
+        ----------
+        work_id : str
+            A converted work of this corpus.
+        """
         if not self._work_tokens:
             with np.load(self.path / "work_tokens.npz") as z:
                 ids = json.loads(str(z["__ids__"]))
@@ -215,7 +231,13 @@ def corpus_root() -> Path:
 
 
 def list_work_files(collections: Sequence[str]) -> list[Path]:
-    """Music files (``SUFFIXES``) of the given music21 corpus folders, sorted, recursively."""
+    """Music files (``SUFFIXES``) of the given music21 corpus folders, sorted, recursively.
+
+    Parameters
+    ----------
+    collections : sequence of str
+        music21 corpus folder names (``"bach"``, ``"haydn"``, ...).
+    """
     root = corpus_root()
     out: list[Path] = []
     for c in collections:
@@ -245,6 +267,11 @@ def _text(value: Any) -> str:
 
 def convert_work_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Convert one corpus file to MIDI + tokens; never raises for bad music.
+
+    Parameters
+    ----------
+    path : path
+        A music file music21 can parse.
 
     Returns
     -------
@@ -353,7 +380,17 @@ def _convert_job(args: tuple[str, str, str]) -> list[dict[str, Any]]:
 
 
 def segment_tokens(tokens: np.ndarray, *, window: int, hop: int | None = None) -> np.ndarray:
-    """Start offsets of the full windows: ``0, hop, 2 hop, ...`` with ``start + window <= n``."""
+    """Start offsets of the full windows: ``0, hop, 2 hop, ...`` with ``start + window <= n``.
+
+    Parameters
+    ----------
+    tokens : np.ndarray [shape=(n,)]
+        A work's token stream.
+    window : int
+        Window length in tokens.
+    hop : int, optional
+        Step between window starts (default ``window``: no overlap).
+    """
     window = check_int("window", window, min_value=1)
     hop = check_int("hop", hop if hop is not None else window, min_value=1)
     n = int(np.asarray(tokens).shape[0])
@@ -427,6 +464,9 @@ def build_corpus(
     n_jobs : int
         Worker processes converting works (conversion is the slow part, ~0.2 s per chorale).
     progress_bar : bool, optional
+        Force the progress bar on/off.
+    **config_fields : Any
+        The fields of :class:`CorpusConfig`, instead of ``config``.
 
     Returns
     -------
@@ -561,7 +601,15 @@ def _assemble(out: Path, cfg: CorpusConfig, works: list[dict[str, Any]]) -> Corp
 
 
 def load_corpus(path: str | os.PathLike[str], *, config: CorpusConfig | None = None) -> Corpus:
-    """Load a corpus written by :func:`build_corpus` (checked against ``config`` if given)."""
+    """Load a corpus written by :func:`build_corpus` (checked against ``config`` if given).
+
+    Parameters
+    ----------
+    path : path
+        The corpus directory.
+    config : CorpusConfig, optional
+        The configuration it must have been built with.
+    """
     p = Path(path)
     man = read_manifest(p)
     if man is None or man.get("kind") != CORPUS_KIND:

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from aria._checks import check_choice, check_int
+from aria._checks import check_choice, check_float, check_int, check_int_list
 from aria._io import write_text
 from aria._stages import Stage, params_digest
 from aria.errors import DataError, ParameterError, expected
@@ -74,6 +74,16 @@ class DemoSettings:
     n_bootstrap: int = 1000
     threads: int = 1
     collections: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # checked when the settings are made, before any stage runs: a bad value must not
+        # surface after the models have been trained
+        check_int("B", self.B, min_value=2)
+        check_int("n_bootstrap", self.n_bootstrap, min_value=0)
+        check_int("trak_proj_dim", self.trak_proj_dim, min_value=1)
+        check_float("trak_lam", self.trak_lam, min_value=0.0)
+        if self.K is not None:
+            check_int_list("K", list(self.K), min_value=2)
 
     def ks(self, n_train: int) -> tuple[list[int], int]:
         """K list and K_report: the paper's values, capped so groups stay a fraction of the pool.
@@ -241,6 +251,8 @@ def run_demo(
         raise ParameterError(expected("overrides", "DemoSettings fields", sorted(unknown)))
     settings = DemoSettings(preset=name, seed=seed, methods=methods, threads=n_threads, **overrides)
     root = Path(out)
+    if root.exists() and not root.is_dir():
+        raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
     root.mkdir(parents=True, exist_ok=True)
     run = _Runner(root, quiet)
     t_start = time.perf_counter()

@@ -28,7 +28,13 @@ STORE_METADATA = ("work_id", "collection", "composer", "title", "key", "mode", "
 
 
 def window_durations(tokens: np.ndarray) -> np.ndarray:
-    """Seconds spanned by each window: the sum of its TIME_SHIFTs, shape ``(n,)``."""
+    """Seconds spanned by each window: the sum of its TIME_SHIFTs, shape ``(n,)``.
+
+    Parameters
+    ----------
+    tokens : np.ndarray [shape=(n, L)]
+        Token windows.
+    """
     t = np.asarray(tokens)
     shifts = np.where((t >= tk.TIME_SHIFT) & (t < tk.SET_VELOCITY), t - tk.TIME_SHIFT + 1, 0)
     return shifts.sum(axis=-1) / tk.STEPS_PER_SECOND
@@ -84,6 +90,15 @@ def build_feature_store(
 
     Track ids = ``corpus.train_meta.segment_id`` (training-row order); metadata per track:
     ``STORE_METADATA`` columns (work, collection, composer, title, position). Returns ``path``.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        The benchmark corpus (its training windows are the store's tracks).
+    path : path
+        Where to write the feature store.
+    params : mapping, optional
+        Keyword arguments of the symbolic feature extractor.
     """
     from aria.features.store import write_store
 

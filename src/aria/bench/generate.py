@@ -74,7 +74,13 @@ class Queries:
         return self.meta["query_id"].to_numpy(dtype=str)
 
     def notes(self, j: int) -> list[tk.Note]:
-        """Decoded notes of query ``j``."""
+        """Decoded notes of query ``j``.
+
+        Parameters
+        ----------
+        j : int
+            Query index.
+        """
         return tk.decode(self.tokens[j], initial_velocity=int(self.meta["start_velocity"].iloc[j]))
 
 
@@ -94,6 +100,25 @@ def sample(
 
     Each step runs the model on the whole prefix (no cache; the benchmark's windows are short)
     and draws :math:`x_t \sim \mathrm{softmax}(z_{t-1}/\tau)` over the allowed tokens.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Tokens ``(B, L)`` → logits ``(B, L, V)``.
+    prompts : array [shape=(B, P)], integer
+        The prefixes to extend.
+    n_new : int
+        Tokens to add.
+    temperature : float, > 0
+        Softmax temperature :math:`\tau`.
+    top_k : int, optional
+        Sample among the ``top_k`` most likely tokens only.
+    seed : int
+        Seeds the draws.
+    num_threads : int
+        torch intra-op threads while sampling.
+    progress_bar : bool, optional
+        Force the progress bar on/off.
     """
     n_new = check_int("n_new", n_new, min_value=0)
     temperature = check_float("temperature", temperature, min_value=0.0, min_inclusive=False)
@@ -121,7 +146,17 @@ def sample(
 
 
 def pick_prompts(corpus: Corpus, n_queries: int, *, seed: int = 0) -> np.ndarray:
-    """Rows of ``corpus.test_tokens`` to prompt from, round-robin over held-out works."""
+    """Rows of ``corpus.test_tokens`` to prompt from, round-robin over held-out works.
+
+    Parameters
+    ----------
+    corpus : Corpus
+        The benchmark corpus.
+    n_queries : int
+        Rows to pick (at most the number of held-out windows).
+    seed : int
+        Seeds the order of works and windows.
+    """
     n_queries = check_int("n_queries", n_queries, min_value=1)
     meta = corpus.test_meta
     if n_queries > len(meta):
@@ -161,11 +196,16 @@ def generate_queries(
         At most the number of held-out windows.
     prompt_len : int, optional
         Prompt tokens (default ``window // 2``); ``1 <= prompt_len < window``.
-    temperature, top_k : sampling settings.
+    temperature, top_k : float, int
+        Sampling settings (see :func:`sample`).
     seed : int
         Seeds prompt choice and sampling.
+    num_threads : int
+        torch intra-op threads while sampling.
     out_dir : path, optional
         Save tokens, metadata and one MIDI file per query (atomically).
+    progress_bar : bool, optional
+        Force the progress bar on/off.
     """
     window = int(corpus.test_tokens.shape[1])
     prompt_len = window // 2 if prompt_len is None else prompt_len
@@ -216,7 +256,13 @@ def save_queries(
 
 
 def load_queries(path: str | os.PathLike[str]) -> Queries:
-    """Load queries written by :func:`generate_queries`."""
+    """Load queries written by :func:`generate_queries`.
+
+    Parameters
+    ----------
+    path : path
+        The queries directory.
+    """
     p = Path(path)
     man = read_manifest(p)
     if man is None or man.get("kind") != QUERIES_KIND:

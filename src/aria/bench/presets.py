@@ -66,7 +66,13 @@ class BenchPreset:
         }
 
     def with_seed(self, seed: int) -> BenchPreset:
-        """The same sizes with the corpus seed replaced (model seeds are passed to training)."""
+        """The same sizes with the corpus seed replaced (model seeds are passed to training).
+
+        Parameters
+        ----------
+        seed : int
+            The corpus split seed.
+        """
         return replace(self, corpus=replace(self.corpus, seed=seed))
 
 
@@ -101,5 +107,11 @@ PRESETS: dict[str, BenchPreset] = {
 
 
 def preset(name: str) -> BenchPreset:
-    """The preset called ``name`` (``"default"``, ``"quick"`` or ``"tiny"``)."""
+    """The preset called ``name``.
+
+    Parameters
+    ----------
+    name : {"default", "quick", "tiny"}
+        The preset's name.
+    """
     return PRESETS[check_choice("preset", name, tuple(PRESETS))]

@@ -392,6 +392,9 @@ def run_sweep(
     from aria.results import is_results_dir, write_results_meta, write_table
     from aria.similarity import prepare_channels
 
+    out_p = Path(out)
+    if out_p.exists() and not out_p.is_dir():  # refused before hours of gradients
+        raise ParameterError(f"out: expected a results folder, got a file: {str(out_p)!r}")
     dirs = _model_dirs(ensemble)
     members = [load_trained(d) for d in dirs]
     model = members[0].model
@@ -421,7 +424,6 @@ def run_sweep(
         out_dir=Path(out) / "sweep" if save_scores else None, row_ids=train_ids, progress=progress,
     )
     seconds = time.perf_counter() - t0
-    out_p = Path(out)
     out_p.mkdir(parents=True, exist_ok=True)
     write_table(out_p, "sensitivity", res.table)
     if not is_results_dir(out_p):

@@ -133,6 +133,11 @@ def _steps(
 def normalize_notes(notes: Iterable[Note | Sequence[float]]) -> list[Note]:
     """The notes the encoding represents: quantised and cleaned (see module docstring).
 
+    Parameters
+    ----------
+    notes : iterable of Note or (pitch, start, end, velocity)
+        Times in seconds.
+
     Returns
     -------
     list[Note]
@@ -190,6 +195,13 @@ def decode(
     ``initial_velocity`` (pass a window's ``start_velocity`` from the corpus metadata to decode
     a window cut from a piece with the loudness in effect where it starts).
 
+    Parameters
+    ----------
+    tokens : iterable of int
+        Event token ids.
+    initial_velocity : int
+        Velocity before the first SET_VELOCITY.
+
     Returns
     -------
     list[Note]
@@ -229,7 +241,13 @@ def decode(
 
 
 def describe(token: int) -> str:
-    """Human-readable name of one token id, e.g. ``"NOTE_ON 60"``, ``"TIME_SHIFT 250ms"``."""
+    """Human-readable name of one token id, e.g. ``"NOTE_ON 60"``, ``"TIME_SHIFT 250ms"``.
+
+    Parameters
+    ----------
+    token : int
+        A token id.
+    """
     t = int(token)
     if not 0 <= t < VOCAB_SIZE:
         raise ParameterError(expected("token", f"an id in [0, {VOCAB_SIZE})", t))
@@ -309,6 +327,13 @@ def write_midi(
 
     Notes are cleaned as in :func:`normalize_notes` but at millisecond resolution with the
     velocities kept. Written atomically when ``path`` is given.
+
+    Parameters
+    ----------
+    notes : iterable of Note or (pitch, start, end, velocity)
+        Times in seconds.
+    path : path, optional
+        Where to write the file.
     """
     import mido
 

@@ -14,7 +14,10 @@ warning line naming the file and the signal — and the run goes on with a fresh
 Before workers start, a modality module may prepare shared state through an optional hook
 ``prepare_workers(params, *, force=False)``; the audio extractor uses it to warm librosa's
 numba JIT cache once, under a lock (:mod:`aria.features.audio.jit`), and calls it again with
-``force=True`` after a worker died (a corrupt cache is then detected and rebuilt).
+``force=True`` after a worker died (a corrupt cache is then detected and rebuilt). Before any
+of that, numba's cache is pointed at ARIA's per-user directory
+(:func:`aria.features.audio.jit.configure_numba_cache`) for every modality, so that no kernel
+(librosa's, or the symbolic grid sweep) is ever cached inside the virtual environment.
 
 Metadata: a modality module lists the metadata columns it records itself in
 ``RESERVED_METADATA`` (``source`` is always ARIA's). User metadata columns — from a CSV input
@@ -36,7 +39,8 @@ from typing import Any
 import numpy as np
 
 from aria.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
-from aria.features.store import _MODALITIES, StoreWriter, _check_ids, _isnull, _plain
+from aria.features._store_io import _MODALITIES, _check_ids, _isnull, _plain
+from aria.features.store import StoreWriter
 
 __all__ = ["SUFFIXES", "collect_inputs", "extract_to_store"]
 
@@ -213,6 +217,15 @@ def _merge_meta(user: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, An
 # --------------------------------------------------------------------------- the engine
 
 
+def _configure_jit_cache() -> None:
+    """Point numba's cache at ARIA's directory (symbolic and audio kernels alike)."""
+    try:
+        from aria.features.audio.jit import configure_numba_cache
+    except ImportError:  # the audio package is absent from this installation
+        return
+    configure_numba_cache()
+
+
 def _extractor_module(modality: str) -> Any:
     try:
         return importlib.import_module(f"aria.features.{modality}")
@@ -312,6 +325,7 @@ def extract_to_store(
         raise ParameterError(expected("modality", "'symbolic' or 'audio'", modality))
     workers = check_int("workers", workers, min_value=1)
     flush_every = check_int("flush_every", flush_every, min_value=1)
+    _configure_jit_cache()  # before any numba kernel is compiled here or in a worker
     mod = _extractor_module(modality)
     if segments and modality != "symbolic":
         raise ParameterError(expected("segments", "only with modality='symbolic'", modality))

@@ -25,7 +25,15 @@ from typing import Literal
 
 from aria.errors import ParameterError, expected
 
-__all__ = ["MODALITIES", "FeatureSpec", "channel_names", "channels", "feature_spec", "features"]
+__all__ = [
+    "MODALITIES",
+    "FeatureSpec",
+    "channel_names",
+    "channels",
+    "feature_spec",
+    "features",
+    "modality_phrase",
+]
 
 
 @dataclass(frozen=True)
@@ -232,4 +240,18 @@ def feature_spec(modality: str, name: str) -> FeatureSpec:
     for s in _check_modality(modality):
         if s.name == name:
             return s
-    raise ParameterError(expected("feature", f"a {modality} feature name", name))
+    raise ParameterError(expected("feature", modality_phrase(modality, "feature name"), name))
+
+
+def modality_phrase(modality: str, noun: str) -> str:
+    """``"an audio store"``, ``"a symbolic store"``: the modality with the right article.
+
+    Parameters
+    ----------
+    modality : str
+        ``"symbolic"``, ``"audio"`` (or any word).
+    noun : str
+        What follows the modality (``"store"``, ``"feature store"``, ...).
+    """
+    article = "an" if str(modality)[:1].lower() in "aeiou" and str(modality) else "a"
+    return f"{article} {modality} {noun}"

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from aria._checks import check_int, check_writable_path
 from aria._io import atomic_path, write_text
-from aria.errors import AriaWarning
+from aria.errors import AriaWarning, ParameterError
 from aria.report.load import ResultsData, choose_k, load_results
 from aria.report.tables import ReportTable, build_tables
 
@@ -174,6 +174,20 @@ def export_tables(
     return Path(tables_dir)
 
 
+def _check_target(name: str, path: Path, what: str, *, want_dir: bool) -> None:
+    """Raise unless ``path`` can be written as a file (``want_dir=False``) or a folder."""
+    if path.exists() and path.is_dir() != want_dir:
+        kind = "an existing folder" if path.is_dir() else "an existing file"
+        raise ParameterError(f"{name}: expected {what}, got {kind}: {str(path)!r}")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ParameterError(
+                    f"{name}: expected {what}, got a path inside the file {str(parent)!r}"
+                )
+            break
+
+
 def write_report(
     results_dir: str | os.PathLike[str],
     *,
@@ -219,7 +233,9 @@ def write_report(
     FileFormatError
         if ``results_dir`` is not an ARIA results folder.
     ParameterError
-        for an invalid ``k``, ``top_n`` or ``pairs_per_channel``.
+        for an invalid ``k``, ``top_n`` or ``pairs_per_channel``, an ``out`` that is an
+        existing folder or a ``tables_dir`` that is an existing file (checked before anything
+        is written).
     """
     from aria.report.evidence import build_evidence
     from aria.report.html import render_html
@@ -228,19 +244,26 @@ def write_report(
     pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
     data = load_results(results_dir, top_n=top_n)
     kk = choose_k(data, k)
-    out_path = check_writable_path("out", Path(results_dir) / "report.html" if out is None else out)
-    tables = build_tables(data, k=kk)
-    svgs, plot_note = _plots(data, kk, enabled=plots)
-    evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
-    page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence)
-    write_text(out_path, page)
-    exports = None
+    out_path = Path(results_dir) / "report.html" if out is None else Path(out)
+    tdir = None
     if latex:
         tdir = (
             Path(tables_dir)
             if tables_dir is not None
             else out_path.with_name(out_path.stem + "-tables")
         )
+    # refuse before anything is written (a folder is never replaced by the page, a file never
+    # by the tables' folder)
+    _check_target("out", out_path, "an HTML file path", want_dir=False)
+    if tdir is not None:
+        _check_target("tables_dir", tdir, "a folder path", want_dir=True)
+    tables = build_tables(data, k=kk)
+    svgs, plot_note = _plots(data, kk, enabled=plots)
+    evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
+    page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence)
+    write_text(check_writable_path("out", out_path), page)
+    exports = None
+    if tdir is not None:
         exports = export_tables(data, tables, tdir, k=kk, plots=plots)
     if data.missing:
         warnings.warn(

@@ -174,7 +174,11 @@ def alignment_table(data: ResultsData) -> ReportTable | None:
             for q in ("alpha_max", "alpha_max_feature", "alpha_reg", "alpha_reg_group"):
                 row[f"{c}_{q}"] = last[q] if last is not None else np.nan
         rows.append(row)
-    methods = a["alpha_reg_method"].dropna() if "alpha_reg_method" in a.columns else []
+    methods = (
+        a["alpha_reg_method"].dropna()
+        if "alpha_reg_method" in a.columns
+        else pd.Series([], dtype=object)
+    )
     fit = f"the {methods.iloc[0]}" if len(methods) else "the in-sample OLS R²"
     return ReportTable(
         "alignment",

@@ -17,7 +17,7 @@ from typing import Any
 
 from aria._io import remove_path
 from aria._stages import file_fingerprint
-from aria.errors import DataError, ParameterError, expected
+from aria.errors import ParameterError
 from aria.study.inputs import check_inputs
 from aria.study.setting import run_setting
 from aria.study.tables import publish, write_tables
@@ -99,9 +99,7 @@ def run_study(
     t_start = time.perf_counter()
 
     store = FeatureStore.open(spec.feature_store)
-    if store.modality != spec.modality:
-        raise DataError(expected("feature_store", f"a {spec.modality} feature store",
-                                 f"a {store.modality} store"))
+    store.check_modality(spec.modality)
     queries = check_inputs(spec, store)
 
     created = _absent_dirs(out)

@@ -84,7 +84,13 @@ class TrainConfig:
         return asdict(self)
 
     def total_steps(self, n_examples: int) -> int:
-        """``epochs * ceil(n_examples / batch_size)``."""
+        """``epochs * ceil(n_examples / batch_size)``.
+
+        Parameters
+        ----------
+        n_examples : int
+            Training rows.
+        """
         return self.epochs * math.ceil(n_examples / self.batch_size)
 
 
@@ -130,7 +136,13 @@ class TrainedModel:
         return [c.lr for c in self.checkpoints]
 
     def checkpoint_model(self, i: int) -> MusicTransformer:
-        """A fresh model holding the weights of checkpoint ``i`` (eval mode)."""
+        """A fresh model holding the weights of checkpoint ``i`` (eval mode).
+
+        Parameters
+        ----------
+        i : int
+            Checkpoint index (``-1`` = the final model).
+        """
         model = MusicTransformer(self.model_config)
         model.load_state_dict(self.checkpoints[i].state_dict)
         return model.eval()
@@ -144,6 +156,15 @@ def lr_at(step: int, total_steps: int, config: TrainConfig) -> float:
     :math:`u = (s - w) / \max(S - w, 1)` and :math:`\eta_{min} = \text{min\_lr\_frac}\,\eta_{max}`:
     cosine :math:`\eta_{min} + (\eta_{max} - \eta_{min})(1 + \cos \pi u)/2`, linear
     :math:`\eta_{max} - (\eta_{max} - \eta_{min}) u`, constant :math:`\eta_{max}`.
+
+    Parameters
+    ----------
+    step : int
+        Optimisation step, 1-based.
+    total_steps : int
+        All steps of the run.
+    config : TrainConfig
+        Peak rate, warm-up and schedule.
     """
     warm = math.ceil(config.warmup_frac * total_steps)
     if step <= warm:
@@ -158,7 +179,15 @@ def lr_at(step: int, total_steps: int, config: TrainConfig) -> float:
 
 
 def checkpoint_steps(total_steps: int, n_checkpoints: int) -> list[int]:
-    """Evenly spaced checkpoint steps ``round(S * (i + 1) / n)``, unique, ending at ``S``."""
+    """Evenly spaced checkpoint steps ``round(S * (i + 1) / n)``, unique, ending at ``S``.
+
+    Parameters
+    ----------
+    total_steps : int
+        All steps of the run (``S``).
+    n_checkpoints : int
+        Checkpoints wanted (``n``; fewer when ``S < n``).
+    """
     n = min(n_checkpoints, total_steps)
     return sorted({max(1, round(total_steps * (i + 1) / n)) for i in range(n)})
 

@@ -176,12 +176,16 @@ def retrain_subsets(
         targets. ``"per_subset"``: model ``j`` uses ``seed + 1 + j``.
     subsets : array [shape=(n_subsets, size)], optional
         Explicit subsets instead of drawing them (``n_subsets``/``fraction`` then ignored).
+    model_config, train_config : optional
+        As in :func:`~aria.bench.train.train_model`.
     out_dir : path, optional
         Saves model ``j`` in ``out_dir/subset-{j:03d}`` plus ``out_dir/subsets.npy``; a model
         directory already there with the same settings and rows is reused (resumable).
     n_jobs : int
         Models trained in parallel processes (each with ``train_config.num_threads`` threads);
         the results equal ``n_jobs=1`` bitwise.
+    progress_bar : bool, optional
+        Force the progress bar on/off.
     """
     seg = _as_segments(segments)
     init = check_choice("init", init, ("shared", "per_subset"))
@@ -225,8 +229,26 @@ def train_ensemble(
 
     Member ``i`` is ``train_model(..., seed=seed + i)``: member 0 is the model trained with
     ``seed`` itself, so an existing main model can serve as member 0. With ``out_dir``, member
-    ``i`` lives in ``out_dir/member-{i:02d}`` and finished members are reused. ``n_jobs`` as in
-    :func:`retrain_subsets`.
+    ``i`` lives in ``out_dir/member-{i:02d}`` and finished members are reused.
+
+    Parameters
+    ----------
+    segments : array [shape=(N, L)]
+        All training windows.
+    n_models : int
+        Ensemble members.
+    seed : int
+        Seed of member 0 (member ``i`` uses ``seed + i``).
+    indices : array, optional
+        Rows to train on (default all).
+    model_config, train_config : optional
+        As in :func:`~aria.bench.train.train_model`.
+    out_dir : path, optional
+        Saves member ``i`` in ``out_dir/member-{i:02d}`` (reused when finished).
+    n_jobs : int
+        As in :func:`retrain_subsets`.
+    progress_bar : bool, optional
+        Force the progress bar on/off.
     """
     seg = _as_segments(segments)
     n_models = check_int("n_models", n_models, min_value=1)

@@ -70,6 +70,8 @@ def train_model(
         Where to save the model directory (see module docstring); written atomically.
     progress_bar : bool, optional
         Force the progress bar on/off (default: ``aria._progress`` rules).
+    desc : str
+        The progress bar's label.
 
     Returns
     -------
@@ -152,8 +154,21 @@ def evaluate_losses(
 ) -> np.ndarray:
     """Per-sequence loss of ``model`` on ``tokens`` ``(n, L)`` → ``(n,)`` float64.
 
-    ``loss`` is ``"sequence"`` (:func:`~aria.bench.model.sequence_loss`) or ``"last_token"``
-    (:func:`~aria.bench.model.last_token_loss`). The model is put in eval mode.
+    The model is put in eval mode.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The model.
+    tokens : array [shape=(n, L)], integer
+        Windows.
+    loss : {"sequence", "last_token"}
+        :func:`~aria.attribution.losses.sequence_loss` or
+        :func:`~aria.attribution.losses.last_token_loss`.
+    batch_size : int
+        Windows per forward pass.
+    num_threads : int, optional
+        torch intra-op threads (``None``: leave torch's setting).
     """
     fn = loss_fn(loss)
     seg = _as_segments(tokens)

@@ -101,9 +101,8 @@ def _assemble(
         for k in _FIELDS:
             cols[k].append(getattr(nt, k)[idx])
         if _has_ticks(nt):
-            cols["quarters"].append(
-                (nt.end_tick[idx] - nt.start_tick[idx]) / float(nt.ticks_per_quarter)
-            )  # type: ignore[index, arg-type]
+            tpq = float(nt.ticks_per_quarter)  # type: ignore[arg-type]
+            cols["quarters"].append((nt.end_tick[idx] - nt.start_tick[idx]) / tpq)  # type: ignore[index]
             cols["ticks"].append(np.stack([nt.start_tick[idx], nt.end_tick[idx]], axis=1))  # type: ignore[index]
         else:
             cols["quarters"].append(np.full(idx.size, np.nan))

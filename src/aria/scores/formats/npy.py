@@ -18,6 +18,7 @@ opened, never zeros.
 from __future__ import annotations
 
 import os
+import tokenize
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,8 @@ def read_npy_header(fh: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtyp
             shape, fortran, dtype = fmt.read_array_header_2_0(fh)
         else:
             raise ValueError(f"unsupported .npy version {version}")
+    except tokenize.TokenError:  # numpy tokenizes the header's dict literal
+        raise FileFormatError(f"{where}: not a readable .npy array (garbled header)") from None
     except (ValueError, OSError, SyntaxError, TypeError) as exc:
         raise FileFormatError(f"{where}: not a readable .npy array ({exc})") from None
     if dtype.hasobject:

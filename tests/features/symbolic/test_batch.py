@@ -1,15 +1,13 @@
-"""The 12 symbolic features: hand-computed cases, invariants, segments, batch == loop reference."""
+"""The 12 symbolic features: hand-computed cases, invariants, file extractors."""
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from aria.errors import DataError, ParameterError
+from aria.errors import DataError
 from aria.features.midi import NoteArray, read_midi
 from aria.features.registry import features as registry_features
 from aria.features.symbolic import (
@@ -26,36 +24,8 @@ from aria.features.symbolic import (
     symbolic_features_batch,
 )
 
-from ._midifiles import make_midi, note, reload, tempo
-
-
-def arr(*rows):
-    """Notes as an (n, 4) array of start, end, pitch, velocity (seconds)."""
-    return np.array(rows, dtype=np.float64).reshape(-1, 4)
-
-
-def random_notes(rng, n, span=8.0, *, tracks=2, drums=True, grid=0.01, channels=(0, 1)):
-    start = np.round(rng.uniform(-1.0, span, n) / grid) * grid
-    start = np.maximum(start, 0.0)
-    dur = np.round(rng.exponential(0.5, n) / grid) * grid
-    dur[rng.random(n) < 0.05] = 0.0  # a few zero-length notes
-    channels = [*channels, 9] if drums else list(channels)
-    return NoteArray.from_arrays(
-        start=start,
-        end=start + dur,
-        pitch=rng.integers(48, 84, n),
-        velocity=rng.integers(1, 128, n),
-        loudness=rng.integers(1, 128, n),
-        channel=rng.choice(channels, n),
-        track=rng.integers(0, tracks, n),
-    )
-
-
-def assert_same(a, b, rtol=1e-12, atol=1e-12):
-    assert list(a) == list(b)
-    for k in a:
-        np.testing.assert_allclose(a[k], b[k], rtol=rtol, atol=atol, err_msg=k)
-
+from .._midifiles import make_midi, note, reload, tempo
+from ._notes import arr, assert_same, random_notes
 
 # --------------------------------------------------------------------------- names and shapes
 
@@ -223,55 +193,6 @@ def test_empty_segment_is_all_zero():
         assert np.all(v == 0.0), k
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-class BenchNote(NamedTuple):
-    pitch: int
-    start: float
-    end: float
-    velocity: int
-
-
-def test_accepted_note_inputs_agree(rng):
-    r = random_notes(rng, 30, drums=False, tracks=1, channels=(0,))
-    n = NoteArray.from_arrays(
-        start=r.start, end=r.end, pitch=r.pitch, velocity=r.velocity
-    )  # loudness = velocity
-    ref = symbolic_features(n, duration=9.0)
-    a = np.stack([n.start, n.end, n.pitch, n.velocity], axis=1)
-    df = pd.DataFrame({"start": n.start, "end": n.end, "pitch": n.pitch, "velocity": n.velocity})
-    objs = [BenchNote(int(p), float(s), float(e), int(v)) for s, e, p, v in a]
-    rec = np.rec.fromarrays([n.start, n.end, n.pitch, n.velocity], names="start,end,pitch,velocity")
-    for other in (
-        a,
-        df,
-        objs,
-        rec,
-        {"start": n.start, "end": n.end, "pitch": n.pitch, "velocity": n.velocity},
-    ):
-        assert_same(symbolic_features(other, duration=9.0), ref)
-    with pytest.raises(ParameterError, match="notes"):
-        symbolic_features(np.zeros((3, 7)))
-    with pytest.raises(ParameterError, match="columns among"):
-        symbolic_features({"start": [0], "end": [1], "pitch": [60], "colour": [1]})
-    with pytest.raises(DataError, match="end >= start"):
-        symbolic_features(arr((1, 0, 60, 80)))
-
-
-def test_parameter_errors():
-    with pytest.raises(ParameterError, match="form"):
-        symbolic_features(arr((0, 1, 60, 80)), form="jsym")
-    with pytest.raises(ParameterError, match="fps"):
-        symbolic_features(arr((0, 1, 60, 80)), fps=0)
-    with pytest.raises(ParameterError, match="keywords among"):
-        symbolic_features(arr((0, 1, 60, 80)), frames_per_second=50)
-    with pytest.raises(ParameterError, match="exactly one"):
-        segment_notes(arr((0, 1, 60, 80)), seconds=2.0, n_notes=4)
-    with pytest.raises(ParameterError, match="durations"):
-        make_batch([arr((0, 1, 60, 80))], durations=[1.0, 2.0])
-
-
 # --------------------------------------------------------------------------- invariants
 
 
@@ -340,92 +261,6 @@ def test_velocity_offset_changes_only_nothing_but_scale_free_stats(rng):
     a, b = symbolic_features(base), symbolic_features(louder)
     for k in ("velocity_change", "velocity_std", "dynamic_range"):
         assert a[k][0] == pytest.approx(b[k][0])
-
-
-# --------------------------------------------------------------------------- batch == reference
-
-
-@pytest.mark.parametrize(
-    "params",
-    [
-        {},
-        {"form": "jsymbolic"},
-        {
-            "interval_overflow": "drop",
-            "rotate_pitch_class": False,
-            "d4_divisor": "notes",
-            "fps": 37.0,
-        },
-        {"form": "jsymbolic", "d4_divisor": "changes", "tpq": 96, "qpm": 90.0},
-    ],
-)
-def test_batch_equals_reference_on_random_segments(rng, params):
-    segs = [random_notes(rng, int(k)) for k in rng.integers(0, 45, 40)]
-    starts = rng.uniform(0, 2, 40)
-    durs = rng.uniform(0.4, 9.0, 40)
-    fast = symbolic_features_batch(segs, starts=starts, durations=durs, **params)
-    for i, seg in enumerate(segs):
-        ref = reference_features(seg, start=starts[i], duration=durs[i], **params)
-        assert_same({k: v[i] for k, v in fast.items()}, ref)
-
-
-@pytest.mark.parametrize("boundary", ["clip", "onset"])
-@pytest.mark.parametrize("how", ["seconds", "hop", "notes", "bounds"])
-def test_segmented_batch_equals_reference(rng, boundary, how):
-    piece = random_notes(rng, 120, span=20.0)
-    kw = {
-        "seconds": {"seconds": 4.0},
-        "hop": {"seconds": 5.0, "hop": 2.5},
-        "notes": {"n_notes": 16, "hop": 12},
-        "bounds": {"bounds": [[0, 3], [2.5, 9], [9, 25]]},
-    }[how]
-    batch = segment_notes(piece, boundary=boundary, **kw)
-    for form in ("paper", "jsymbolic"):
-        fast = batch_features(batch, form=form, boundary=boundary)
-        for i in range(batch.n_segments):
-            sl = slice(batch.offsets[i], batch.offsets[i + 1])
-            seg = batch.notes.take(np.arange(sl.start, sl.stop))
-            ref = reference_features(
-                seg,
-                start=batch.start[i],
-                duration=batch.duration[i],
-                owned=batch.onset[sl],
-                form=form,
-                boundary=boundary,
-            )
-            assert_same({k: v[i] for k, v in fast.items()}, ref)
-
-
-def test_segments_cover_every_onset_once(rng):
-    piece = random_notes(rng, 200, span=30.0)
-    for kw in ({"seconds": 4.0}, {"n_notes": 32}, {"seconds": 7.0, "hop": 7.0}):
-        b = segment_notes(piece, **kw)
-        owned = b.source_index[b.onset]
-        assert sorted(owned.tolist()) == list(range(len(piece)))
-
-
-def test_boundary_handling():
-    # a 3-s note from 1 s crosses the 2-s boundary; a short note lies in the second window
-    piece = arr((1.0, 4.0, 60, 100), (2.5, 3.0, 67, 100))
-    clip = batch_features(segment_notes(piece, seconds=2.0))
-    onset = batch_features(segment_notes(piece, seconds=2.0, boundary="onset"))
-    # onset-based features see the long note only in window 0
-    np.testing.assert_allclose(clip["note_density"][:, 0], [0.5, 0.5])
-    np.testing.assert_allclose(clip["pitch_class"][1], onset["pitch_class"][1])
-    # its full duration (6 quarters) counts for the rhythmic value, in window 0
-    assert clip["mean_rhythmic_value"][0, 0] == 6.0
-    # grid features: with "clip" the held note sounds with the fifth in window 1
-    np.testing.assert_allclose(clip["vertical_interval"][1], np.eye(12)[7])
-    np.testing.assert_allclose(onset["vertical_interval"][1], np.zeros(12))
-    assert clip["mean_polyphony"][1, 0] == pytest.approx((25 * 2 + 75 * 1) / 100)
-    assert onset["mean_polyphony"][1, 0] == 1.0
-
-
-def test_last_window_shorter(rng):
-    piece = arr((0, 1, 60, 80), (9.0, 9.5, 62, 80))
-    b = segment_notes(piece, seconds=4.0)
-    np.testing.assert_allclose(b.start, [0, 4, 8])
-    np.testing.assert_allclose(b.duration, [4, 4, 1.5])
 
 
 # --------------------------------------------------------------------------- files
