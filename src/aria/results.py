@@ -31,7 +31,7 @@ more; readers must tolerate extra columns and missing optional tables.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,15 +41,41 @@ from aria.errors import DataError, FileFormatError, ParameterError, expected
 from aria.manifest import make_manifest
 
 __all__ = [
+    "DEFAULT_KS",
+    "PREFERRED_K_REPORT",
     "RESULTS_FILE",
     "TABLES",
     "TableSpec",
+    "default_k_report",
     "is_results_dir",
     "read_results_meta",
     "read_table",
     "write_results_meta",
     "write_table",
 ]
+
+#: The paper's K sweep: group sizes of the homogeneity analysis when a study names none.
+DEFAULT_KS: tuple[int, ...] = (20, 50, 100, 200, 300, 400, 500)
+#: The K of the report's tables when the study does not name one and it is swept.
+PREFERRED_K_REPORT = 300
+
+
+def default_k_report(ks: Sequence[int]) -> int:
+    """The K of the report's tables when none is given: 300 when it is swept, else the largest.
+
+    One rule for the study runner (``K_report``), the per-query evidence (``evidence_k``),
+    the report's default table K and the demos.
+
+    Parameters
+    ----------
+    ks : sequence of int
+        The swept group sizes (non-empty).
+    """
+    ordered = sorted(int(k) for k in ks)
+    if not ordered:
+        raise ParameterError(expected("ks", "at least one group size", list(ks)))
+    return PREFERRED_K_REPORT if PREFERRED_K_REPORT in ordered else ordered[-1]
+
 
 RESULTS_FILE = "results.json"
 RESULTS_KIND = "aria-results"

@@ -46,13 +46,14 @@ import numbers
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from aria._options import Options, option
 from aria.errors import FileFormatError, ParameterError, expected
 from aria.features.registry import MODALITIES
+from aria.results import DEFAULT_KS, PREFERRED_K_REPORT, default_k_report
 
 __all__ = [
     "NORMALIZE",
@@ -68,30 +69,12 @@ __all__ = [
 
 NORMALIZE = ("zscore", "rank", "auto", "none")
 Normalize = Literal["zscore", "rank", "auto", "none"]
-#: The K of the report's tables when the study does not name one and it is swept.
-PREFERRED_K_REPORT = 300
 
 _MISSING: Any = dataclasses.MISSING
 OptionsT = TypeVar("OptionsT", bound=Options)
 
 
-def default_k_report(ks: Sequence[int]) -> int:
-    """The K of the report's tables when none is given: 300 when it is swept, else the largest.
-
-    Parameters
-    ----------
-    ks : sequence of int
-        The swept group sizes (non-empty).
-    """
-    ordered = sorted(int(k) for k in ks)
-    return PREFERRED_K_REPORT if PREFERRED_K_REPORT in ordered else ordered[-1]
-
-
 def _default_ks() -> tuple[int, ...]:
-    # the one DEFAULT_KS of the package lives beside the K-sweep; imported on first use only,
-    # so that reading a study file (and ``aria --help``) does not load numba
-    from aria.homogeneity import DEFAULT_KS
-
     return tuple(int(k) for k in DEFAULT_KS)
 
 

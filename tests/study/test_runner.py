@@ -181,3 +181,20 @@ def test_transpose_key_reads_a_query_by_train_matrix(tmp_path, rng, planted_stud
     h1, h2 = read_table(out1, "homogeneity"), read_table(out2, "homogeneity")
     pd.testing.assert_frame_equal(h1, h2)
     assert read_results_meta(out2)["settings"][0]["transpose"] is True
+
+
+def test_constant_query_is_excluded_on_both_variants(tmp_path, rng, planted_study):
+    study = planted_study(tmp_path, rng)
+    s = np.load(tmp_path / "scores.npy")
+    s[:, 3] = 1.5  # query 3 scores every segment the same: it ranks nothing
+    np.save(tmp_path / "scores.npy", s)
+    (tmp_path / "scores.npy.manifest.json").unlink(missing_ok=True)
+    with pytest.warns(Warning, match="constant score column"):
+        out = run_study(study, quiet=True)
+    hom = read_table(out, "homogeneity")
+    for variant in ("original", "residual"):
+        rows = hom[hom.variant == variant]
+        assert (rows["n_constant_excluded"] == 1).all(), variant
+        assert (rows["n_queries"] == N_QUERIES - 1).all(), variant
+    qz = read_table(out, "query_z")
+    assert qz[(qz["query"] == 3)]["z"].isna().all()

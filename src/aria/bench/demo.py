@@ -47,6 +47,7 @@ from aria._checks import check_choice, check_float, check_int, check_int_list
 from aria._io import write_text
 from aria._stages import Stage, params_digest
 from aria.errors import DataError, ParameterError, expected
+from aria.results import DEFAULT_KS, default_k_report
 
 __all__ = ["DEMO_METHODS", "DemoSettings", "agreement_table", "run_demo"]
 
@@ -96,9 +97,9 @@ class DemoSettings:
         if self.K is not None:
             ks = sorted(set(self.K))
         else:
-            ks = [k for k in (20, 50, 100, 200, 300, 400, 500) if k <= n_train // 3]
+            ks = [k for k in DEFAULT_KS if k <= n_train // 3]
             ks = ks or [max(2, n_train // 4)]
-        report = self.K_report if self.K_report is not None else (300 if 300 in ks else ks[-1])
+        report = self.K_report if self.K_report is not None else default_k_report(ks)
         if report not in ks:
             raise ParameterError(expected("K_report", f"one of K = {ks}", report))
         return ks, report
@@ -461,7 +462,7 @@ def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> Non
     rel = _table(results, "reliability").set_index("setting")
     lds = _table(results, "lds").set_index("method")
     hom = _table(results, "homogeneity")
-    meta_k = hom["K"].max() if 300 not in set(hom["K"]) else 300
+    meta_k = default_k_report(hom["K"].unique())
     h = hom[(hom.variant == "original") & (hom.K == meta_k)].pivot(
         index="setting", columns="channel", values="zbar")
     chans = [c for c in ("melody", "harmony", "rhythm", "dynamic", "texture") if c in h.columns]

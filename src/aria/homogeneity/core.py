@@ -43,6 +43,7 @@ from aria.homogeneity.sweep import (
     _standardize,
     group_sums_reference,
 )
+from aria.results import default_k_report
 from aria.similarity import PreparedFeature
 
 __all__ = ["HomogeneityResult", "homogeneity", "run_homogeneity"]
@@ -280,7 +281,7 @@ def _check_call(groups: Any, prepared: Any, null: NullDistribution, ks: Sequence
                 "ks", f"values <= the group width {k_max}", ks_arr.tolist()))
         null.k_index(int(k))
     if evidence_k is None:
-        evidence_k = 300 if 300 in ks_arr else int(ks_arr[-1])
+        evidence_k = default_k_report(ks_arr.tolist())
     elif int(evidence_k) not in ks_arr:
         raise ParameterError(expected("evidence_k", f"one of ks {ks_arr.tolist()}", evidence_k))
     evidence_k = int(evidence_k)

@@ -23,12 +23,11 @@ import numpy as np
 import aria._simkernels as _k
 from aria._checks import check_int
 from aria._progress import progress as _progress
+from aria.results import DEFAULT_KS
 from aria.similarity import PreparedFeature
 
 __all__ = ["DEFAULT_KS", "group_sums"]
 
-#: the paper's K sweep
-DEFAULT_KS: tuple[int, ...] = (20, 50, 100, 200, 300, 400, 500)
 
 
 def _n_jobs(n_jobs: int | None) -> int:

@@ -32,7 +32,7 @@ import pandas as pd
 
 from aria._checks import check_int
 from aria.errors import FileFormatError, ParameterError, expected
-from aria.results import TABLES, read_results_meta, read_table
+from aria.results import TABLES, default_k_report, read_results_meta, read_table
 
 __all__ = ["EXPECTED_TABLES", "ResultsData", "choose_k", "load_results"]
 
@@ -469,6 +469,4 @@ def choose_k(data: ResultsData, k: int | None = None) -> int | None:
     ):
         if int(k_report) in data.ks:
             return int(k_report)
-    if 300 in data.ks:
-        return 300
-    return max(data.ks)
+    return default_k_report(data.ks)

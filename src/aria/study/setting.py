@@ -123,12 +123,12 @@ def _variant_tables(
     track_ids: np.ndarray,
     spec: StudySpec,
     progress: bool | None,
+    constant: np.ndarray,
 ) -> dict[str, Any]:
-    from aria.homogeneity import constant_queries, homogeneity, top_k_groups
+    from aria.homogeneity import homogeneity, top_k_groups
 
     groups, scores = top_k_groups(s_track, max(spec.K), pool=pool, chunk_rows=spec.chunk_rows,
                                   return_scores=True, progress=progress)
-    constant = constant_queries(s_track, pool=pool, chunk_rows=spec.chunk_rows)
     res = homogeneity(groups, prepared, null, ks=list(spec.K), evidence_k=spec.K_report,
                       n_pairs=N_PAIRS, progress=progress, constant=constant)
     summary = res.summary(n_boot=spec.n_bootstrap, seed=spec.seed)
@@ -271,7 +271,7 @@ def _compute(
     import pandas as pd
 
     from aria.diagnostics import diagnose
-    from aria.homogeneity import feature_pool
+    from aria.homogeneity import constant_queries, feature_pool
     from aria.similarity import prepare_channels
 
     timings: dict[str, float] = {}
@@ -289,6 +289,7 @@ def _compute(
     normalize_used: str = setting.normalize
     d["normalize_used"] = normalize_used
     channels = list(spec.channels) if spec.channels else None
+    degenerate: np.ndarray | None = None
     for variant in variants:
         t0 = time.perf_counter()
         log(f"{setting.name}: S_track ({variant})")
@@ -312,7 +313,13 @@ def _compute(
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
         null = _null_for(nulls, prepared, pool, rows, spec, progress)
-        vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress)
+        # a query that is degenerate on the original matrix stays excluded on its residual
+        # (the residual of a constant column is not constant, but it ranks nothing real)
+        constant = constant_queries(src, pool=pool, chunk_rows=spec.chunk_rows)
+        if degenerate is not None and degenerate.shape == constant.shape:
+            constant = constant | degenerate
+        degenerate = constant
+        vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress, constant)
         vt["null"] = null.to_frame()
         for name, df in vt.items():
             df.insert(0, "variant", variant)
