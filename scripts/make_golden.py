@@ -142,6 +142,13 @@ def compute() -> dict[str, dict[str, Any]]:
             by_channel[channel] = groups_c
         al = aria.channel_alignment(u1_track, by_channel)
         out["alignment"] = _plain({c: r.to_dict() for c, r in al.items()})
+        # and a u1 planted on the harmony channel, so the cross-validated fit is exercised
+        rng = np.random.default_rng(SEED + 1)
+        chroma = by_channel["harmony"]["chroma"]
+        planted = (chroma - chroma.mean(0)) @ rng.standard_normal(chroma.shape[1])
+        planted = planted / np.linalg.norm(planted) + 0.02 * rng.standard_normal(N_TRACKS)
+        al = aria.channel_alignment(planted, by_channel)
+        out["alignment_planted"] = _plain({c: r.to_dict() for c, r in al.items()})
     return out
 
 

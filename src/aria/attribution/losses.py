@@ -8,6 +8,13 @@ ground truth measures and the quantity the benchmark model is trained on:
 - ``"last_token"``: cross-entropy of the last token given all previous ones (dattri's MAESTRO
   target), :math:`\ell_{last}(x) = -\log p_\theta(x_{L-1}\mid x_{<L-1})`.
 
+A third, parametrised loss, :class:`ContinuationLoss` (``start`` = :math:`s`), is the mean
+next-token cross-entropy over the tokens from position :math:`s` on only,
+:math:`\ell_{cont}(x) = \frac{1}{L-s}\sum_{t=s}^{L-1} -\log p_\theta(x_t\mid x_{<t})`: the
+objective of a model whose window holds a conditioning prefix it does not predict (the audio
+benchmark's stages, :mod:`aria.bench.audio`). It is a callable ``f(model, tokens) -> (B,)``,
+so it goes wherever a loss name goes (``loss=``/``target=`` of the attributors, LDS outputs).
+
 ``model`` is any callable mapping int64 tokens ``(B, L)`` to next-token logits ``(B, L, V)``
 (``logits[:, t]`` predicts token ``t + 1``). :mod:`aria.bench.model` re-exports these names
 from their old home.
@@ -16,6 +23,7 @@ from their old home.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -26,6 +34,8 @@ from aria.errors import ParameterError, expected
 
 __all__ = [
     "LOSS_KINDS",
+    "ContinuationLoss",
+    "continuation_loss",
     "functional_loss",
     "last_token_loss",
     "loss_fn",
@@ -100,6 +110,74 @@ def last_token_loss(
     logits = model(tokens[:, :-1])[:, -1, :]  # (B, V)
     per_seq = F.cross_entropy(logits, tokens[:, -1], reduction="none")
     return _reduce(per_seq, reduction)
+
+
+def continuation_loss(
+    model: TokenModel, tokens: torch.Tensor, *, start: int, reduction: str = "none"
+) -> torch.Tensor:
+    r"""Mean next-token cross-entropy over the tokens from position ``start`` on.
+
+    .. math:: \ell_{cont}(x) = \frac{1}{L-s}\sum_{t=s}^{L-1} -\log p_\theta(x_t \mid x_{<t})
+
+    Tokens ``0 .. start-1`` are context only (a conditioning prefix); ``start=1`` is
+    :func:`sequence_loss`.
+
+    Parameters
+    ----------
+    model : nn.Module or callable
+        Maps int64 ``(B, L)`` to logits ``(B, L, V)``.
+    tokens : torch.Tensor [shape=(B, L)], int64, ``L > start``
+        The windows.
+    start : int, ``1 <= start < L``
+        Index of the first predicted (target) token :math:`s`.
+    reduction : {"none", "mean", "sum"}
+        ``"none"`` returns one loss per sequence ``(B,)``.
+    """
+    length = int(tokens.shape[-1])
+    if isinstance(start, bool) or not isinstance(start, int) or not 1 <= start < length:
+        raise ParameterError(expected("start", f"an int in [1, {length - 1}] (L = {length})",
+                                      start))
+    # token_nll[:, t - 1] is the loss of token t
+    per_seq = token_nll(model(tokens), tokens)[:, start - 1 :].mean(dim=-1)
+    return _reduce(per_seq, reduction)
+
+
+@dataclass(frozen=True)
+class ContinuationLoss:
+    r""":func:`continuation_loss` with ``start`` bound: a per-sample loss ``f(model, tokens)``.
+
+    Frozen (hashable, comparable, picklable), so it can be an attributor's ``loss``/``target``
+    and travel to worker processes; manifests name it ``"continuation(start=s)"``.
+
+    Parameters
+    ----------
+    start : int, >= 1
+        Index of the first target token (see :func:`continuation_loss`).
+    """
+
+    start: int
+
+    def __post_init__(self) -> None:
+        if isinstance(self.start, bool) or not isinstance(self.start, int) or self.start < 1:
+            raise ParameterError(expected("start", "an int >= 1", self.start))
+        # the name aria.attribution.task.loss_name records in manifests
+        object.__setattr__(self, "__qualname__", f"continuation(start={self.start})")
+
+    def __call__(
+        self, model: TokenModel, tokens: torch.Tensor, *, reduction: str = "none"
+    ) -> torch.Tensor:
+        """Per-sequence continuation loss (see :func:`continuation_loss`).
+
+        Parameters
+        ----------
+        model : nn.Module or callable
+            Maps int64 ``(B, L)`` to logits ``(B, L, V)``.
+        tokens : torch.Tensor [shape=(B, L)], int64
+            The windows.
+        reduction : {"none", "mean", "sum"}
+            ``"none"`` returns one loss per sequence ``(B,)``.
+        """
+        return continuation_loss(model, tokens, start=self.start, reduction=reduction)
 
 
 def loss_fn(kind: str) -> Any:

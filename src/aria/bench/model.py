@@ -48,6 +48,8 @@ from torch import nn
 from aria._checks import check_float, check_int
 from aria.attribution.losses import (
     LOSS_KINDS,
+    ContinuationLoss,
+    continuation_loss,
     functional_loss,
     last_token_loss,
     loss_fn,
@@ -58,9 +60,11 @@ from aria.errors import ParameterError, expected
 
 __all__ = [
     "LOSS_KINDS",
+    "ContinuationLoss",
     "ModelConfig",
     "MusicTransformer",
     "build_model",
+    "continuation_loss",
     "functional_loss",
     "last_token_loss",
     "loss_fn",
