@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from aria.errors import ParameterError, expected
+
 __all__ = ["atomic_path", "read_json", "remove_path", "write_json", "write_text"]
 
 
@@ -36,14 +38,19 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield tmp
         if not tmp.exists():
             raise FileNotFoundError(f"atomic write produced nothing at {tmp}")
+        if final.exists() and final.is_dir() != tmp.is_dir():
+            # never replace a folder with a file or a file with a folder: that would delete
+            # whatever the user kept there
+            kind, other = ("folder", "file") if tmp.is_dir() else ("file", "folder")
+            raise ParameterError(
+                expected(str(final), f"a path for a {kind}", f"an existing {other} (left as it is)")
+            )
         if tmp.is_dir() and final.exists():
             old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(final, old)
             os.replace(tmp, final)
             remove_path(old)
         else:
-            if final.is_dir():
-                remove_path(final)
             os.replace(tmp, final)
     except BaseException:
         remove_path(tmp)

@@ -484,17 +484,3 @@ def diagnose_reference(
         u1=(u[:, 0].astype(np.float64) * sign) if with_u1 else None,
     )
 
-
-def diagnose_exact(scores: Any, *, n_energy: int = 10, with_u1: bool = True) -> Diagnostics:
-    """Deprecated name of :func:`diagnose_reference` (which defaults to ``with_u1=False``).
-
-    Parameters
-    ----------
-    scores : array-like, torch.Tensor, ScoreSource or path
-        ``(M, T)``, read whole.
-    n_energy : int
-        How many energy ratios to report.
-    with_u1 : bool
-        Also return :math:`u_1`.
-    """
-    return diagnose_reference(scores, n_energy=n_energy, with_u1=with_u1)

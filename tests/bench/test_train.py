@@ -183,3 +183,20 @@ def test_parallel_training_equals_sequential(segments, tmp_path):
     np.testing.assert_array_equal(
         ens[1].losses, train_model(segments, model_config=MC, train_config=TC, seed=5).losses
     )
+
+
+def test_target_start_trains_on_the_continuation_loss(segments, tmp_path):
+    assert "target_start" not in TC.to_dict()  # default manifests unchanged
+    base = train_model(segments, model_config=MC, train_config=TC, seed=3)
+    one = train_model(segments, model_config=MC,
+                      train_config=TrainConfig(**{**TC.to_dict(), "target_start": 1}), seed=3)
+    assert _equal(base.model, one.model)  # start 1 = the sequence loss, bitwise
+    tc = TrainConfig(**{**TC.to_dict(), "target_start": 6})
+    res = train_model(segments, model_config=MC, train_config=tc, seed=3, out_dir=tmp_path / "m")
+    assert not _equal(base.model, res.model)
+    assert load_trained(tmp_path / "m").train_config.target_start == 6
+    with pytest.raises(ParameterError, match="target_start"):
+        train_model(segments, model_config=MC, seed=3,
+                    train_config=TrainConfig(**{**TC.to_dict(), "target_start": 10}))
+    with pytest.raises(ParameterError, match="target_start"):
+        TrainConfig(target_start=0)

@@ -33,7 +33,9 @@ def fresh():
     return gen, json.loads(json.dumps(gen.compute()))
 
 
-@pytest.mark.parametrize("stem", ["diagnostics", "s_track", "homogeneity", "alignment", "alignment_planted"])
+@pytest.mark.parametrize(
+    "stem", ["diagnostics", "s_track", "homogeneity", "alignment", "alignment_planted"]
+)
 def test_golden_fixture_unchanged(fresh, stem):
     gen, content = fresh
     stored = json.loads((ROOT / "tests" / "data" / "golden" / f"{stem}.json").read_text())

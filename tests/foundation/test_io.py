@@ -32,3 +32,25 @@ def test_atomic_path_replaces_directory(tmp_path):
 def test_json_writer_handles_numpy(tmp_path):
     write_json(tmp_path / "a.json", {"x": np.float32(1.5), "y": np.arange(3)})
     assert read_json(tmp_path / "a.json") == {"x": 1.5, "y": [0, 1, 2]}
+
+
+def test_atomic_path_never_swaps_a_folder_for_a_file(tmp_path):
+    import pytest
+
+    from aria._io import atomic_path
+    from aria.errors import ParameterError
+
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / "precious.txt").write_text("mine")
+    with pytest.raises(ParameterError, match="existing folder"):
+        with atomic_path(keep) as tmp:
+            tmp.write_text("a file")
+    assert (keep / "precious.txt").read_text() == "mine"
+    target = tmp_path / "file.txt"
+    target.write_text("mine")
+    with pytest.raises(ParameterError, match="existing file"):
+        with atomic_path(target) as tmp:
+            tmp.mkdir()
+    assert target.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt", "keep"]

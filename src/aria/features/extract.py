@@ -338,6 +338,10 @@ def extract_to_store(
         from aria.features.symbolic import SymbolicParams
 
         params = SymbolicParams.from_kwargs(params).to_dict()
+    elif hasattr(mod, "AudioFeatureParams"):
+        # checked here, once: a bad value (an unknown backend) is a user mistake of the run,
+        # not an error of every file in a worker
+        mod.AudioFeatureParams.from_kwargs(**params)
     record = {**params, **({"segments": dict(segments)} if segments else {})}
     writer = StoreWriter(
         out_path,

@@ -173,7 +173,7 @@ def test_dynamics():
 
 
 def test_loudness_used_for_dynamics(tmp_path):
-    from ._midifiles import cc7
+    from .._midifiles import cc7
 
     mid = make_midi([[cc7(0, 64), *note(0, 96, 60, vel=100), *note(96, 192, 62, vel=100, ch=1)]])
     f = extract_file(reload(mid, tmp_path))

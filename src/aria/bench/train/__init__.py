@@ -12,8 +12,10 @@ Conventions
 - Training data: an int64 array ``segments`` ``(N, L)`` of token windows; row ``i`` is training
   example ``i`` everywhere in ARIA (score-matrix row ``i``).
 - Objective: :func:`aria.attribution.losses.sequence_loss` (mean next-token CE over the window),
-  averaged over the batch. AdamW, linear warm-up then cosine decay to ``min_lr_frac * lr``,
-  gradient-norm clipping. Weight decay only on ``nn.Linear`` weights.
+  averaged over the batch; with ``TrainConfig(target_start=s)``
+  :class:`~aria.attribution.losses.ContinuationLoss` ``(s)`` (tokens ``s ..`` only) instead.
+  AdamW, linear warm-up then cosine decay to ``min_lr_frac * lr``, gradient-norm clipping.
+  Weight decay only on ``nn.Linear`` weights.
 - An *epoch* visits every selected example once in an order drawn from the seed; the last
   batch of an epoch may be smaller. ``steps = epochs * ceil(n / batch_size)``, so a model
   retrained on a 50 % subset takes half the steps of the full model (same epochs, as in

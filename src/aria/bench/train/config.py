@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from aria._checks import check_choice, check_float, check_int
+from aria.attribution.losses import ContinuationLoss, loss_fn
 from aria.bench.model import ModelConfig, MusicTransformer
 from aria.errors import ParameterError, expected
 
@@ -54,6 +55,11 @@ class TrainConfig:
         Saved checkpoints, evenly spaced; the last is the final model.
     num_threads : int
         torch intra-op threads during training (part of the determinism contract).
+    target_start : int, optional
+        Train on :class:`~aria.attribution.losses.ContinuationLoss` ``(target_start)`` (the mean
+        next-token CE over tokens ``target_start ..`` only; a conditioning prefix is context)
+        instead of the default sequence loss (``None``). Left out of :meth:`to_dict` when
+        ``None``, so manifests of sequence-loss models are unchanged.
     """
 
     epochs: int = 3
@@ -66,6 +72,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     n_checkpoints: int = 4
     num_threads: int = 1
+    target_start: int | None = None
 
     def __post_init__(self) -> None:
         check_int("epochs", self.epochs, min_value=1)
@@ -79,9 +86,20 @@ class TrainConfig:
         check_float("grad_clip", self.grad_clip, min_value=0.0)
         check_int("n_checkpoints", self.n_checkpoints, min_value=1)
         check_int("num_threads", self.num_threads, min_value=1)
+        if self.target_start is not None:
+            check_int("target_start", self.target_start, min_value=1)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["target_start"] is None:  # the default: manifests as before the option existed
+            del out["target_start"]
+        return out
+
+    def loss(self) -> Any:
+        """The per-window training loss ``f(model, tokens, *, reduction)`` these settings use."""
+        if self.target_start is None:
+            return loss_fn("sequence")
+        return ContinuationLoss(self.target_start)
 
     def total_steps(self, n_examples: int) -> int:
         """``epochs * ceil(n_examples / batch_size)``.

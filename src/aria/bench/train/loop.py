@@ -97,6 +97,11 @@ def train_model(
     steps_per_epoch = math.ceil(n / cfg.batch_size)
     total = cfg.total_steps(n)
     ckpt_at = set(checkpoint_steps(total, cfg.n_checkpoints))
+    train_loss = cfg.loss()
+    if cfg.target_start is not None and cfg.target_start >= seg.shape[1]:
+        raise ParameterError(expected("train_config.target_start",
+                                      f"an index < the window length {seg.shape[1]}",
+                                      cfg.target_start))
     data = seg[torch.from_numpy(idx)]
     order_gen = torch.Generator().manual_seed(_derive(seed, 1))
     losses = np.empty(total, dtype=np.float64)
@@ -117,7 +122,7 @@ def train_model(
                 for group in opt.param_groups:
                     group["lr"] = lr
                 batch = data[perm[b * cfg.batch_size : (b + 1) * cfg.batch_size]]
-                loss = loss_fn("sequence")(model, batch, reduction="mean")
+                loss = train_loss(model, batch, reduction="mean")
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if cfg.grad_clip > 0:
@@ -148,7 +153,7 @@ def evaluate_losses(
     model: nn.Module,
     tokens: np.ndarray | torch.Tensor,
     *,
-    loss: str = "sequence",
+    loss: Any = "sequence",
     batch_size: int = 256,
     num_threads: int | None = None,
 ) -> np.ndarray:
@@ -162,15 +167,17 @@ def evaluate_losses(
         The model.
     tokens : array [shape=(n, L)], integer
         Windows.
-    loss : {"sequence", "last_token"}
-        :func:`~aria.attribution.losses.sequence_loss` or
-        :func:`~aria.attribution.losses.last_token_loss`.
+    loss : {"sequence", "last_token"} or callable
+        :func:`~aria.attribution.losses.sequence_loss`,
+        :func:`~aria.attribution.losses.last_token_loss`, or a per-window loss
+        ``f(model, tokens, *, reduction)`` such as
+        :class:`~aria.attribution.losses.ContinuationLoss`.
     batch_size : int
         Windows per forward pass.
     num_threads : int, optional
         torch intra-op threads (``None``: leave torch's setting).
     """
-    fn = loss_fn(loss)
+    fn = loss if callable(loss) else loss_fn(loss)
     seg = _as_segments(tokens)
     batch_size = check_int("batch_size", batch_size, min_value=1)
     model.eval()
