@@ -148,7 +148,7 @@ def main() -> int:
         times = [float(r["seconds"]) for r in results]  # type: ignore[arg-type]
         n_ok = sum(bool(r["ok"]) for r in results)
         print(
-            f"{n_ok}/{args.runs} cold runs succeeded (workers={args.workers}, "
+            f"{n_ok}/{args.runs} runs succeeded (workers={args.workers}, "
             f"{'shared' if args.shared_cache else 'fresh'} cache); wall s: "
             f"mean {np.mean(times):.1f}, min {min(times):.1f}, max {max(times):.1f}"
         )

@@ -64,6 +64,7 @@ __all__ = [
     "Corpus",
     "CorpusConfig",
     "build_corpus",
+    "convert_cached",
     "convert_work_file",
     "list_work_files",
     "load_corpus",
@@ -367,6 +368,30 @@ def _cached_convert(path: Path, rel: Path, cache: Path) -> list[dict[str, Any]]:
     for rec, w in zip(stored, works, strict=True):
         rec["tokens"] = w["tokens"]
     return stored
+
+
+def convert_cached(
+    path: str | os.PathLike[str], *, cache: str | os.PathLike[str] | None = None
+) -> list[dict[str, Any]]:
+    """:func:`convert_work_file` through the work cache (converts only what is not cached).
+
+    Parameters
+    ----------
+    path : path
+        A music file inside music21's corpus folder (:func:`corpus_root`).
+    cache : path, optional
+        The work cache (default :func:`default_work_cache`).
+
+    Returns
+    -------
+    list of dict
+        As :func:`convert_work_file` but without ``midi``: ``midi_file`` names the work's MIDI
+        file inside ``cache`` (``None`` for a failed work).
+    """
+    p = Path(path)
+    folder = Path(cache) if cache is not None else default_work_cache()
+    folder.mkdir(parents=True, exist_ok=True)
+    return _cached_convert(p, p.relative_to(corpus_root()), folder)
 
 
 def _convert_job(args: tuple[str, str, str]) -> list[dict[str, Any]]:

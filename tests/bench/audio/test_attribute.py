@@ -18,7 +18,8 @@ from aria.bench.audio.attribute import (
     stage_lds,
 )
 from aria.bench.audio.generate import generate_queries
-from aria.bench.audio.stages import STAGES, build_stage_data, stage_model_config, train_stage
+from aria.bench.audio.stages import STAGES, build_stage_data
+from aria.bench.audio.training import stage_model_config, train_stage
 from aria.bench.train import TrainConfig
 from aria.errors import DataError, ParameterError
 from aria.scores import open_scores
@@ -59,8 +60,8 @@ def test_aria_engine_equals_dattri_on_a_stage_model(stage_setup, method, opts):
     assert ref.shape == (len(s["data"].segment_ids), 2)
     np.testing.assert_allclose(run["aria"].scores, ref, rtol=1e-4,
                                atol=1e-5 * np.abs(ref).max())
-    loss = run["aria"].parameters["loss"]
-    assert loss == run["aria"].parameters["target"] == f"continuation(start={s['data'].target_start})"
+    name = f"continuation(start={s['data'].target_start})"
+    assert run["aria"].parameters["loss"] == run["aria"].parameters["target"] == name
 
 
 def test_all_methods_save_stage_matrices(stage_setup, tmp_path):

@@ -8,7 +8,8 @@ import pytest
 pytest.importorskip("torch")
 
 from aria.bench.audio.generate import generate_queries, load_queries, sample_in_ranges
-from aria.bench.audio.stages import STAGES, stage_layout, stage_model_config
+from aria.bench.audio.stages import STAGES, stage_layout
+from aria.bench.audio.training import stage_model_config
 from aria.bench.model import build_model
 from aria.errors import ParameterError
 

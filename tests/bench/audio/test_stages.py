@@ -18,9 +18,8 @@ from aria.bench.audio.stages import (
     load_stage_data,
     save_stage_data,
     stage_layout,
-    stage_model_config,
-    train_stage,
 )
+from aria.bench.audio.training import stage_model_config, train_stage
 from aria.bench.train import TrainConfig, evaluate_losses, load_trained
 from aria.errors import DataError, ParameterError
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,8 @@ from aria._checks import check_choice, check_int_list
 from aria.attribution import LDSResult, lds, model_outputs, run_methods
 from aria.attribution.base import AttributionResult
 from aria.attribution.losses import ContinuationLoss
-from aria.bench.audio.stages import StageData, stage_model_config
+from aria.bench.audio.stages import StageData
+from aria.bench.audio.training import stage_train_configs
 from aria.bench.model import ModelConfig, MusicTransformer
 from aria.bench.train import TrainConfig, TrainedModel, load_model, retrain_subsets
 from aria.errors import DataError, ParameterError, expected
@@ -247,9 +248,7 @@ def stage_lds(
     progress_bar : bool, optional
         Force the progress bar on/off.
     """
-    cfg = model_config or stage_model_config(data.layout)
-    cfg = replace(cfg, vocab_size=data.vocab_size, max_len=data.layout.length)
-    tcfg = replace(train_config or TrainConfig(), target_start=data.target_start)
+    cfg, tcfg = stage_train_configs(data, model_config, train_config)
     retrains = retrain_subsets(data.tokens, n_subsets=n_subsets, fraction=fraction, seed=seed,
                                model_config=cfg, train_config=tcfg, out_dir=out_dir,
                                n_jobs=n_jobs, progress_bar=progress_bar)

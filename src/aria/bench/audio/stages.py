@@ -31,24 +31,24 @@ the semantic and fine stages drop nothing), so each stage's segments cover every
 ``[0, floor(D / w) * w)`` exactly once. Rows are in track order (the mapping's order), then
 by start time; ``segment_id = "<track_id>@<start_s>"`` (``start_s`` printed with ``%g``).
 With 30 s tracks: 3 / 7 / 15 segments per track, so ``M_sem < M_crs < M_fin``.
+
+Models and their training: :mod:`aria.bench.audio.training`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from aria._checks import check_choice, check_int
+from aria._checks import check_choice
 from aria._io import atomic_path
 from aria._options import Options, option
-from aria.bench.model import ModelConfig
-from aria.bench.train import TrainConfig, TrainedModel, train_ensemble
 from aria.errors import DataError, FileFormatError, ParameterError, expected
 from aria.manifest import make_manifest, read_manifest, write_manifest
 
@@ -63,8 +63,6 @@ __all__ = [
     "load_stage_data",
     "save_stage_data",
     "stage_layout",
-    "stage_model_config",
-    "train_stage",
 ]
 
 STAGES = ("semantic", "coarse", "fine")
@@ -422,66 +420,3 @@ def load_stage_data(path: str | os.PathLike[str]) -> StageData:
                      segment_ids=seg["segment_id"].to_numpy(dtype=str),
                      track_ids=seg["track_id"].to_numpy(dtype=str),
                      start_s=seg["start_s"].to_numpy(dtype=np.float64), layout=layout)
-
-
-def stage_model_config(layout: StageLayout, **sizes: Any) -> ModelConfig:
-    """The stage's :class:`ModelConfig`: its vocabulary and length, the given sizes.
-
-    Defaults are the recommended CPU sizes (2 layers, ``d_model=64``, 4 heads, ``d_ff=256``).
-
-    Parameters
-    ----------
-    layout : StageLayout
-        Sets ``vocab_size`` and ``max_len``.
-    **sizes : Any
-        Other :class:`ModelConfig` fields.
-    """
-    base = {"d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 256, **sizes}
-    return ModelConfig(vocab_size=layout.vocab_size, max_len=layout.length, **base)
-
-
-def train_stage(
-    data: StageData,
-    *,
-    model_config: ModelConfig | None = None,
-    train_config: TrainConfig | None = None,
-    seed: int = 0,
-    n_models: int = 1,
-    out_dir: str | os.PathLike[str] | None = None,
-    n_jobs: int = 1,
-    progress_bar: bool | None = None,
-) -> list[TrainedModel]:
-    """Train the stage's model(s) on its continuation loss, deterministically.
-
-    ``model_config`` gets the stage's ``vocab_size``/``max_len`` and ``train_config`` its
-    ``target_start`` (:class:`~aria.attribution.losses.ContinuationLoss`); AdamW with warm-up,
-    cosine decay and weight decay as :mod:`aria.bench.train`. Member ``i`` uses
-    ``seed + i`` (:func:`~aria.bench.train.train_ensemble`); member 0 is the stage's model.
-
-    Parameters
-    ----------
-    data : StageData
-        The stage's sequences.
-    model_config : ModelConfig, optional
-        Sizes (default :func:`stage_model_config`).
-    train_config : TrainConfig, optional
-        Optimisation (default ``TrainConfig()``).
-    seed : int
-        Seed of member 0.
-    n_models : int
-        Models (1 = the stage model; more = a TRAK ensemble).
-    out_dir : path, optional
-        Member ``i`` in ``out_dir/member-{i:02d}``; a finished member with the same settings is
-        reused.
-    n_jobs : int
-        Models trained in parallel processes.
-    progress_bar : bool, optional
-        Force the progress bar on/off.
-    """
-    n_models = check_int("n_models", n_models, min_value=1)
-    cfg = model_config or stage_model_config(data.layout)
-    cfg = replace(cfg, vocab_size=data.vocab_size, max_len=data.layout.length)
-    tcfg = replace(train_config or TrainConfig(), target_start=data.target_start)
-    return train_ensemble(data.tokens, n_models=n_models, seed=seed, model_config=cfg,
-                          train_config=tcfg, out_dir=out_dir, n_jobs=n_jobs,
-                          progress_bar=progress_bar)
