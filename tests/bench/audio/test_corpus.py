@@ -165,7 +165,7 @@ def _notes(mid) -> list[tuple[float, int, int]]:
 def test_version_midi_loops_transposes_scales_and_separates_parts():
     data = _two_part_midi()
     once = make_version_midi(data, program=40)
-    assert _notes(once) == [(0.0, 60, 0), (0.5, 64, 1), (0.5, 64, 0)]
+    assert sorted(_notes(once)) == [(0.0, 60, 0), (0.5, 64, 0), (0.5, 64, 1)]
     progs = {(m.channel, m.program) for m in once if m.type == "program_change"}
     assert progs == {(0, 40), (1, 40)}
     v = make_version_midi(data, program=0, tempo_scale=2.0, transpose=-3, seconds=2.5)
@@ -266,8 +266,8 @@ def test_failing_work_is_counted_recorded_and_skipped(needs_render, work_cache, 
     bad_work: list[str] = []
 
     def render(job):
-        if not bad_work:
-            bad_work.append(job["work_id"])  # the first work rendered fails
+        if not bad_work and job["split"] == "train":
+            bad_work.append(job["work_id"])  # the first training work rendered fails
         if job["work_id"] == bad_work[0]:
             raise RuntimeError("boom")
         return real_render(job)

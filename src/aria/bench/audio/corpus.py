@@ -646,7 +646,7 @@ def build_audio_corpus(
             row["duration"] = cfg.n_samples / cfg.sr
             if not _wav_ok(out / row["path"], cfg):
                 todo.append({"track_id": row["track_id"], "work_id": row["work_id"],
-                             "midi": midi_of[row["work_id"]], "program": row["program"],
+                             "split": row["split"], "midi": midi_of[row["work_id"]], "program": row["program"],
                              "tempo_scale": row["tempo_scale"], "transpose": row["transpose"],
                              "seconds": cfg.track_seconds, "sr": cfg.sr,
                              "soundfont": str(sf_path), "out": str(out / row["path"])})
