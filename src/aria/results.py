@@ -230,6 +230,13 @@ _SPECS = (
         "better).",
     ),
     TableSpec(
+        "planted",
+        "planted.csv",
+        ("setting", "level", "K", "recall", "n_queries"),
+        "Planted influence (audio demo): for held-out versions of training works, the fraction "
+        "whose source work is in the top-K (segments or tracks) of their attribution.",
+    ),
+    TableSpec(
         "sensitivity",
         "sensitivity.csv",
         ("proj_dim", "lam", "K", "channel", "zbar"),

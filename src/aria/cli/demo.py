@@ -1,4 +1,8 @@
-"""``aria demo`` — the symbolic ground-truth validation end to end (the project's main job)."""
+"""``aria demo [symbolic|audio]`` — the paper's experiments end to end.
+
+``aria demo`` (= ``aria demo symbolic``) is the symbolic ground-truth validation (the project's
+main job); ``aria demo audio`` the three-stage audio experiment (Table 2).
+"""
 
 from __future__ import annotations
 
@@ -19,39 +23,51 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "demo",
-        help="end-to-end symbolic benchmark: corpus -> model -> queries -> attribution -> LDS "
-             "-> ARIA -> report",
+        help="the paper's experiments end to end: 'aria demo' (symbolic, LDS-validated) or "
+             "'aria demo audio' (three-stage audio model, Table 2)",
         description=(
-            "Rebuild the paper's symbolic ground-truth validation (Table 1) from music21's Bach "
-            "chorales: train a small MusicTransformer, generate queries, attribute them with TRAK, "
-            "TracIn, GradCos, GradDot, LoGra and FactGraSS, compute LDS from retraining on random "
-            "halves, run every ARIA analysis and write an HTML report. Default sizes take about "
-            "15 minutes on 2 CPU cores, --quick about 3. Stages are resumable: rerunning reuses "
-            "finished ones."
+            "symbolic (default): rebuild the paper's symbolic ground-truth validation (Table 1) "
+            "from music21's Bach chorales: train a small MusicTransformer, generate queries, "
+            "attribute them with TRAK, TracIn, GradCos, GradDot, LoGra and FactGraSS, compute LDS "
+            "from retraining on random halves, run every ARIA analysis and write an HTML report "
+            "(about 15 minutes on 2 CPU cores, --quick about 3). "
+            "audio: render music21 works in several genres and versions to audio, fit semantic/"
+            "acoustic/conditioning tokenizers, train a three-stage (semantic/coarse/fine) model, "
+            "generate queries, attribute each stage with TRAK, FactGraSS, GradCos and LoGra (12 "
+            "settings), extract rhythm/harmony/timbre features and run the whole study with the "
+            "paper's Table-2 layout and planted-influence recall (about 25 minutes, --quick "
+            "about 5; --lds adds LDS per stage). Stages are resumable: rerunning reuses finished "
+            "ones."
         ),
     )
+    p.add_argument("experiment", nargs="?", choices=("symbolic", "audio"), default="symbolic",
+                   help="which experiment (default: symbolic)")
     p.add_argument("--quick", action="store_true",
-                   help="smaller sizes (about 3 minutes on 2 cores)")
+                   help="smaller sizes (symbolic about 3 minutes, audio about 5, on 2 cores)")
     p.add_argument("--preset", choices=("default", "quick", "tiny"), default=None,
                    help="explicit size preset (overrides --quick; 'tiny' is for smoke tests)")
-    p.add_argument("--out", default="aria-demo",
-                   help="working folder (default ./aria-demo); results in OUT/results")
+    p.add_argument("--out", default=None,
+                   help="working folder (default ./aria-demo, or ./aria-demo-audio); results in "
+                        "OUT/results")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the split, models, queries, projections, nulls")
     p.add_argument("--threads", type=int, default=None,
                    help="worker processes / torch threads (default: cores, max 2)")
-    p.add_argument("--methods", nargs="+", choices=DEMO_METHODS, default=list(DEMO_METHODS),
-                   help="attribution methods (default: all six)")
-    p.add_argument("--trak-proj-dim", type=int, default=512,
+    p.add_argument("--methods", nargs="+", choices=DEMO_METHODS, default=None,
+                   help="attribution methods (default: all six; audio: TRAK FactGraSS GradCos "
+                        "LoGra)")
+    p.add_argument("--lds", action="store_true",
+                   help="audio: also LDS per stage from retraining on random halves (slow)")
+    p.add_argument("--trak-proj-dim", type=int, default=None,
                    help="TRAK projection dimension (default 512)")
-    p.add_argument("--trak-lam", type=float, default=0.01,
-                   help="TRAK regularisation lambda (default 0.01)")
+    p.add_argument("--trak-lam", type=float, default=None,
+                   help="symbolic: TRAK regularisation lambda (default 0.01)")
     p.add_argument("--collections", nargs="+", default=None, metavar="NAME",
                    help="music21 corpus folders to draw works from (default: bach). Bach "
                         "chorales carry no dynamics markings, so the dynamic channel is "
                         "undefined on them; e.g. add haydn, beethoven or schubert for works "
                         "whose dynamics music21 turns into velocities")
-    p.add_argument("-B", "--B", dest="B", type=int, default=200,
+    p.add_argument("-B", "--B", dest="B", type=int, default=None,
                    help="random reference groups per K (default 200)")
     p.add_argument("--no-report", dest="report", action="store_false",
                    help="do not write report.html")
@@ -68,10 +84,29 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed flags.
     """
-    from aria.bench.demo import run_demo
+    given = {k: v for k, v in (("B", args.B), ("trak_proj_dim", args.trak_proj_dim),
+                               ("trak_lam", args.trak_lam)) if v is not None}
+    if args.experiment == "audio":
+        from aria.bench.audio.demo import AUDIO_DEMO_METHODS, run_audio_demo
+        from aria.errors import ParameterError
 
-    run_demo(args.out, quick=args.quick, preset=args.preset, seed=args.seed, methods=args.methods,
-             threads=args.threads, report=args.report, progress=args.progress, quiet=args.quiet,
-             trak_proj_dim=args.trak_proj_dim, trak_lam=args.trak_lam, B=args.B,
-             collections=None if args.collections is None else tuple(args.collections))
+        if args.collections is not None or "trak_lam" in given:
+            raise ParameterError("--collections and --trak-lam are options of the symbolic demo")
+        if "trak_proj_dim" in given:
+            given["proj_dim"] = given.pop("trak_proj_dim")
+        run_audio_demo(args.out or "aria-demo-audio", quick=args.quick, preset=args.preset,
+                       seed=args.seed, methods=args.methods or AUDIO_DEMO_METHODS,
+                       threads=args.threads, lds=args.lds, report=args.report,
+                       progress=args.progress, quiet=args.quiet, **given)
+        return 0
+    from aria.bench.demo import DEMO_METHODS, run_demo
+
+    if args.lds:
+        from aria.errors import ParameterError
+
+        raise ParameterError("--lds: the symbolic demo always computes LDS")
+    run_demo(args.out or "aria-demo", quick=args.quick, preset=args.preset, seed=args.seed,
+             methods=args.methods or DEMO_METHODS, threads=args.threads, report=args.report,
+             progress=args.progress, quiet=args.quiet,
+             collections=None if args.collections is None else tuple(args.collections), **given)
     return 0

@@ -25,7 +25,7 @@ from aria.bench.audio.corpus import (
     make_version_midi,
     plan_versions,
 )
-from aria.errors import DataError, ParameterError
+from aria.errors import DataError, ManifestMismatchError, ParameterError
 
 
 def _works(n_per: dict[str, int]) -> pd.DataFrame:
@@ -256,7 +256,7 @@ def test_rebuild_reuses_the_corpus_and_its_wavs(tiny_build, work_cache, monkeypa
                                **{**TINY, "planted_works": 0})
     assert not calls and fewer.stats["n_reused"] == 4 and len(fewer.planted) == 0
     assert len(list((copy / "audio").glob("*.wav"))) == 4  # the planted WAV was removed
-    with pytest.raises(Exception, match="other settings"):
+    with pytest.raises(ManifestMismatchError, match="other settings"):
         load_audio_corpus(copy, config=AudioCorpusConfig(**TINY))
 
 
@@ -268,7 +268,7 @@ def test_failing_work_is_counted_recorded_and_skipped(needs_render, work_cache, 
     def render(job):
         if not bad_work and job["split"] == "train":
             bad_work.append(job["work_id"])  # the first training work rendered fails
-        if job["work_id"] == bad_work[0]:
+        if bad_work and job["work_id"] == bad_work[0]:
             raise RuntimeError("boom")
         return real_render(job)
 
@@ -299,13 +299,22 @@ def test_failing_work_is_counted_recorded_and_skipped(needs_render, work_cache, 
     pd.testing.assert_frame_equal(loaded.failures, f.astype(str))
 
 
-def test_unknown_collection_and_bad_n_jobs(needs_render, tmp_path):
+def test_refuses_bad_arguments_and_foreign_folders(needs_render, tmp_path):
+    from aria.errors import FileFormatError
+    from aria.manifest import make_manifest, write_manifest
+
     with pytest.raises(ParameterError, match="collections"):
         build_audio_corpus(tmp_path / "x", collections=("noSuchFolder",), progress_bar=False)
     with pytest.raises(ParameterError, match="n_jobs"):
         build_audio_corpus(tmp_path / "x", n_jobs=0)
     with pytest.raises(ParameterError, match="config"):
         build_audio_corpus(tmp_path / "x", config=AudioCorpusConfig(), seed=1)
+    write_manifest(tmp_path / "other", make_manifest("aria.bench.corpus"))
+    with pytest.raises(FileFormatError, match="another artefact"):
+        build_audio_corpus(tmp_path / "other")
+    assert (tmp_path / "other" / "aria-manifest.json").is_file()
+    with pytest.raises(FileFormatError, match="not an audio corpus"):
+        load_audio_corpus(tmp_path / "other")
 
 
 @pytest.mark.slow

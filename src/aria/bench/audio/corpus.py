@@ -30,8 +30,9 @@ Pipeline
    **cut** at ``track_seconds`` (its opening is kept). The mono float32 audio at ``sr`` is
    loudness-normalised to an RMS of ``TARGET_RMS`` (-20 dBFS; FluidSynth's level varies ten-fold
    between a solo reed and a four-part organ), lowered where that would take its peak above
-   ``PEAK_LIMIT`` (no clipping), and written as 16-bit PCM WAV. A silent rendering or any error is recorded (stage ``"render"``) and that track is
-   skipped; a planted track whose work kept no training track is dropped.
+   ``PEAK_LIMIT`` (no clipping), and written as 16-bit PCM WAV. A silent rendering or any
+   error is recorded (stage ``"render"``) and that track is skipped; a planted track whose work
+   kept no training track is dropped.
 
 Columns of ``tracks`` (``TRACK_COLUMNS``): ``track_id`` (``"<work_id>~v<k>"``), ``work_id``,
 ``version``, ``split`` (``train``/``test``/``planted``), ``genre`` (``GENRES``, else the
@@ -51,8 +52,15 @@ only what is new; WAVs no longer referenced are removed at the end.
 
 Parallelism: ``n_jobs > 1`` renders in worker processes (``fork`` where available, as
 :func:`aria.bench.corpus.build_corpus` converts); each render creates and deletes its own
-FluidSynth synthesiser, so nothing of FluidSynth is shared between processes. About 0.6 s per
-30 s track on one core of the 2-core dev machine, over half of it loading the 141 MB soundfont.
+FluidSynth synthesiser, so nothing of FluidSynth is shared between processes. Rendering takes
+0.4-0.6 s per 30 s track on one core of the 2-core dev machine, over half of it loading the
+141 MB soundfont; converting a work into a cold work cache 0.2-2 s (bach and ryansMammoth
+fastest, palestrina / monteverdi / trecento 1-2 s).
+
+Size: about 750 lines, kept as one module on purpose (as :mod:`aria.bench.corpus`): the version
+plan, the MIDI versions, rendering, the render cache and the on-disk format are one pipeline
+with one manifest, and the tests patch ``_convert_file`` / ``_render_track`` here to inject
+failures into it.
 """
 
 from __future__ import annotations
@@ -621,7 +629,14 @@ def build_audio_corpus(
     out = Path(out_dir)
     sf_path = find_soundfont(soundfont)
     sf_id = _soundfont_id(sf_path)
-    if read_manifest(out) is not None:
+    try:
+        man = read_manifest(out)
+    except FileFormatError:
+        man = {"kind": KIND}  # damaged: rebuild
+    if man is not None and man.get("kind") != KIND:
+        raise FileFormatError(f"audio corpus: {str(out)!r} holds another artefact "
+                              f"({man.get('kind')!r}); choose an empty or audio corpus folder")
+    if man is not None:
         try:
             found = load_audio_corpus(out, config=cfg, soundfont=sf_path)
             if all(p.is_file() for p in found.paths()):
@@ -645,11 +660,11 @@ def build_audio_corpus(
             row["path"] = _wav_name(row, digest_of[row["work_id"]], cfg, sf_id)
             row["duration"] = cfg.n_samples / cfg.sr
             if not _wav_ok(out / row["path"], cfg):
-                todo.append({"track_id": row["track_id"], "work_id": row["work_id"],
-                             "split": row["split"], "midi": midi_of[row["work_id"]], "program": row["program"],
-                             "tempo_scale": row["tempo_scale"], "transpose": row["transpose"],
-                             "seconds": cfg.track_seconds, "sr": cfg.sr,
-                             "soundfont": str(sf_path), "out": str(out / row["path"])})
+                todo.append({**{k: row[k] for k in ("track_id", "work_id", "split", "program",
+                                                    "tempo_scale", "transpose")},
+                             "midi": midi_of[row["work_id"]], "seconds": cfg.track_seconds,
+                             "sr": cfg.sr, "soundfont": str(sf_path),
+                             "out": str(out / row["path"])})
         bar = progress(total=len(todo), desc="audio corpus: rendering", unit="track",
                        enabled=progress_bar)
         times: list[float] = []

@@ -52,10 +52,19 @@ Tokens
 Determinism: every random choice comes from ``numpy.random.default_rng([seed, stream])``;
 distances are float64 and BLAS runs on one thread inside these kernels (faster for these
 shapes on a busy 2-core machine, and results that do not depend on the thread count); equal
-inputs and config give equal tokens, with or without worker processes. Storage: ``<dir>/tokenizers.npz``
-with its manifest ``tokenizers.npz.manifest.json`` (config, training digest, fit statistics),
-both written atomically; :func:`fit_tokenizers` with ``out_dir`` reuses a stored fit whose config
-and training digest match.
+inputs and config give equal tokens, with or without worker processes.
+
+Storage: ``<dir>/tokenizers.npz`` with its manifest ``tokenizers.npz.manifest.json`` (config,
+training digest, fit statistics), both written atomically; :func:`fit_tokenizers` with
+``out_dir`` reuses a stored fit whose config and training digest match.
+
+Speed (2-core machine, default config): tokenizing a 30 s track takes about 0.08 s; fitting on
+100 tracks of 30 s (75 000 frames, codebooks fitted on 20 000) about 20 s, a third of it the
+frame features.
+
+This module holds the whole tokenizer — its k-means/RVQ kernels, frame features, fit, storage —
+and runs past 600 lines mostly through numpydoc sections; the kernels are a natural seam
+(``_vq.py``) should it grow.
 """
 
 from __future__ import annotations
@@ -109,7 +118,8 @@ _ARRAYS = ("window", "mel_fb", "chroma_fb", "onset_window", "onset_fb", "sem_mea
 
 @dataclass(frozen=True)
 class TokenizerConfig(Options):
-    """Sizes of the tokenizers (paper sizes in brackets: semantic 1024, EnCodec 8×1024, 12×1024)."""
+    """Tokenizer sizes (the paper: 1024 semantic units at 50 Hz, EnCodec 8 × 1024 at 75 Hz,
+    CLAP-RVQ 12 × 1024)."""
 
     sr: int = option(SR, help="sample rate of the audio in Hz", min_value=1000)
     frame_hz: float = option(25.0, help="token frames per second (hop = sr / frame_hz samples)",
@@ -707,7 +717,7 @@ def _features_task(task: tuple[TokenizerConfig, Mapping[str, np.ndarray], str]) 
     cfg, filters, path = task
     try:
         return _features(_read_audio(path, cfg), cfg, filters)
-    except DataError as exc:
+    except Exception as exc:  # re-raised in the parent (a raising worker would just die)
         return exc
 
 
@@ -747,7 +757,7 @@ def _digest(tracks: Sequence[Any]) -> str:
     h = hashlib.sha256()
     for t in tracks:
         if isinstance(t, np.ndarray):
-            h.update(np.ascontiguousarray(t, dtype=np.float32).tobytes())
+            h.update(f"{t.shape}".encode() + np.ascontiguousarray(t, dtype=np.float32).tobytes())
         else:
             h.update(Path(t).read_bytes())
         h.update(b"|")
