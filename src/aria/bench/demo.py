@@ -113,11 +113,16 @@ def _log(msg: str, quiet: bool) -> None:
 class _Runner:
     """Runs the demo's stages in order, each resumable, timing each one."""
 
-    def __init__(self, root: Path, quiet: bool) -> None:
+    def __init__(self, root: Path, quiet: bool, name: str = "aria demo") -> None:
         self.root = root
         self.quiet = quiet
+        self.name = name
         self.timings: dict[str, float] = {}
         self.digests: dict[str, str] = {}
+
+    def _log(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"[{self.name}] {msg}", flush=True)
 
     def stage(
         self, name: str, params: dict[str, Any], after: Sequence[str],
@@ -134,16 +139,16 @@ class _Runner:
         if st.is_complete():
             rec = st.record() or {}
             self.timings[name] = float(rec.get("seconds") or 0.0)
-            _log(f"{name}: reusing finished stage ({st.path})", self.quiet)
+            self._log(f"{name}: reusing finished stage ({st.path})")
             return st.path
         reason = st.stale_reason()
-        _log(f"{name}: running" + (f" ({reason})" if reason else ""), self.quiet)
+        self._log(f"{name}: running" + (f" ({reason})" if reason else ""))
         t0 = time.perf_counter()
         st.begin(clear=not resumable)
         summary = body(st.path) or {}
         st.complete(**summary)
         self.timings[name] = round(time.perf_counter() - t0, 2)
-        _log(f"{name}: done in {self.timings[name]:.1f} s", self.quiet)
+        self._log(f"{name}: done in {self.timings[name]:.1f} s")
         return st.path
 
 
@@ -392,7 +397,7 @@ def run_demo(
         spec, header="Written by `aria demo`; `aria run` on this file reanalyses the same score "
                      "matrices."))
     t0 = time.perf_counter()
-    run_study(spec, report=False, progress=progress, quiet=quiet)
+    run_study(spec, report=False, progress=progress, quiet=quiet, command="aria demo")
     run.timings["aria"] = round(time.perf_counter() - t0, 2)
 
     lds_rows, lds_values = [], {}

@@ -123,7 +123,7 @@ def run_audio_demo(
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
     root.mkdir(parents=True, exist_ok=True)
-    run = _Runner(root, quiet)
+    run = _Runner(root, quiet, "aria demo audio")
     t_start = time.perf_counter()
     _log(f"preset {name!r}, seed {seed}, {n_threads} thread(s), folder {root}", quiet)
     _log(f"sizes: {p.to_dict()}", quiet)
@@ -289,7 +289,7 @@ def run_audio_demo(
         study, header="Written by `aria demo audio`; `aria run` on this file reanalyses the "
                       "same 12 score matrices."))
     t0 = time.perf_counter()
-    run_study(study, report=False, progress=progress, quiet=quiet)
+    run_study(study, report=False, progress=progress, quiet=quiet, command="aria demo audio")
     run.timings["aria"] = round(time.perf_counter() - t0, 2)
 
     from aria.results import read_results_meta, write_results_meta, write_table
