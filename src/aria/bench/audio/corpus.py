@@ -50,12 +50,12 @@ file name carries a digest of everything the audio depends on (source MIDI, prog
 scale, transposition, sr, length, soundfont), so an interrupted or re-configured build renders
 only what is new; WAVs no longer referenced are removed at the end.
 
-Parallelism: ``n_jobs > 1`` renders in worker processes (``fork`` where available, as
-:func:`aria.bench.corpus.build_corpus` converts); each render creates and deletes its own
-FluidSynth synthesiser, so nothing of FluidSynth is shared between processes. Rendering takes
-0.4-0.6 s per 30 s track on one core of the 2-core dev machine, over half of it loading the
-141 MB soundfont; converting a work into a cold work cache 0.2-2 s (bach and ryansMammoth
-fastest, palestrina / monteverdi / trecento 1-2 s).
+Parallelism: ``n_jobs > 1`` converts and renders in ``spawn`` worker processes (never fork:
+the caller may hold threads whose locks a forked child would inherit held); each render
+creates and deletes its own FluidSynth synthesiser, so nothing of FluidSynth is shared.
+Rendering takes 0.4-0.6 s per 30 s track on one core of the 2-core dev machine, over half of it
+loading the 141 MB soundfont; converting a work into a cold work cache 0.2-2 s (bach and
+ryansMammoth fastest, palestrina / monteverdi / trecento 1-2 s).
 
 Size: about 750 lines, kept as one module on purpose (as :mod:`aria.bench.corpus`): the version
 plan, the MIDI versions, rendering, the render cache and the on-disk format are one pipeline
@@ -513,9 +513,9 @@ def _pool(n_jobs: int) -> Any:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    # fork (where available) needs no __main__ guard in the caller and no re-import
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(n_jobs, mp_context=mp.get_context(method))
+    # spawn, never fork: the caller may hold threads (torch, numba, FluidSynth) whose locks a
+    # forked child inherits held — a fork-based pool deadlocked under pytest here
+    return ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"))
 
 
 def _map(pool: Any, fn: Any, items: Sequence[Any]) -> Any:

@@ -298,6 +298,7 @@ def run_audio_demo(
     write_table(results, "planted", planted)
     if lds_tables:
         write_table(results, "lds", pd.DataFrame(lds_tables))
+        write_table(results, "agreement", _agreement(results, lds_tables))
     run.timings["total"] = round(time.perf_counter() - t_start, 2)
     meta = read_results_meta(results)
     meta = {k: v for k, v in meta.items() if k not in {"kind", "aria_version", "created"}}
@@ -368,6 +369,26 @@ def _stage_lds(run: _Runner, p: Any, data: dict[str, Any], queries: Any,
     return rows
 
 
+def _agreement(results: Path, lds_rows: list[dict[str, Any]]) -> Any:
+    """Per stage, the rank agreement of each diagnostic with LDS across the stage's methods."""
+    import pandas as pd
+
+    from aria.bench.demo import DIAGNOSTICS, agreement_table
+    from aria.results import read_table
+
+    rel = read_table(results, "reliability").set_index("setting")
+    parts = []
+    for st in STAGE_ORDER:
+        rows = [r for r in lds_rows if r["stage"] == st]
+        lds_values = {r["base_method"]: float(r["lds"]) for r in rows}
+        diags = {r["base_method"]: {d: float(rel.loc[r["method"], d]) for d in DIAGNOSTICS}
+                 for r in rows}
+        t = agreement_table(lds_values, diags)
+        t.insert(0, "stage", st)
+        parts.append(t)
+    return pd.concat(parts, ignore_index=True)
+
+
 def _planted_table(corpus: Any, data: dict[str, Any], scores: dict[tuple[str, str], Path],
                    qmeta: Any, ks: Sequence[int]) -> Any:
     """recall@K of the planted queries' source works, per setting, segment and track level."""
@@ -415,9 +436,14 @@ def table2_text(results: str | os.PathLike[str], k: int) -> str:
         planted = planted[planted["level"] == "track"]
     except Exception:
         planted = None
+    try:
+        lds = read_table(results, "lds").set_index("method")
+    except Exception:
+        lds = None
     head = (f"{'setting':<18}{'r1':>6}{'r2:5':>6}{'p':>7}{'κ':>6}  {'verdict':<10}"
             + "".join(f"{c[:4] + ' z̄/Pos/Sig':>22}" for c in AUDIO_CHANNELS)
-            + ("   planted R@K" if planted is not None else ""))
+            + ("   planted R@K" if planted is not None else "")
+            + ("    LDS ± SE" if lds is not None else ""))
     lines = [f"Table 2 layout (K = {k}, original matrix)", head, "-" * len(head)]
     for setting in rel.index:
         r = rel.loc[setting]
@@ -433,6 +459,8 @@ def table2_text(results: str | os.PathLike[str], k: int) -> str:
             pr = planted[(planted["setting"] == setting) & (planted["K"] == k)]
             if len(pr):
                 extra = f"   {pr['recall'].iloc[0]:.2f}"
+        if lds is not None and setting in lds.index:
+            extra += f"   {lds.loc[setting, 'lds']:+.3f} ± {lds.loc[setting, 'lds_se']:.3f}"
         lines.append(f"{setting:<18}{r['r1']:>6.3f}{r['r2_5']:>6.3f}{r['p']:>7.4f}"
                      f"{r['kappa']:>6.3f}  {r['verdict']!s:<10}{cells}{extra}")
     return "\n".join(lines)
