@@ -374,9 +374,8 @@ def _agreement(results: Path, lds_rows: list[dict[str, Any]]) -> Any:
     import pandas as pd
 
     from aria.bench.demo import DIAGNOSTICS, agreement_table
-    from aria.results import read_table
 
-    rel = read_table(results, "reliability").set_index("setting")
+    rel = _required(results, "reliability").set_index("setting")
     parts = []
     for st in STAGE_ORDER:
         rows = [r for r in lds_rows if r["stage"] == st]
@@ -416,6 +415,16 @@ def _planted_table(corpus: Any, data: dict[str, Any], scores: dict[tuple[str, st
     return pd.DataFrame(rows)
 
 
+def _required(results: str | os.PathLike[str], name: str) -> Any:
+    from aria.errors import FileFormatError
+    from aria.results import read_table
+
+    df = read_table(results, name)
+    if df is None:
+        raise FileFormatError(f"{results}: the {name!r} table is missing")
+    return df
+
+
 def table2_text(results: str | os.PathLike[str], k: int) -> str:
     """The paper's Table-2 layout as text: method × stage rows, reliability, z̄/Pos/Sig.
 
@@ -428,18 +437,15 @@ def table2_text(results: str | os.PathLike[str], k: int) -> str:
     """
     from aria.results import read_table
 
-    rel = read_table(results, "reliability").set_index("setting")
-    hom = read_table(results, "homogeneity")
+    rel = _required(results, "reliability").set_index("setting")
+    hom = _required(results, "homogeneity")
     hom = hom[(hom["variant"] == "original") & (hom["K"] == k)].set_index(["setting", "channel"])
-    try:
-        planted = read_table(results, "planted")
+    planted = read_table(results, "planted")  # optional tables: None when absent
+    if planted is not None:
         planted = planted[planted["level"] == "track"]
-    except Exception:
-        planted = None
-    try:
-        lds = read_table(results, "lds").set_index("method")
-    except Exception:
-        lds = None
+    lds = read_table(results, "lds")
+    if lds is not None:
+        lds = lds.set_index("method")
     head = (f"{'setting':<18}{'r1':>6}{'r2:5':>6}{'p':>7}{'κ':>6}  {'verdict':<10}"
             + "".join(f"{c[:4] + ' z̄/Pos/Sig':>22}" for c in AUDIO_CHANNELS)
             + ("   planted R@K" if planted is not None else "")

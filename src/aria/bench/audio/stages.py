@@ -83,9 +83,14 @@ class TrackTokensLike(Protocol):
         Track-level conditioning tokens.
     """
 
-    semantic: Any
-    acoustic: Any
-    cond: Any
+    @property
+    def semantic(self) -> Any: ...
+
+    @property
+    def acoustic(self) -> Any: ...
+
+    @property
+    def cond(self) -> Any: ...
 
 
 @dataclass(frozen=True)
