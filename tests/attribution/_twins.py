@@ -8,31 +8,10 @@ per query), with permutation invariance: reordering the subsets (rows of ``subse
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
 from aria.attribution.lds import lds, lds_reference
-
-
-def _shared() -> Any:
-    """``tests/_twins.py`` (loaded by path: this file's own name is ``_twins`` too)."""
-    path = Path(__file__).resolve().parents[1] / "_twins.py"
-    mod = sys.modules.get("_twins")
-    if mod is not None and Path(getattr(mod, "__file__", "")).resolve() == path:
-        return mod
-    spec = importlib.util.spec_from_file_location("_twins", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["_twins"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-Twin = _shared().Twin
+from twinlib import Twin
 
 
 def _lds_inputs(rng: np.random.Generator):

@@ -7,32 +7,13 @@ queries of several heads and a shared relative embedding.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from aria.bench.model import relative_logits, relative_logits_reference
-
-
-def _shared() -> Any:
-    """``tests/_twins.py`` (loaded by path: this file's own name is ``_twins`` too)."""
-    path = Path(__file__).resolve().parents[1] / "_twins.py"
-    mod = sys.modules.get("_twins")
-    if mod is not None and Path(getattr(mod, "__file__", "")).resolve() == path:
-        return mod
-    spec = importlib.util.spec_from_file_location("_twins", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["_twins"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-Twin = _shared().Twin
+from twinlib import Twin
 
 
 def _relative_inputs(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:

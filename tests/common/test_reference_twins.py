@@ -1,7 +1,7 @@
 """Every fast numerical kernel against its exact reference twin — one common test module.
 
 The pairs are registered per area in ``tests/<area>/_twins.py`` (``TWINS: list[Twin]``, see
-``tests/_twins.py``). For each pair: same signature, reference not exported, equal results,
+``tests/twinlib.py``). For each pair: same signature, reference not exported, equal results,
 chunk-size invariance, permutation invariance; and no ``*_reference`` function in ``src/aria``
 goes unregistered.
 """
@@ -21,7 +21,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"
 sys.path.insert(0, str(TESTS))
-from _twins import Twin, as_comparable, assert_same  # noqa: E402
+from twinlib import Twin, as_comparable, assert_same  # noqa: E402
 
 SEEDS = (0, 1, 2)
 
@@ -29,8 +29,6 @@ SEEDS = (0, 1, 2)
 def _load_twins() -> list[Twin]:
     twins: list[Twin] = []
     for path in sorted(TESTS.rglob("_twins.py")):
-        if path.parent == TESTS:
-            continue  # the Twin definition itself
         name = "twins_" + "_".join(path.relative_to(TESTS).with_suffix("").parts)
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None

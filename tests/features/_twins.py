@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _twins import Twin
 from aria.features.audio.chords import viterbi, viterbi_reference
 from aria.features.audio.rhythm import interval_histogram, interval_histogram_reference
 from aria.features.jsymbolic import jsymbolic_features, jsymbolic_features_reference
 from aria.features.midi import NoteArray
 from aria.features.symbolic import symbolic_features, symbolic_features_reference
+from twinlib import Twin
 
 
 def _intervals(rng):

@@ -4,15 +4,11 @@ null, homogeneity with evidence pairs) and aria.alignment (alpha_max / alpha_reg
 from __future__ import annotations
 
 import dataclasses
-import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _twins import Inputs, Twin
 from aria.alignment import alignment, alignment_reference
 from aria.features.registry import FeatureSpec
 from aria.homogeneity import homogeneity, null_distribution, top_k_groups
@@ -25,6 +21,7 @@ from aria.homogeneity.groups import (
 from aria.homogeneity.null import null_distribution_reference
 from aria.homogeneity.sweep import group_sums, group_sums_reference
 from aria.similarity import prepare_feature
+from twinlib import Inputs, Twin
 
 
 def _features(rng: np.random.Generator, n: int) -> dict[str, list[Any]]:

@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _twins import Inputs, Twin
 from aria.features.registry import FeatureSpec
 from aria.similarity import lcs_length, lcs_similarity, pairwise, prepare_feature
 from aria.similarity.lcs import lcs_length_reference, lcs_similarity_reference
 from aria.similarity.prepare import pairwise_reference
+from twinlib import Inputs, Twin
 
 VEC = FeatureSpec("v", "c", "audio", "vector", 6, "std_euclidean", "audio", "test")
 SEQ = FeatureSpec("s", "c", "audio", "sequence", None, "chord_lcs", "audio", "test")

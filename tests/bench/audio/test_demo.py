@@ -37,7 +37,7 @@ def test_twelve_settings_over_three_stages(tiny_run):
 
 
 def test_planted_recall_and_metadata(tiny_run):
-    out, results = tiny_run
+    _, results = tiny_run
     planted = read_table(results, "planted")
     assert set(planted["level"]) == {"segment", "track"}
     assert planted["recall"].between(0, 1).all()
