@@ -247,6 +247,24 @@ def build_results(
         [("kappa", 1.0, 1.0, 2), ("r1", 0.8, 0.67, 2)],
         columns=["diagnostic", "spearman", "kendall", "n_methods"],
     )
+    out["planted"] = pd.DataFrame(
+        [
+            (s, m, st, level, K, min(1.0, 0.2 * i + K / 100), 5, 8)
+            for i, (s, m, st, *_r) in enumerate(SETTINGS)
+            for level in ("segment", "track")
+            for K in (10, 50)
+        ],
+        columns=[
+            "setting",
+            "method",
+            "stage",
+            "level",
+            "K",
+            "recall",
+            "n_queries",
+            "n_train_works",
+        ],
+    )
     sens = []
     for proj in (2048, 4096):
         for lam in (0.0, 0.01, 1.0):

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from aria._checks import check_choice, check_float, check_int, check_int_list
-from aria._io import write_text
+from aria._io import remove_path, write_text
 from aria._stages import Stage, params_digest
 from aria.errors import DataError, ParameterError, expected
 from aria.results import DEFAULT_KS, default_k_report
@@ -131,9 +131,20 @@ class _Runner:
         """Run ``body(stage_dir)`` unless a finished stage with the same inputs exists.
 
         ``resumable`` stages keep what an interrupted run left (their body reuses finished
-        models after checking their settings); others start from an empty folder.
+        models after checking their settings); others start from an empty folder. A
+        resumable body checks its own work's settings (model/train config, seed, row indices;
+        a feature store's track ids), never the upstream data: so when an ``after`` stage's
+        digest differs from the one recorded (finished or interrupted), the folder is
+        cleared first — else models trained on other data, or features of other audio under
+        the same ids, would be reused.
         """
-        full = {"params": params, "after": {a: self.digests[a] for a in after}}
+        upstream = {a: self.digests[a] for a in after}
+        full = {"params": params, "after": upstream}
+        if resumable and after:
+            rec = Stage(self.root, name).record() or {}
+            old = (rec.get("params") or {}).get("after")
+            if old is not None and old != upstream:
+                remove_path(self.root / name)
         st = Stage(self.root, name, full)
         self.digests[name] = params_digest(full)
         if st.is_complete():

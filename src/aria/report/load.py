@@ -37,7 +37,8 @@ from aria.results import TABLES, default_k_report, read_results_meta, read_table
 __all__ = ["EXPECTED_TABLES", "ResultsData", "choose_k", "load_results"]
 
 #: Tables a full ``aria run`` writes; their absence is reported as a missing piece.
-#: (``lds``, ``agreement``, ``sensitivity``, ``queries`` and ``tracks`` are shown when present.)
+#: (``lds``, ``agreement``, ``planted``, ``sensitivity``, ``queries`` and ``tracks`` are shown
+#: when present.)
 EXPECTED_TABLES = (
     "reliability",
     "homogeneity",
@@ -64,6 +65,7 @@ _INT_COLUMNS = {
     "n_subsets",
     "n_methods",
     "proj_dim",
+    "n_train_works",
 }
 _FLOAT_COLUMNS = {
     "kappa",
@@ -91,6 +93,8 @@ _FLOAT_COLUMNS = {
     "spearman",
     "kendall",
     "lam",
+    "lds_se",
+    "recall",
 }
 _STR_COLUMNS = {
     "setting",
@@ -111,9 +115,11 @@ _STR_COLUMNS = {
     "reason",
     "diagnostic",
     "label",
+    "level",
+    "base_method",
 }
 # Integer-valued columns that may legitimately hold blanks (kept as float).
-_NULLABLE_INT = {"rank"}
+_NULLABLE_INT = {"rank", "n_train_works"}
 
 _DESCRIPTIONS = {
     "reliability": "reliability diagnostics and collapse verdicts",

@@ -259,14 +259,23 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
     out = []
     lds = data.table("lds")
     if lds is not None and not lds.empty:
+        staged = _staged(lds)
         out.append(
             ReportTable(
                 "lds",
-                "Linear datamodeling score (LDS)",
+                "Linear datamodeling score (LDS)" + (", per stage" if staged else ""),
                 "Counterfactual validation of each attribution method: LDS is the mean over "
                 "queries of the Spearman correlation between predicted and retrained-model outputs "
-                "over random training subsets (higher = better); SD over queries.",
+                "over random training subsets (higher = better); SD over queries"
+                + ("; SE = SD / √queries" if "lds_se" in lds.columns else "")
+                + (
+                    ". Each stage's LDS is measured against that stage model retrained on the "
+                    "subsets, so compare methods within a stage (best per stage in bold)."
+                    if staged
+                    else "."
+                ),
                 lds.reset_index(drop=True),
+                {"stages": _ordered_stages(lds) if staged else []},
             )
         )
         rel = data.table("reliability")
@@ -295,30 +304,55 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
                     row[f"{c}_zbar"] = cc.iloc[-1]["zbar"] if cc is not None and len(cc) else np.nan
                 rows.append(row)
             if rows:
+                summary = pd.DataFrame(rows)
+                stages = _ordered_stages(summary) if _staged(summary) else []
                 out.append(
                     ReportTable(
                         "lds_summary",
                         f"LDS, reliability and homogeneity at K = {k}",
                         "Ground-truth validation: LDS beside the reliability diagnostics of "
                         f"S_seg and z̄ at K = {k} per channel (paper Table 1 layout). Lower "
-                        "diagnostics and higher LDS are better.",
-                        pd.DataFrame(rows),
-                        {"channels": channels, "k": k},
+                        "diagnostics and higher LDS are better"
+                        + (" (best marked within each stage)." if stages else "."),
+                        summary,
+                        {"channels": channels, "k": k, "stages": stages},
                     )
                 )
     agr = data.table("agreement")
     if agr is not None and not agr.empty:
+        staged = "stage" in agr.columns
         out.append(
             ReportTable(
                 "agreement",
-                "Agreement of diagnostics with LDS",
+                "Agreement of diagnostics with LDS" + (", per stage" if staged else ""),
                 "Rank agreement across methods between each reliability diagnostic (lower = "
                 "better) and LDS (higher = better): Spearman and Kendall correlations of the two "
-                "method rankings.",
+                "method rankings"
+                + (
+                    "; one block per stage, ranking that stage's methods by its own LDS."
+                    if staged
+                    else "."
+                ),
                 agr.reset_index(drop=True),
+                {"stages": _ordered_stages(agr) if staged else []},
             )
         )
     return out
+
+
+def _real_stage(x: Any) -> bool:
+    return str(x) not in ("-", "", "nan", "None")
+
+
+def _staged(df: pd.DataFrame) -> bool:
+    """True when ``df`` has a ``stage`` column naming more than one real stage."""
+    if "stage" not in df.columns:
+        return False
+    return len({str(x) for x in df["stage"] if _real_stage(x)}) > 1
+
+
+def _ordered_stages(df: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(str(x) for x in df["stage"]))
 
 
 SENS_GROUP_COLUMNS = ("setting", "stage", "method")
@@ -433,7 +467,8 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
     dict[str, ReportTable]
         Only the tables the folder has data for: ``reliability``, ``homogeneity``,
         ``homogeneity_<variant>``, ``ksweep``, ``alignment``, ``confound``, ``ranking``,
-        ``lds``, ``lds_summary``, ``agreement``, ``sensitivity``, ``null``.
+        ``lds``, ``lds_summary``, ``agreement``, ``planted``, ``planted_segment``,
+        ``sensitivity``, ``null``.
     """
     out: dict[str, ReportTable] = {}
 
@@ -452,6 +487,10 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
     add(confound_table(data, k=k))
     add(ranking_table(data, k=k))
     for t in lds_tables(data, k=k):
+        add(t)
+    from aria.report.planted import planted_tables  # planted imports this module
+
+    for t in planted_tables(data):
         add(t)
     add(sensitivity_table(data, k=k))
     add(null_table(data))

@@ -40,7 +40,7 @@ def test_planted_recall_and_metadata(tiny_run):
     _, results = tiny_run
     planted = read_table(results, "planted")
     assert set(planted["level"]) == {"segment", "track"}
-    assert planted["recall"].between(0, 1).all()
+    assert planted["recall"].between(0, 1).all() and planted["chance"].between(0, 1).all()
     # recall@K never falls as K grows
     for _, g in planted.groupby(["setting", "level"]):
         assert np.all(np.diff(g.sort_values("K")["recall"].to_numpy()) >= 0)

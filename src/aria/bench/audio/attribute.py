@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from aria._checks import check_choice, check_int_list
+from aria._checks import check_choice, check_int, check_int_list
 from aria.attribution import LDSResult, lds, model_outputs, run_methods
 from aria.attribution.base import AttributionResult
 from aria.attribution.losses import ContinuationLoss
@@ -112,6 +112,7 @@ def attribute_stage(
     engine: str = "aria",
     out_dir: str | os.PathLike[str] | None = None,
     progress_bar: bool | None = None,
+    query_start: int | None = None,
 ) -> dict[str, AttributionResult]:
     """Score every training segment of a stage against its queries, for several methods.
 
@@ -143,6 +144,11 @@ def attribute_stage(
         Save each matrix at :func:`scores_path` ``(out_dir, stage, method)``.
     progress_bar : bool, optional
         Force the progress bars on/off.
+    query_start : int, optional
+        Position where the queries' target starts (default ``target_start``): for semantic
+        queries whose first frames are the real prompt, the first generated position, so the
+        target is the model's own continuation only (the training side keeps
+        ``target_start``).
 
     Returns
     -------
@@ -161,7 +167,8 @@ def attribute_stage(
         raise ParameterError(expected("query_ids", f"{q.shape[0]} ids", len(qids)))
     engine = check_choice("engine", engine, ("aria", "dattri"))
     arch, states = _checkpoints(models)
-    target = ContinuationLoss(data.target_start)
+    loss = ContinuationLoss(data.target_start)
+    target = _query_target(data, query_start)
     per_method: dict[str, dict[str, Any]] = {}
     for m in methods:
         per_method[m] = {**STAGE_OPTIONS.get(m, {}), **dict((options or {}).get(m, {}))}
@@ -170,7 +177,7 @@ def attribute_stage(
     results = run_methods(
         list(methods), arch, data.tokens, q, ensemble=states, final=states[0],
         options=per_method,
-        common={"loss": target, "target": target, "batch_size": batch_size, "seed": seed,
+        common={"loss": loss, "target": target, "batch_size": batch_size, "seed": seed,
                 "num_threads": num_threads, "progress": progress_bar},
     )
     if out_dir is not None:
@@ -217,6 +224,7 @@ def stage_lds(
     out_dir: str | os.PathLike[str] | None = None,
     n_jobs: int = 1,
     progress_bar: bool | None = None,
+    query_start: int | None = None,
 ) -> StageLDS:
     """LDS of a stage: retrain on random subsets with the stage loss, correlate (paper §4.1).
 
@@ -247,16 +255,30 @@ def stage_lds(
         Models trained in parallel processes.
     progress_bar : bool, optional
         Force the progress bar on/off.
+    query_start : int, optional
+        Position where the queries' target starts (default ``target_start``): for semantic
+        queries whose first frames are the real prompt, the first generated position, so the
+        target is the model's own continuation only (the training side keeps
+        ``target_start``).
     """
     cfg, tcfg = stage_train_configs(data, model_config, train_config)
     retrains = retrain_subsets(data.tokens, n_subsets=n_subsets, fraction=fraction, seed=seed,
                                model_config=cfg, train_config=tcfg, out_dir=out_dir,
                                n_jobs=n_jobs, progress_bar=progress_bar)
-    outputs = model_outputs(retrains.models, queries,
-                            target=ContinuationLoss(data.target_start))
+    outputs = model_outputs(retrains.models, queries, target=_query_target(data, query_start))
     results = {m: lds(np.asarray(getattr(s, "scores", s)), retrains.indices, outputs)
                for m, s in scores.items()}
     return StageLDS(subsets=retrains.indices, outputs=outputs, results=results)
+
+
+def _query_target(data: StageData, query_start: int | None) -> ContinuationLoss:
+    """The queries' target: the stage's continuation from ``query_start`` (default: its own
+    ``target_start``; later when the start of the target is a real prompt, not generated)."""
+    if query_start is None:
+        return ContinuationLoss(data.target_start)
+    start = check_int("query_start", query_start, min_value=data.target_start,
+                      max_value=data.layout.length - 1)
+    return ContinuationLoss(start)
 
 
 def _track_scores(scores: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -191,8 +191,8 @@ def run_audio_demo(
         return out_info
 
     models_dir = run.stage("models", {"sizes": sizes, "train": train_cfg.to_dict(),
-                                      "n_ensemble": p.n_ensemble, "seed": seed},
-                           ["tokens"], _models, resumable=True)
+                                         "n_ensemble": p.n_ensemble, "seed": seed},
+                        ["tokens"], _models, resumable=True)
     members = {st: [models_dir / st / "models" / f"member-{i:02d}" for i in range(p.n_ensemble)]
                for st in STAGE_ORDER}
     _log("segments per stage: " + ", ".join(
@@ -209,7 +209,8 @@ def run_audio_demo(
                          out_dir=d / "queries", progress_bar=progress)
         return {"n_queries": len(held)}
 
-    queries_dir = run.stage("queries", {"prompt_seconds": p.prompt_seconds, "seed": seed},
+    queries_dir = run.stage("queries", {"prompt_seconds": p.prompt_seconds, "seed": seed,
+                                        "threads": n_threads},
                             ["models"], _queries)
     queries = load_queries(queries_dir / "queries")
     query_ids = [str(q) for q in queries.query_ids]
@@ -217,6 +218,10 @@ def run_audio_demo(
     # 5. attribution ----------------------------------------------------------------------
     from aria.bench.audio.attribute import STAGE_OPTIONS, attribute_stage, scores_path
 
+    # the semantic queries begin with the real prompt: their target is what the model generated
+    prompt_frames = round(p.prompt_seconds * p.frame_hz)
+    query_start = {st: data[st].target_start + (prompt_frames if st == "semantic" else 0)
+                   for st in STAGE_ORDER}
     options = {m: dict(STAGE_OPTIONS[m]) for m in methods}
     for m in options:
         key = "proj_dim"
@@ -228,12 +233,14 @@ def run_audio_demo(
             res = attribute_stage(data[st], queries.tokens[st], models=members[st],
                                   query_ids=query_ids, methods=methods, options=options,
                                   seed=seed, num_threads=n_threads, out_dir=d / "scores",
-                                  progress_bar=progress)
+                                  progress_bar=progress, query_start=query_start[st])
             secs[st] = {m: round(r.seconds, 2) for m, r in res.items()}
         return {"seconds": secs}
 
     attr_dir = run.stage("attribution", {"methods": list(methods), "options": options,
-                                         "seed": seed}, ["models", "queries"], _attribution)
+                                         "seed": seed, "query_start": query_start,
+                                         "threads": n_threads},
+                         ["models", "queries"], _attribution)
     scores = {(m, st): scores_path(attr_dir / "scores", st, m)
               for st in STAGE_ORDER for m in methods}
 
@@ -241,7 +248,7 @@ def run_audio_demo(
     lds_tables: list[dict[str, Any]] = []
     if lds:
         lds_tables = _stage_lds(run, p, data, queries, scores, methods, sizes, train_cfg, seed,
-                                n_threads, progress)
+                                n_threads, progress, query_start)
 
     # 7. features -------------------------------------------------------------------------
     import pandas as pd
@@ -258,7 +265,7 @@ def run_audio_demo(
         return {k: v for k, v in info.items() if isinstance(v, int | float | str)}
 
     feat_dir = run.stage("features", {"sr": corpus.config.sr}, ["corpus"], _features,
-                         resumable=True)
+                      resumable=True)
 
     # 8. ARIA -----------------------------------------------------------------------------
     from aria.bench.audio.presets import audio_ks
@@ -331,8 +338,8 @@ def run_audio_demo(
 
 def _stage_lds(run: _Runner, p: Any, data: dict[str, Any], queries: Any,
                scores: dict[tuple[str, str], Path], methods: Sequence[str], sizes: dict[str, int],
-               train_cfg: Any, seed: int, n_threads: int, progress: bool | None
-               ) -> list[dict[str, Any]]:
+               train_cfg: Any, seed: int, n_threads: int, progress: bool | None,
+               query_start: dict[str, int]) -> list[dict[str, Any]]:
     from aria.bench.audio.attribute import stage_lds
     from aria.bench.audio.training import stage_model_config
     from aria.scores import open_scores
@@ -341,19 +348,18 @@ def _stage_lds(run: _Runner, p: Any, data: dict[str, Any], queries: Any,
 
     def _lds(d: Path) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for st in STAGE_ORDER:
-            sc = {m: open_scores(scores[(m, st)]).to_numpy() for m in methods}
-            r = stage_lds(data[st], queries.tokens[st], sc,
+        for st in STAGE_ORDER:  # the ground truth only; each setting's LDS is computed below
+            r = stage_lds(data[st], queries.tokens[st], {}, query_start=query_start[st],
                           model_config=stage_model_config(data[st].layout, **sizes),
                           train_config=train_cfg, n_subsets=p.n_lds_subsets, seed=seed,
                           out_dir=d / st, n_jobs=n_threads, progress_bar=progress)
             np.save(d / st / "subsets.npy", r.subsets)
             np.save(d / st / "outputs.npy", r.outputs)
-            out[st] = {m: float(v.mean) for m, v in r.results.items()}
+            out[st] = {"n_subsets": int(r.subsets.shape[0])}
         return out
 
     lds_dir = run.stage("lds", {"n_subsets": p.n_lds_subsets, "seed": seed,
-                                "methods": list(methods)}, ["attribution"], _lds,
+                                "query_start": query_start}, ["models", "queries"], _lds,
                         resumable=True)
     from aria.attribution import lds as lds_score
 
@@ -388,6 +394,24 @@ def _agreement(results: Path, lds_rows: list[dict[str, Any]]) -> Any:
     return pd.concat(parts, ignore_index=True)
 
 
+def _planted_chance(items: np.ndarray, sources: Sequence[str | None], k: int) -> float:
+    """Recall@K of a random ranking: a random top-K of ``items`` (each labelled with its work)
+    holds one of the source work's items, 1 - C(n - w, K) / C(n, K), averaged over queries."""
+    from scipy.special import gammaln
+
+    n = len(items)
+    out = []
+    for w_id in (w for w in sources if w is not None):
+        w = int(np.sum(items == w_id))
+        if k > n - w:
+            out.append(1.0)
+            continue
+        log_miss = (gammaln(n - w + 1) - gammaln(n - w - k + 1)
+                    - gammaln(n + 1) + gammaln(n - k + 1))
+        out.append(1.0 - float(np.exp(log_miss)))
+    return float(np.mean(out)) if out else float("nan")
+
+
 def _planted_table(corpus: Any, data: dict[str, Any], scores: dict[tuple[str, str], Path],
                    qmeta: Any, ks: Sequence[int]) -> Any:
     """recall@K of the planted queries' source works, per setting, segment and track level."""
@@ -404,14 +428,18 @@ def _planted_table(corpus: Any, data: dict[str, Any], scores: dict[tuple[str, st
     rows = []
     for (m, st), path in scores.items():
         s = open_scores(path).to_numpy()
+        seg_work = np.array([track_work[t] for t in data[st].track_ids])
+        uniq_tracks = list(dict.fromkeys(data[st].track_ids))
+        track_works = np.array([track_work[t] for t in uniq_tracks])
         for level in ("segment", "track"):
             rec = planted_recall(s, list(data[st].track_ids), source, track_work, ks,
                                  level=level)
+            pool = seg_work if level == "segment" else track_works
             for k, v in rec.items():
-                # chance for track level: a random top-K contains one of the work's versions
                 rows.append({"setting": f"{m}/{st}", "method": m, "stage": st, "level": level,
-                             "K": int(k), "recall": float(v), "n_queries": n_planted,
-                             "n_train_works": int(n_train_works)})
+                             "K": int(k), "recall": float(v),
+                             "chance": _planted_chance(pool, source, int(k)),
+                             "n_queries": n_planted, "n_train_works": int(n_train_works)})
     return pd.DataFrame(rows)
 
 
@@ -448,7 +476,7 @@ def table2_text(results: str | os.PathLike[str], k: int) -> str:
         lds = lds.set_index("method")
     head = (f"{'setting':<18}{'r1':>6}{'r2:5':>6}{'p':>7}{'κ':>6}  {'verdict':<10}"
             + "".join(f"{c[:4] + ' z̄/Pos/Sig':>22}" for c in AUDIO_CHANNELS)
-            + ("   planted R@K" if planted is not None else "")
+            + ("   planted R@K (chance)" if planted is not None else "")
             + ("    LDS ± SE" if lds is not None else ""))
     lines = [f"Table 2 layout (K = {k}, original matrix)", head, "-" * len(head)]
     for setting in rel.index:
@@ -464,7 +492,7 @@ def table2_text(results: str | os.PathLike[str], k: int) -> str:
         if planted is not None:
             pr = planted[(planted["setting"] == setting) & (planted["K"] == k)]
             if len(pr):
-                extra = f"   {pr['recall'].iloc[0]:.2f}"
+                extra = f"   {pr['recall'].iloc[0]:.2f} ({pr['chance'].iloc[0]:.2f})"
         if lds is not None and setting in lds.index:
             extra += f"   {lds.loc[setting, 'lds']:+.3f} ± {lds.loc[setting, 'lds_se']:.3f}"
         lines.append(f"{setting:<18}{r['r1']:>6.3f}{r['r2_5']:>6.3f}{r['p']:>7.4f}"

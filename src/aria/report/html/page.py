@@ -239,6 +239,22 @@ random groups; dashed line: z = 1.96.
 </div>"""
 
 
+def _add_planted(tables: Mapping[str, ReportTable], add: Any) -> None:
+    """The planted-influence section: the track-level table, the other levels folded."""
+    levels = [t for name, t in tables.items() if name.startswith("planted")]
+    if not levels:
+        return
+    main, rest = levels[0], levels[1:]
+    body = _table_html(main)
+    for t in rest:
+        body += (
+            f'<details class="planted-more" id="details-{_e(t.name)}"><summary>'
+            f"{_e(t.title)}</summary>"
+            f'<p class="caption">{_e(t.caption)}</p>{_table_html(t)}</details>'
+        )
+    add("planted", "Planted influence", _e(main.title), body, main.caption)
+
+
 def render_html(
     data: ResultsData,
     tables: Mapping[str, ReportTable],
@@ -323,8 +339,12 @@ def render_html(
         ("lds_summary", "LDS"),
         ("lds", "LDS" if "lds_summary" not in tables else ""),
         ("agreement", "Agreement"),
+        ("planted", "Planted influence"),
         ("sensitivity", "Sensitivity"),
     ):
+        if name == "planted":
+            _add_planted(tables, add)
+            continue
         t = tables.get(name)
         if t is not None:
             add(name, nav, _e(t.title), _table_html(t), t.caption)

@@ -248,8 +248,10 @@ def lds_summary_html(t: ReportTable) -> str:
         ]
         + [_th(_title(c) + " z̄") for c in channels]
     ]
+    stages = bool(t.layout.get("stages"))
+    starts = set(_block_starts(df["stage"].astype(str).tolist())) if stages else set()
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
-    for _, r in df.iterrows():
+    for i, (_, r) in enumerate(df.iterrows()):
         cells = [
             _txt(_e(r["setting"])),
             _txt(badge(r["verdict"])),
@@ -261,8 +263,155 @@ def lds_summary_html(t: ReportTable) -> str:
         cells += [
             _num(_e(_fmt.signed(r[f"{c}_zbar"])), **{"data-col": f"{c}_zbar"}) for c in channels
         ]
-        rows.append((cells, _setting_attrs(r)))
+        attrs = _setting_attrs(r)
+        if i in starts and i > 0:
+            attrs["class"] = (attrs.get("class", "") + " block-start").strip()
+        rows.append((cells, attrs))
     return _table(head, rows, attrs={"id": "table-lds_summary"})
+
+
+def _best_high_by(
+    df: pd.DataFrame, col: str, by: str | None, *, distinct: bool = False
+) -> set[int]:
+    """Row positions holding the highest value of ``col`` (within groups of ``by``) among
+    several rows (``distinct``: only where the group's values are not all equal)."""
+    out: set[int] = set()
+    if col not in df.columns:
+        return out
+    frame = df.reset_index(drop=True)
+    groups = frame.groupby(by, sort=False) if by is not None else [(None, frame)]
+    for _, g in groups:
+        vals = g[col][g[col].map(_fmt.finite)].astype(float).round(3)
+        if len(vals) > 1 and not (distinct and vals.nunique() == 1):
+            out |= set(vals.index[vals == vals.max()])
+    return out
+
+
+def _block_starts(values: Sequence[Any]) -> list[int]:
+    """Positions where a run of equal consecutive values starts."""
+    return [i for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+
+
+def lds_html(t: ReportTable) -> str:
+    """LDS per method; per (method, stage) with a Stage column when the table has stages."""
+    df = t.df.reset_index(drop=True)
+    stages = bool(t.layout.get("stages"))
+    extra = [c for c in ("lds_se",) if c in df.columns]
+    head = [
+        [_th("Setting" if stages else "Method")]
+        + ([_th("Method"), _th("Stage")] if stages else [])
+        + [_th("LDS ↑"), _th("SD over queries")]
+        + [_th("SE of the mean") for _ in extra]
+        + [_th("Subsets"), _th("Queries")]
+    ]
+    best = _best_high_by(df, "lds", "stage") if stages else set()
+    starts = set(_block_starts(df["stage"].astype(str).tolist())) if stages else set()
+    rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
+    for i, r in df.iterrows():
+        cells = [_txt(_e(r["method"]))]
+        if stages:
+            base = r.get("base_method")
+            cells += [
+                _txt(_e(base if isinstance(base, str) and base else r["method"])),
+                _txt(_e(r["stage"])),
+            ]
+        cells += [
+            _num(_e(_fmt.fixed(r["lds"])), cls="best" if i in best else "", **{"data-col": "lds"}),
+            _num(_e(_fmt.fixed(r["lds_sd"])), **{"data-col": "lds_sd"}),
+        ]
+        cells += [_num(_e(_fmt.fixed(r[c])), **{"data-col": c}) for c in extra]
+        cells += [
+            _num(_e(_fmt.integer(r["n_subsets"])), **{"data-col": "n_subsets"}),
+            _num(_e(_fmt.integer(r["n_queries"])), **{"data-col": "n_queries"}),
+        ]
+        attrs = {"data-setting": str(r["method"])}
+        if i in starts and i > 0:
+            attrs["class"] = "block-start"
+        rows.append((cells, attrs))
+    return _table(head, rows, attrs={"id": "table-lds"})
+
+
+def agreement_html(t: ReportTable) -> str:
+    """Diagnostic-LDS rank agreement; one block of rows per stage when the table has stages."""
+    df = t.df.reset_index(drop=True)
+    staged = "stage" in df.columns
+    head = [
+        ([_th("Stage")] if staged else [])
+        + [_th("Diagnostic"), _th("Spearman"), _th("Kendall"), _th("Methods")]
+        + ([_th("Set")] if "methods" in df.columns else [])
+        + ([_th("Methods compared")] if "order" in df.columns else [])
+    ]
+    stage_vals = df["stage"].astype(str).tolist() if staged else []
+    starts = _block_starts(stage_vals) if staged else []
+    span = {s: [*starts, len(df)][j + 1] - s for j, s in enumerate(starts)}
+    rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
+    for i, r in df.iterrows():
+        cells: list[Cell] = []
+        if staged and i in span:
+            cells.append(_txt(f"<b>{_e(r['stage'])}</b>", rowspan=str(span[i])))
+        cells += [
+            _txt(_e(r["diagnostic"])),
+            _num(_e(_fmt.fixed(r["spearman"])), **{"data-col": "spearman"}),
+            _num(_e(_fmt.fixed(r["kendall"])), **{"data-col": "kendall"}),
+            _num(_e(_fmt.integer(r["n_methods"])), **{"data-col": "n_methods"}),
+        ]
+        if "methods" in df.columns:
+            cells.append(_txt(_e(r["methods"])))
+        if "order" in df.columns:
+            cells.append(_txt(_e(r["order"])))
+        attrs: dict[str, str] = {}
+        if staged:
+            attrs["data-stage"] = str(r["stage"])
+            if i in span and i > 0:
+                attrs["class"] = "block-start"
+        rows.append((cells, attrs))
+    return _table(head, rows, attrs={"id": "table-agreement"})
+
+
+def planted_html(t: ReportTable) -> str:
+    """Recall@K per setting (one column per K), best per stage and K in bold, chance last."""
+    df = t.df.reset_index(drop=True)
+    ks = t.layout["ks"]
+    chance = t.layout.get("chance") or {}
+    staged = "stage" in df.columns and len({str(x) for x in df["stage"]}) > 1
+    head = [
+        [_th("Setting"), _th("Method"), _th("Stage"), _th("Verdict")]
+        + [_th(f"recall@{k} ↑") for k in ks]
+        + [_th("Planted queries")]
+    ]
+    by = "stage" if staged else None
+    best = {k: _best_high_by(df, f"recall_at_{k}", by, distinct=True) for k in ks}
+    starts = set(_block_starts(df["stage"].astype(str).tolist())) if staged else set()
+    rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
+    for i, r in df.iterrows():
+        cells = [
+            _txt(_e(r["setting"])),
+            _txt(_e(r["method"])),
+            _txt(_e(r["stage"])),
+            _txt(badge(r["verdict"])),
+        ]
+        cells += [
+            _num(
+                _e(_fmt.pct(r[f"recall_at_{k}"], 0)),
+                cls="best" if i in best[k] else "",
+                **{"data-col": f"recall_at_{k}"},
+            )
+            for k in ks
+        ]
+        cells.append(_num(_e(_fmt.integer(r["n_queries"])), **{"data-col": "n_queries"}))
+        attrs = _setting_attrs(r)
+        if i in starts and i > 0:
+            attrs["class"] = (attrs.get("class", "") + " block-start").strip()
+        rows.append((cells, attrs))
+    if chance:
+        cells = [_txt("<i>chance (random top-K)</i>", colspan="4")]
+        cells += [
+            _num(_e(_fmt.pct(chance.get(k), 0)), cls="sub", **{"data-col": f"chance_at_{k}"})
+            for k in ks
+        ]
+        cells.append(_txt(""))
+        rows.append((cells, {"class": "chance block-start"}))
+    return _table(head, rows, attrs={"id": f"table-{t.name}"})
 
 
 def sensitivity_html(t: ReportTable) -> str:
@@ -302,7 +451,7 @@ def table_html(t: ReportTable) -> str:
     t : ReportTable
         A table from :func:`aria.report.tables.build_tables`; its ``name`` picks the renderer
         (``reliability``, ``homogeneity*``, ``alignment``, ``confound``, ``ranking``,
-        ``lds_summary``, ``sensitivity``, ``lds``, ``agreement``, ``null``).
+        ``lds_summary``, ``sensitivity``, ``lds``, ``agreement``, ``planted*``, ``null``).
 
     Returns
     -------
@@ -325,28 +474,11 @@ def table_html(t: ReportTable) -> str:
     if t.name == "sensitivity":
         return sensitivity_html(t)
     if t.name == "lds":
-        cols: list[tuple[str, str, Any]] = [
-            ("method", "Method", None),
-            ("lds", "LDS ↑", _fmt.fixed),
-            ("lds_sd", "SD over queries", _fmt.fixed),
-        ]
-        if "lds_se" in t.df.columns:
-            cols.append(("lds_se", "SE of the mean", _fmt.fixed))
-        return generic_html(
-            t,
-            [*cols, ("n_subsets", "Subsets", _fmt.integer), ("n_queries", "Queries", _fmt.integer)],
-        )
+        return lds_html(t)
     if t.name == "agreement":
-        cols = [
-            ("diagnostic", "Diagnostic", None),
-            ("spearman", "Spearman", _fmt.fixed),
-            ("kendall", "Kendall", _fmt.fixed),
-            ("n_methods", "Methods", _fmt.integer),
-            ("methods", "Set", None),
-        ]
-        if "order" in t.df.columns:
-            cols.append(("order", "Methods compared", None))
-        return generic_html(t, cols)
+        return agreement_html(t)
+    if t.name.startswith("planted"):
+        return planted_html(t)
     if t.name == "null":
         return generic_html(
             t,

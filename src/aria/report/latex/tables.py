@@ -2,14 +2,15 @@ r"""LaTeX of the report's tables, one renderer per table, in the paper's layouts
 
 :func:`render_latex` picks the renderer by the table's name: homogeneity (paper Table 2, and
 "Residual homogeneity"), reliability, alignment (Table 3), confound (Table 6, one table per
-group), ranking, LDS and LDS summary (Table 1), agreement, TRAK sensitivity (appendix) and the
-null distribution. :func:`ksweep_figure_latex` writes the figure around the K-sweep PDFs.
+group), ranking, LDS and LDS summary (Table 1), agreement, planted influence (the last four
+from :mod:`aria.report.latex.ground_truth`), TRAK sensitivity (appendix) and the null
+distribution. :func:`ksweep_figure_latex` writes the figure around the K-sweep PDFs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -27,6 +28,12 @@ from aria.report.latex._cells import (
     _table,
     _title,
     escape,
+)
+from aria.report.latex.ground_truth import (
+    agreement_latex,
+    lds_latex,
+    lds_summary_latex,
+    planted_latex,
 )
 from aria.report.tables import ReportTable
 
@@ -258,122 +265,6 @@ def ranking_latex(t: ReportTable) -> str:
     )
 
 
-def lds_latex(t: ReportTable) -> str:
-    df = t.df
-    best = max((round(float(v), 3) for v in df["lds"] if _fmt.finite(v)), default=None)
-    body = [r"\toprule", r"Method & LDS$\uparrow$ & SD & Subsets & Queries \\", r"\midrule"]
-    for _, r in df.iterrows():
-        body.append(
-            " & ".join(
-                [
-                    escape(r["method"]),
-                    _num(
-                        r["lds"],
-                        bold=len(df) > 1
-                        and _fmt.finite(r["lds"])
-                        and round(float(r["lds"]), 3) == best,
-                    ),
-                    _num(r["lds_sd"]),
-                    _fmt.integer(r["n_subsets"], missing=MISSING),
-                    _fmt.integer(r["n_queries"], missing=MISSING).replace(",", "{,}"),
-                ]
-            )
-            + r" \\"
-        )
-    body.append(r"\bottomrule")
-    return _table(
-        body,
-        colspec="lcccc",
-        caption="Linear datamodeling score (LDS) per attribution method (mean over queries, "
-        "SD over queries).",
-        label=_label(t.name),
-        resize=False,
-    )
-
-
-def lds_summary_latex(t: ReportTable) -> str:
-    """Paper Table 1 layout: LDS, reliability of $S^{\\mathrm{seg}}$ and $\\bar z$ per channel."""
-    df, channels, k = t.df, t.layout["channels"], t.layout["k"]
-    rel_cols = ["r1", "r2_5", "p", "kappa"]
-    abbrev = _channel_abbrev(channels)
-    nz = len(channels)
-    head1 = ["", "", r"\multicolumn{4}{c}{Reliability ($S^{\mathrm{seg}}$)}", ""]
-    if nz:
-        head1.append(rf"\multicolumn{{{nz}}}{{c}}{{Homogeneity $\bar z$ at $K{{=}}{k}$}}")
-    rules = r"\cmidrule(lr){3-6}" + (rf"\cmidrule(lr){{8-{7 + nz}}}" if nz else "")
-    head2 = ["Method", "LDS", "$r_1$", "$r_{2:5}$", "$p$", r"$\kappa$", "", *abbrev]
-    best_lds = max((round(float(v), 3) for v in df["lds"] if _fmt.finite(v)), default=None)
-    best_rel = {
-        c: min((round(float(v), 3) for v in df[c] if _fmt.finite(v)), default=None)
-        for c in rel_cols
-    }
-    body = [r"\toprule", " & ".join(head1) + r" \\", rules, " & ".join(head2) + r" \\", r"\midrule"]
-    for _, r in df.iterrows():
-        name = escape(r["setting"]) + (DAGGER if r.get("verdict") == "collapsed" else "")
-        cells = [
-            name,
-            _num(
-                r["lds"],
-                bold=len(df) > 1
-                and _fmt.finite(r["lds"])
-                and round(float(r["lds"]), 3) == best_lds,
-            ),
-        ]
-        cells += [
-            _num(
-                r[c],
-                bold=len(df) > 1 and _fmt.finite(r[c]) and round(float(r[c]), 3) == best_rel[c],
-            )
-            for c in rel_cols
-        ]
-        cells.append("")
-        cells += [_signed(r[f"{c}_zbar"], bold_positive=False) for c in channels]
-        body.append(" & ".join(cells) + r" \\")
-    body.append(r"\bottomrule")
-    names = ", ".join(f"{a}: {escape(c)}" for a, c in zip(abbrev, channels, strict=True))
-    cap = (
-        r"Ground-truth validation. Reliability diagnostics ($r_1$, $r_{2:5}$, $p$, $\kappa$) "
-        rf"and within-group homogeneity $\bar z$ at $K{{=}}{k}$ ({names}). "
-        "LDS is the attribution ground truth. "
-        r"Bold marks the best LDS (highest) and the best reliability value (lowest) per column."
-    )
-    return _table(
-        body, colspec="lccccc" + "c" + "c" * nz, caption=cap, label=_label(t.name), resize=nz > 6
-    )
-
-
-def _channel_abbrev(channels: Sequence[str]) -> list[str]:
-    first = [c[:1].upper() for c in channels]
-    if len(set(first)) == len(first):
-        return first
-    return [escape(c[:3].capitalize()) + "." for c in channels]
-
-
-def agreement_latex(t: ReportTable) -> str:
-    body = [r"\toprule", r"Diagnostic & Spearman & Kendall & Methods \\", r"\midrule"]
-    for _, r in t.df.iterrows():
-        body.append(
-            " & ".join(
-                [
-                    escape(r["diagnostic"]),
-                    _num(r["spearman"]),
-                    _num(r["kendall"]),
-                    _fmt.integer(r["n_methods"], missing=MISSING),
-                ]
-            )
-            + r" \\"
-        )
-    body.append(r"\bottomrule")
-    return _table(
-        body,
-        colspec="lccc",
-        caption="Rank agreement across methods between each reliability diagnostic "
-        "(lower = better) and LDS (higher = better).",
-        label=_label(t.name),
-        resize=False,
-    )
-
-
 def _lam_tex(x: Any) -> str:
     s = _fmt.lam(x)
     if s.startswith("1e"):
@@ -458,7 +349,7 @@ def null_latex(t: ReportTable) -> str:
     )
 
 
-_RENDERERS = {
+_RENDERERS: dict[str, Callable[[ReportTable], str]] = {
     "reliability": reliability_latex,
     "alignment": alignment_latex,
     "confound": confound_latex,
@@ -466,6 +357,8 @@ _RENDERERS = {
     "lds": lds_latex,
     "lds_summary": lds_summary_latex,
     "agreement": agreement_latex,
+    "planted": planted_latex,
+    "planted_segment": planted_latex,
     "sensitivity": sensitivity_latex,
     "null": null_latex,
 }
@@ -479,7 +372,7 @@ def render_latex(t: ReportTable) -> str | None:
     t : ReportTable
         A table from :func:`aria.report.tables.build_tables`; its ``name`` picks the layout
         (``homogeneity*``, ``reliability``, ``alignment``, ``confound``, ``ranking``, ``lds``,
-        ``lds_summary``, ``agreement``, ``sensitivity``, ``null``).
+        ``lds_summary``, ``agreement``, ``planted*``, ``sensitivity``, ``null``).
 
     Returns
     -------
