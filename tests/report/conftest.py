@@ -3,7 +3,8 @@
 Settings: TRAK semantic (ok), TRAK coarse (collapsed: the same top-K group for every query),
 TRAK fine (suspect) and MERT (stage '-', ok); variants original + residual; K = 20, 50, 100, 300;
 audio channels rhythm / harmony / timbre (or the five symbolic ones); 14 queries with labels and
-genres; 40 tracks, one with a label full of HTML/LaTeX special characters.
+genres; 40 tracks, one with a label full of HTML/LaTeX special characters; every table of
+aria.results.TABLES (planted influence included).
 """
 
 from __future__ import annotations

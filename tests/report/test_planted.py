@@ -153,3 +153,52 @@ def test_best_recall_is_bold_only_where_it_distinguishes(make_results, tmp_path)
     assert len(bold) == 1 and 'data-setting="TRAK/fine"' in bold[0]
     tex = (out.exports / "planted.tex").read_text()
     assert tex.count(r"\textbf{") == 1 and r"\textbf{90\%}" in tex
+
+
+def test_chance_column_of_planted_csv_wins(make_results, tmp_path):
+    """planted.csv's own ``chance``: the same for every track-level row (one chance row), per
+    stage at the segment level (one chance row per stage block)."""
+    path, planted = _audio_folder(make_results)  # tracks.csv would give another chance
+    stage_chance = {"semantic": 0.11, "coarse": 0.22, "fine": 0.33, "-": 0.44}
+    planted["chance"] = [
+        (0.05 if lv == "track" else stage_chance[st]) * (2 if k == 50 else 1)
+        for lv, st, k in zip(planted["level"], planted["stage"], planted["K"], strict=True)
+    ]
+    write_table(path, "planted", planted)
+    tables = {t.name: t for t in planted_tables(load_results(path))}
+    track, seg = tables["planted"], tables["planted_segment"]
+    assert track.layout["chance"] == pytest.approx({10: 0.05, 50: 0.10})
+    assert track.layout["chance_source"] == "planted.csv" and track.layout["chance_n"] is None
+    assert list(track.df["chance_at_10"]) == pytest.approx([0.05] * len(SETTINGS))
+    assert "from planted.csv" in seg.caption
+    assert seg.layout["chance"] == {} and not seg.layout["chance_cells"]
+    blocks = seg.layout["chance_blocks"]
+    assert set(blocks) == set(stage_chance)
+    for st, v in stage_chance.items():
+        assert blocks[st] == pytest.approx({10: v, 50: 2 * v})
+    out = write_report(path, latex=True, tables_dir=tmp_path / "t", plots=False)
+    page = out.html.read_text()
+    rows = _rows(page, "table-planted")
+    assert len(rows) == len(SETTINGS) + 1 and "5%" in rows[-1] and "10%" in rows[-1]
+    seg_rows = _rows(page, "table-planted_segment")
+    chance_rows = [r for r in seg_rows if "chance block-start" in r]
+    assert len(seg_rows) == 2 * len(SETTINGS) and len(chance_rows) == len(SETTINGS)
+    assert 'data-stage="coarse"' in chance_rows[1] and "22%" in chance_rows[1]
+    tex = (out.exports / "planted_segment.tex").read_text()
+    assert tex.count(r"\emph{chance}") == len(SETTINGS) and "(per stage)" in tex
+    assert tex.count("{") == tex.count("}")
+
+
+def test_chance_beside_each_cell_when_it_varies_within_a_stage(make_results, tmp_path):
+    path, planted = _audio_folder(make_results)
+    planted["stage"] = "semantic"  # one stage whose settings differ in chance
+    planted["chance"] = [0.01 * (i + 1) for i in range(len(planted))]
+    write_table(path, "planted", planted)
+    t = planted_tables(load_results(path))[0]
+    assert t.layout["chance_cells"] and t.layout["chance"] == {} and t.layout["chance_blocks"] == {}
+    out = write_report(path, latex=True, tables_dir=tmp_path / "t", plots=False)
+    rows = _rows(out.html.read_text(), "table-planted")
+    assert len(rows) == len(SETTINGS)  # no chance row
+    assert all('<span class="ci">chance ' in r for r in rows)
+    tex = (out.exports / "planted.tex").read_text()
+    assert "(in parentheses)" in tex and r"\emph{chance}" not in tex

@@ -13,7 +13,9 @@ else the largest K). The page holds:
 - the reliability table with each setting's collapse verdict;
 - homogeneity (:math:`\bar z_c` with its 95% CI, Pos, Sig per channel), original and residual;
 - K-sweep plots per setting (original dashed, rank-1 residual solid);
-- alignment, confound, ranking, LDS / agreement and TRAK-sensitivity tables when present;
+- alignment, confound, ranking, LDS / agreement (per stage for the audio demo), planted
+  influence (recall@K with its chance level, :mod:`aria.report.planted`) and TRAK-sensitivity
+  tables when present;
 - per-query evidence (top-N tracks, :math:`z_c(q)` against the null, contributing pairs,
   a banner for collapsed settings), searchable by query index, label or metadata;
 - the run's parameters, seeds, versions and timings.

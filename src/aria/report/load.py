@@ -95,6 +95,7 @@ _FLOAT_COLUMNS = {
     "lam",
     "lds_se",
     "recall",
+    "chance",
 }
 _STR_COLUMNS = {
     "setting",

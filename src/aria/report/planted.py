@@ -6,15 +6,16 @@ the training set). The report shows it wide, one row per setting and one ``recal
 column per K, as two tables: ``planted`` (track level, the main one) and
 ``planted_segment`` (segment level).
 
-Chance level (track level only): a random top-K of the ``N`` training tracks contains one of
+Chance level: ``planted.csv``'s optional ``chance`` column (per setting, level and K) when it
+has one. Otherwise (track level only): a random top-K of the ``N`` training tracks contains one of
 the ``v`` training tracks of a query's source work with probability
 :math:`1 - \binom{N - v}{K} / \binom{N}{K}` (:func:`chance_recall`). ``planted.csv`` holds the
 number of training works but neither ``N`` nor ``v``; they are read from ``tracks.csv`` when it
 has a ``work_id`` column (training rows only when it has a ``split`` column) and its number of
 training works agrees with ``planted.csv``. ``v`` is taken per planted query's source work when
 ``queries.csv`` names them (``split == "planted"`` and ``work_id``), else averaged over all
-training works. Without those numbers the chance columns are left out. The segment level has no
-chance column: the segment counts per work are not in the results folder.
+training works. Without those numbers the chance columns are left out (the segment level then has
+none: the segment counts per work are not in the results folder).
 """
 
 from __future__ import annotations
@@ -130,7 +131,8 @@ def _one_level(data: ResultsData, pl: pd.DataFrame, level: str) -> ReportTable |
         else pd.Series([], dtype=float)
     )
     n_train_works = int(nw.iloc[0]) if len(nw) and nw.nunique() == 1 else None
-    chance = _chance(data, ks, n_train_works) if level == "track" else {}
+    from_table = "chance" in sub.columns and bool(sub["chance"].map(_finite).any())
+    chance = _chance(data, ks, n_train_works) if level == "track" and not from_table else {}
     rows = []
     for s in order:
         ss = sub[sub["setting"].astype(str) == s]
@@ -148,9 +150,15 @@ def _one_level(data: ResultsData, pl: pd.DataFrame, level: str) -> ReportTable |
         for k in ks:
             kk = ss[ss["K"] == k]
             row[f"recall_at_{k}"] = float(kk.iloc[-1]["recall"]) if len(kk) else np.nan
-        for k, v in chance.get("values", {}).items():
-            row[f"chance_at_{k}"] = v
+        for k in ks:
+            if from_table:
+                kk = ss[ss["K"] == k]
+                row[f"chance_at_{k}"] = float(kk.iloc[-1]["chance"]) if len(kk) else np.nan
+            elif chance:
+                row[f"chance_at_{k}"] = chance["values"][k]
         rows.append(row)
+    df = pd.DataFrame(rows)
+    shown = _chance_layout(df, ks)
     nq = max(int(r["n_queries"]) for r in rows)
     what = (
         "Planted influence: held-out versions of training works (the same work rendered with "
@@ -170,7 +178,14 @@ def _one_level(data: ResultsData, pl: pd.DataFrame, level: str) -> ReportTable |
     )
     if n_train_works is not None:
         cap += f" {n_train_works} training works."
-    if chance:
+    if from_table:
+        pool = "training tracks" if level == "track" else f"training {level}s of the stage"
+        cap += (
+            f" Chance (from planted.csv): recall@K of a random ranking, 1 − C(N−v, K)/C(N, K) "
+            f"for N {pool} of which v belong to the source work, averaged over the planted "
+            "queries."
+        )
+    elif chance:
         vs = chance["versions"]
         v_txt = str(vs[0]) if len(vs) == 1 else f"{vs[0]}–{vs[-1]}"
         cap += (
@@ -183,7 +198,7 @@ def _one_level(data: ResultsData, pl: pd.DataFrame, level: str) -> ReportTable |
     elif level == "track":
         cap += " (No chance level: tracks.csv does not give the training tracks per work.)"
     else:
-        cap += " No chance level: the segment counts per work are not in the results."
+        cap += " (No chance level: the counts per work are not in the results.)"
     name = "planted" if level == "track" else f"planted_{level}"
     title = (
         "Planted influence: recall@K (track level)"
@@ -194,15 +209,53 @@ def _one_level(data: ResultsData, pl: pd.DataFrame, level: str) -> ReportTable |
         name,
         title,
         cap,
-        pd.DataFrame(rows),
+        df,
         {
             "ks": ks,
             "level": level,
-            "chance": chance.get("values", {}),
+            **shown,
+            "chance_source": "planted.csv" if from_table else "tracks.csv" if chance else None,
             "chance_n": chance.get("n_tracks"),
             "chance_v": chance.get("versions", []),
         },
     )
+
+
+def _finite(x: Any) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _uniform(values: pd.Series) -> float | None:
+    """The common value of ``values`` (all finite and equal to 1e-9), else ``None``."""
+    v = pd.to_numeric(values, errors="coerce").astype(float)
+    if len(v) == 0 or not v.map(_finite).all() or float(v.max() - v.min()) > 1e-9:
+        return None
+    return float(v.iloc[0])
+
+
+def _chance_layout(df: pd.DataFrame, ks: Sequence[int]) -> dict[str, Any]:
+    """How to show the ``chance_at_{K}`` columns: one row for the table (``chance``), one row
+    per stage block (``chance_blocks``), or beside each cell (``chance_cells``)."""
+    out: dict[str, Any] = {"chance": {}, "chance_blocks": {}, "chance_cells": False}
+    cols = [f"chance_at_{k}" for k in ks]
+    if not all(c in df.columns for c in cols) or not df[cols].map(_finite).to_numpy().any():
+        return out
+    glob = {int(k): _uniform(df[f"chance_at_{k}"]) for k in ks}
+    if all(v is not None for v in glob.values()):
+        out["chance"] = glob
+        return out
+    blocks: dict[str, dict[int, float]] = {}
+    for st, g in df.groupby(df["stage"].astype(str), sort=False):
+        per = {int(k): _uniform(g[f"chance_at_{k}"]) for k in ks}
+        if any(v is None for v in per.values()):
+            out["chance_cells"] = True
+            return out
+        blocks[str(st)] = {k: float(v) for k, v in per.items() if v is not None}
+    out["chance_blocks"] = blocks
+    return out
 
 
 def planted_tables(data: ResultsData) -> list[ReportTable]:
@@ -218,10 +271,14 @@ def planted_tables(data: ResultsData) -> list[ReportTable]:
     list of ReportTable
         ``planted`` (track level) and ``planted_segment`` (segment level), each present when
         ``planted.csv`` has rows of that level; one row per setting (results order), columns
-        ``setting, method, stage, verdict, n_queries, n_train_works, recall_at_{K}...`` and,
-        for the track level when :func:`chance_recall` can be evaluated, ``chance_at_{K}...``.
-        ``layout`` holds ``ks``, ``level``, ``chance`` (K -> chance level, possibly empty),
-        ``chance_n`` (training tracks N, or ``None``) and ``chance_v`` (the distinct v used).
+        ``setting, method, stage, verdict, n_queries, n_train_works, recall_at_{K}...`` and
+        ``chance_at_{K}...`` when a chance level is known: ``planted.csv``'s own ``chance``
+        column, else (track level) :func:`chance_recall` with N and v from ``tracks.csv``.
+        ``layout`` holds ``ks``, ``level``, where to show chance (``chance``: K -> value when
+        it is the same for every row; ``chance_blocks``: stage -> K -> value when it is the
+        same within each stage; ``chance_cells``: ``True`` otherwise), ``chance_source``
+        (``"planted.csv"``, ``"tracks.csv"`` or ``None``), ``chance_n`` and ``chance_v`` (N
+        and the distinct v of a ``tracks.csv`` chance).
     """
     pl = data.table("planted")
     if pl is None or pl.empty:

@@ -368,12 +368,28 @@ def agreement_html(t: ReportTable) -> str:
     return _table(head, rows, attrs={"id": "table-agreement"})
 
 
+def _chance_row(
+    ks: Sequence[int], values: Any, label: str, **attrs: str
+) -> tuple[list[Cell], dict[str, str]]:
+    cells = [_txt(f"<i>{_e(label)}</i>", colspan="4")]
+    cells += [
+        _num(_e(_fmt.pct(values.get(k), 0)), cls="sub", **{"data-col": f"chance_at_{k}"})
+        for k in ks
+    ]
+    cells.append(_txt(""))
+    return cells, {"class": "chance block-start", **attrs}
+
+
 def planted_html(t: ReportTable) -> str:
-    """Recall@K per setting (one column per K), best per stage and K in bold, chance last."""
+    """Recall@K per setting (one column per K), best per stage and K in bold, with the chance
+    level as a last row, a row per stage, or beside each cell (``t.layout``)."""
     df = t.df.reset_index(drop=True)
     ks = t.layout["ks"]
     chance = t.layout.get("chance") or {}
-    staged = "stage" in df.columns and len({str(x) for x in df["stage"]}) > 1
+    blocks = t.layout.get("chance_blocks") or {}
+    in_cells = bool(t.layout.get("chance_cells"))
+    stage_list = df["stage"].astype(str).tolist()
+    staged = len(set(stage_list)) > 1
     head = [
         [_th("Setting"), _th("Method"), _th("Stage"), _th("Verdict")]
         + [_th(f"recall@{k} ↑") for k in ks]
@@ -381,7 +397,7 @@ def planted_html(t: ReportTable) -> str:
     ]
     by = "stage" if staged else None
     best = {k: _best_high_by(df, f"recall_at_{k}", by, distinct=True) for k in ks}
-    starts = set(_block_starts(df["stage"].astype(str).tolist())) if staged else set()
+    starts = set(_block_starts(stage_list)) if staged else set()
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for i, r in df.iterrows():
         cells = [
@@ -390,27 +406,32 @@ def planted_html(t: ReportTable) -> str:
             _txt(_e(r["stage"])),
             _txt(badge(r["verdict"])),
         ]
-        cells += [
-            _num(
-                _e(_fmt.pct(r[f"recall_at_{k}"], 0)),
-                cls="best" if i in best[k] else "",
-                **{"data-col": f"recall_at_{k}"},
+        for k in ks:
+            ch = r.get(f"chance_at_{k}")
+            sub = (
+                f'<span class="ci">chance {_e(_fmt.pct(ch, 0))}</span>'
+                if in_cells and _fmt.finite(ch)
+                else ""
             )
-            for k in ks
-        ]
+            cells.append(
+                _num(
+                    _e(_fmt.pct(r[f"recall_at_{k}"], 0)) + sub,
+                    cls="best" if i in best[k] else "",
+                    **{"data-col": f"recall_at_{k}"},
+                )
+            )
         cells.append(_num(_e(_fmt.integer(r["n_queries"])), **{"data-col": "n_queries"}))
         attrs = _setting_attrs(r)
         if i in starts and i > 0:
             attrs["class"] = (attrs.get("class", "") + " block-start").strip()
         rows.append((cells, attrs))
+        st = stage_list[i]
+        if st in blocks and (i + 1 == len(df) or stage_list[i + 1] != st):
+            rows.append(
+                _chance_row(ks, blocks[st], f"chance, {st} (random top-K)", **{"data-stage": st})
+            )
     if chance:
-        cells = [_txt("<i>chance (random top-K)</i>", colspan="4")]
-        cells += [
-            _num(_e(_fmt.pct(chance.get(k), 0)), cls="sub", **{"data-col": f"chance_at_{k}"})
-            for k in ks
-        ]
-        cells.append(_txt(""))
-        rows.append((cells, {"class": "chance block-start"}))
+        rows.append(_chance_row(ks, chance, "chance (random top-K)"))
     return _table(head, rows, attrs={"id": f"table-{t.name}"})
 
 

@@ -14,6 +14,8 @@ Layout
 ------
 - :mod:`aria.report.latex.tables` — one renderer per report table (:func:`render_latex`) and
   the K-sweep figure (:func:`ksweep_figure_latex`);
+- :mod:`aria.report.latex.ground_truth` — LDS, LDS summary, agreement and planted influence, in
+  the symbolic (per method) and audio (per method and stage) layouts;
 - ``aria.report.latex._cells`` — escaping (:func:`escape`), number cells, the ``table``
   environment, method/stage row grouping.
 """

@@ -257,6 +257,13 @@ def _lds_staged_latex(t: ReportTable) -> str:
     )
 
 
+def _chance_tex(ks: Sequence[int], values: Any, label: str) -> str:
+    cells = [rf"\multicolumn{{2}}{{l}}{{\emph{{{label}}}}}"] + [
+        _fmt.pct(values.get(k), 0, missing=MISSING).replace("%", r"\%") for k in ks
+    ]
+    return " & ".join(cells) + r" \\"
+
+
 def planted_latex(t: ReportTable) -> str:
     """Recall@K per setting (Stage | Method | recall@K ...), best within each stage in bold.
 
@@ -264,16 +271,20 @@ def planted_latex(t: ReportTable) -> str:
     ----------
     t : ReportTable
         A ``planted`` / ``planted_<level>`` table from
-        :func:`aria.report.planted.planted_tables` (``layout``: ``ks``, ``level``, ``chance``).
+        :func:`aria.report.planted.planted_tables` (``layout``: ``ks``, ``level`` and where
+        the chance level goes: ``chance``, ``chance_blocks`` or ``chance_cells``).
 
     Returns
     -------
     str
-        One ``table`` environment; a last row gives the chance level when known.
+        One ``table`` environment; the chance level, when known, is a last row, a row per
+        stage, or a parenthesis in each cell.
     """
     df = t.df.reset_index(drop=True)
     ks, level = t.layout["ks"], t.layout.get("level", "track")
     chance = t.layout.get("chance") or {}
+    chance_blocks = t.layout.get("chance_blocks") or {}
+    in_cells = bool(t.layout.get("chance_cells"))
     head = ["Stage", "Method", *[rf"$R@{int(k)}\uparrow$" for k in ks]]
     body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     any_collapsed = False
@@ -293,14 +304,18 @@ def planted_latex(t: ReportTable) -> str:
             ]
             for k in ks:
                 s = _fmt.pct(r[f"recall_at_{k}"], 0, missing=MISSING).replace("%", r"\%")
-                cells.append(rf"\textbf{{{s}}}" if i in best[k] and s != MISSING else s)
+                s = rf"\textbf{{{s}}}" if i in best[k] and s != MISSING else s
+                ch = r.get(f"chance_at_{k}")
+                if in_cells and _fmt.finite(ch):
+                    s += " (" + _fmt.pct(ch, 0).replace("%", r"\%") + ")"
+                cells.append(s)
             body.append(" & ".join(cells) + r" \\")
+        st = str(df.iloc[block[0]]["stage"])
+        if st in chance_blocks:
+            body.append(_chance_tex(ks, chance_blocks[st], "chance"))
     if chance:
         body.append(r"\midrule")
-        cells = [r"\multicolumn{2}{l}{\emph{chance}}"] + [
-            _fmt.pct(chance.get(k), 0, missing=MISSING).replace("%", r"\%") for k in ks
-        ]
-        body.append(" & ".join(cells) + r" \\")
+        body.append(_chance_tex(ks, chance, "chance"))
     body.append(r"\bottomrule")
     nq = int(pd.to_numeric(df["n_queries"], errors="coerce").max()) if len(df) else 0
     items = "tracks" if level == "track" else f"{escape(level)}s"
@@ -311,7 +326,7 @@ def planted_latex(t: ReportTable) -> str:
         f"work has a training {escape(level)} among the top-$K$ attributed {items}. Bold marks "
         "the best value within each stage."
     )
-    if chance:
+    if chance or chance_blocks or in_cells:
         vs = [int(v) for v in t.layout.get("chance_v") or []]
         n = t.layout.get("chance_n")
         nv = (
@@ -319,9 +334,10 @@ def planted_latex(t: ReportTable) -> str:
             if n is not None and vs
             else ""
         )
+        where = " (in parentheses)" if in_cells else " (per stage)" if chance_blocks else ""
         cap += (
-            r" Chance: $1-\binom{N-v}{K}/\binom{N}{K}$ for $N$ training tracks, $v$ of them "
-            f"from the source work{nv}."
+            rf" Chance{where}: $1-\binom{{N-v}}{{K}}/\binom{{N}}{{K}}$ for $N$ training "
+            f"{items} of which $v$ belong to the source work{nv}."
         )
     notes = [DAGGER + r"~collapsed (reliability verdict)."] if any_collapsed else []
     return _table(
