@@ -146,8 +146,10 @@ _SPECS = (
             "n_queries",
         ),
         "Per-channel summary over queries (paper Eq. summary) for every K (the K-sweep) and "
-        "variant; zbar_lo/zbar_hi are a bootstrap 95% CI over queries; pos/sig are fractions in "
-        "[0, 1].",
+        "variant; zbar_lo/zbar_hi (and pos_lo/hi, sig_lo/hi) are 95% bootstrap CIs that resample "
+        "the queries and the B null reference groups jointly, so they carry the null's Monte-Carlo "
+        "error too (null_mc_se: its SE of zbar); pos/sig are fractions in [0, 1]; "
+        "n_constant_excluded counts degenerate query columns left out.",
     ),
     TableSpec(
         "query_z",
@@ -159,7 +161,8 @@ _SPECS = (
         "null",
         "null.csv",
         ("K", "channel", "feature", "mu", "sigma", "B"),
-        "Null distribution per K: per feature (mu_d, sigma_d) and per channel (feature='*').",
+        "Null distribution per K: per feature (mu_d, sigma_d) and per channel (feature='*'); "
+        "mc_se = the Monte-Carlo SE of the channel mean from the B reference groups.",
     ),
     TableSpec(
         "topk",

@@ -9,7 +9,7 @@ sizes, the null size and the seed. Paths are relative to the study file. Example
     output = "results"               # results folder (created)
     K = [20, 50, 100, 200, 300, 400, 500]
     K_report = 300                   # the K of the report's tables
-    B = 200                          # random reference groups per K
+    B = 200                          # random reference groups per K, or "auto"
     seed = 0
     n_bootstrap = 1000               # bootstrap resamples of queries for CIs
     residual = true                  # also analyse the rank-1 residual
@@ -50,6 +50,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from aria._checks import check_int
 from aria._options import Options, option
 from aria.errors import FileFormatError, ParameterError, expected
 from aria.features.registry import MODALITIES
@@ -105,6 +106,14 @@ def _ks(name: str, value: Any) -> tuple[int, ...]:
     if not value or not good:
         raise ParameterError(expected(name, "a non-empty list of integers >= 2", list(value)))
     return tuple(sorted({int(k) for k in value}))
+
+
+def _b(name: str, value: Any) -> int | str:
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return check_int(name, value, min_value=2)
+    raise ParameterError(expected(name, 'an integer >= 2 or "auto"', value))
 
 
 def _names(name: str, value: Any) -> tuple[str, ...]:
@@ -223,7 +232,11 @@ class StudySpec(Options):
         help=f"K of the report's tables (default: {PREFERRED_K_REPORT} if swept, else the "
         "largest K)",
     )
-    B: int = _opt(200, min_value=2, help="random reference groups per K (the null)")
+    B: int | str = _opt(
+        200, check=_b,
+        help='random reference groups per K (the null); "auto": grow B (200, 400, ... 3200) '
+        "until the null's Monte-Carlo error of z-bar is below 0.25 x the query-resampling SE",
+    )
     seed: int = _opt(0, min_value=0, help="seed of the null and the bootstrap")
     n_bootstrap: int = _opt(1000, min_value=0,
                             help="bootstrap resamples of the queries for the CIs")

@@ -35,7 +35,7 @@ def test_null_matches_direct_computation(rng):
     np.testing.assert_allclose(null.mu_c, 0.0, atol=1e-12)
     zf = (null.g - null.mu[..., None]) / null.sigma[..., None]
     np.testing.assert_allclose(null.g_channel[:, 1], zf[:, 2:4].mean(axis=1))
-    assert null.to_frame().shape == (2 * (5 + 3), 6)
+    assert null.to_frame().shape == (2 * (5 + 3), 7)  # + mc_se (issue 12)
 
 
 def test_null_reproducible_storable_and_checked(rng, tmp_path):

@@ -32,6 +32,11 @@ _FIELDS: dict[str, tuple[type[Any], str]] = {
 }
 
 
+def _b_value(text: str) -> int | str:
+    """``-B``: an integer or ``auto`` (checked by the study spec)."""
+    return "auto" if text == "auto" else int(text)
+
+
 def _help(dest: str) -> str:
     cls, name = _FIELDS[dest]
     text = option_help(cls, name)
@@ -75,7 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-K", "--K", dest="K", type=int, nargs="+", default=None, help=_help("K"))
     p.add_argument("--k-report", dest="K_report", type=int, default=None, metavar="K",
                    help=_help("K_report"))
-    p.add_argument("-B", "--B", dest="B", type=int, default=None, help=_help("B"))
+    p.add_argument("-B", "--B", dest="B", type=_b_value, default=None, metavar="B|auto",
+                   help=_help("B"))
     p.add_argument("--seed", type=int, default=None, help=_help("seed"))
     p.add_argument("--bootstrap", dest="n_bootstrap", type=int, default=None, metavar="N",
                    help=_help("n_bootstrap"))

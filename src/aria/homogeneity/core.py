@@ -9,6 +9,11 @@ for every ``K`` of the sweep from one pass (:mod:`aria.homogeneity.sweep`), plus
 query's evidence pairs. :func:`homogeneity_reference` is the exact reference of
 :func:`homogeneity` (every query's group evaluated on its own, every pair summed directly,
 evidence pairs by a full sort).
+
+The module is a little over 600 lines: :class:`HomogeneityResult` (with the joint
+query + null bootstrap behind its summary), the fast path, its reference and the
+:func:`run_homogeneity` driver (with ``B="auto"``) share the checked-call object ``_Call``;
+splitting them would spread one contract over several files.
 """
 
 from __future__ import annotations
@@ -30,7 +35,12 @@ from aria.homogeneity.groups import (
     feature_pool,
     top_k_groups,
 )
-from aria.homogeneity.null import NullDistribution, null_distribution
+from aria.homogeneity.null import (
+    AUTO_B_START,
+    NullDistribution,
+    _auto_null,
+    null_distribution,
+)
 from aria.homogeneity.summary import summarize
 from aria.homogeneity.sweep import (
     DEFAULT_KS,
@@ -82,6 +92,11 @@ class HomogeneityResult:
     constant : np.ndarray [shape=(T,), dtype=bool] or None
         Queries excluded because their score column is constant (:func:`constant_queries`):
         every per-query array is NaN (pairs -1) for them, and the summaries leave them out.
+    null_g : np.ndarray [shape=(n_K, n_features, B)] or None
+        :math:`g_d` of the null's reference groups at :attr:`ks` (``null.g``), so that
+        :meth:`summary` can resample them with the queries; ``None``: query-only intervals.
+    null_used : np.ndarray [shape=(n_K, n_features), dtype=bool] or None
+        The null's ``used`` at :attr:`ks`.
     """
 
     ks: tuple[int, ...]
@@ -99,6 +114,8 @@ class HomogeneityResult:
     B: int
     seed: int
     constant: np.ndarray | None = None
+    null_g: np.ndarray | None = None
+    null_used: np.ndarray | None = None
 
     @property
     def n_queries(self) -> int:
@@ -126,35 +143,70 @@ class HomogeneityResult:
             raise ParameterError(expected("channel", f"one of {list(self.channels)}", channel))
         return self.z[self.ks.index(k), self.channels.index(channel)]
 
-    def summary(self, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0) -> Any:
-        """Per ``K`` and channel: ``zbar, pos, sig`` with bootstrap CIs (see :func:`summarize`).
+    def summary(self, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0,
+                null_resampling: bool = True) -> Any:
+        r"""Per ``K`` and channel: ``zbar, pos, sig`` with bootstrap CIs (:func:`summarize`).
+
+        Each bootstrap replicate resamples the queries and, when the result holds the null's
+        reference groups (:attr:`null_g`), those ``B`` groups too: :math:`\mu`,
+        :math:`\sigma` of the features and channels are recomputed from the resampled groups
+        and every resampled query's :math:`z` with them, so the intervals carry the null's
+        Monte-Carlo error as well as the query sampling.
 
         Parameters
         ----------
         n_boot : int
-            Bootstrap resamples of the queries (0: no intervals).
+            Bootstrap resamples (0: no intervals).
         level : float
             Confidence level of the intervals.
         seed : int
             Seed of the bootstrap.
+        null_resampling : bool
+            Resample the null's groups jointly with the queries (default); ``False`` gives
+            the query-only intervals of earlier releases (they ignore the null's error and
+            under-cover).
 
         Returns
         -------
         pandas.DataFrame
             Columns ``K, channel, zbar, zbar_lo, zbar_hi, pos, pos_lo, pos_hi, sig, sig_lo,
-            sig_hi, n_queries, n_constant_excluded``: ``n_queries`` counts the queries
-            summarised (finite :math:`z`); queries with a constant score column are not among
-            them, ``n_constant_excluded`` says how many there were.
+            sig_hi, n_queries, null_mc_se, n_constant_excluded``: ``n_queries`` counts the
+            queries summarised (finite :math:`z`); queries with a constant score column are
+            not among them, ``n_constant_excluded`` says how many there were. ``null_mc_se``
+            is the null's Monte-Carlo SE of ``zbar`` (SD over null resamples, queries fixed;
+            NaN without null resampling or with ``n_boot < 2``).
         """
         import pandas as pd
 
         n_k, n_c, t = self.z.shape
-        stats = summarize(self.z.reshape(n_k * n_c, t).T, n_boot=n_boot, level=level, seed=seed)
+        draws = None
+        if null_resampling and self.null_g is not None and self.null_used is not None:
+            draws = self._null_draws()
+        stats = summarize(self.z.reshape(n_k * n_c, t).T, n_boot=n_boot, level=level,
+                          seed=seed, null_draws=draws)
+        stats.setdefault("null_mc_se", np.full(n_k * n_c, np.nan))
         df = pd.DataFrame({k: np.asarray(v).reshape(-1) for k, v in stats.items()})
         df.insert(0, "channel", np.tile(np.asarray(self.channels, dtype=object), n_k))
         df.insert(0, "K", np.repeat(np.asarray(self.ks), n_c))
         df["n_constant_excluded"] = self.n_constant_excluded
         return df
+
+    def _null_draws(self) -> Any:
+        """``null_draws`` for :func:`summarize`: resample the null's ``B`` groups."""
+        from aria.homogeneity.null import _resampled_z
+
+        assert self.null_g is not None and self.null_used is not None
+        g_null, used = self.null_g, self.null_used
+        chan = np.asarray([self.channels.index(c) for c, _ in self.features])
+        n_k, n_c, t = self.z.shape
+        b = g_null.shape[2]
+
+        def draws(rng: np.random.Generator, r: int) -> np.ndarray:
+            idx = rng.integers(0, b, size=(r, b))
+            z = _resampled_z(self.g, g_null, used, chan, n_c, idx)  # (r, nK, nC, T)
+            return z.reshape(r, n_k * n_c, t).transpose(0, 2, 1)
+
+        return draws
 
     def query_frame(self, query_ids: Any = None) -> Any:
         """Long table ``K, query, channel, z`` (query = id or column index).
@@ -232,6 +284,7 @@ class _Call:
     offset: np.ndarray
     n_used: np.ndarray
     constant: np.ndarray | None
+    k_index: np.ndarray
 
 
 def _check_constant(constant: Any, t: int) -> np.ndarray | None:
@@ -317,7 +370,7 @@ def _check_call(groups: Any, prepared: Any, null: NullDistribution, ks: Sequence
                              len(channels))
     return _Call(channels, feats, chan, grp, ks_arr, evidence_k, n_pairs, mu, sigma, used,
                  null.mu_c[ki], null.sigma_c[ki], evidence, offset, n_used,
-                 _check_constant(constant, grp.shape[0]))
+                 _check_constant(constant, grp.shape[0]), ki)
 
 
 def _z_scores(call: _Call, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -427,6 +480,7 @@ def _result(call: _Call, null: NullDistribution, g: np.ndarray, zf: np.ndarray, 
         g=g, z_feature=zf, g_channel=gc, z=z, evidence_k=call.evidence_k,
         pair_rows=pair_rows, pair_contribution=contrib, pair_similarity=pair_sim,
         n_unique_groups=n_unique, B=null.B, seed=null.seed, constant=call.constant,
+        null_g=null.g[call.k_index], null_used=null.used[call.k_index],
     )
 
 
@@ -505,7 +559,7 @@ def run_homogeneity(
     prepared: Any,
     *,
     ks: Sequence[int] = DEFAULT_KS,
-    B: int = 200,
+    B: int | str = 200,
     seed: int = 0,
     null: NullDistribution | None = None,
     pool: Any = None,
@@ -529,8 +583,12 @@ def run_homogeneity(
         The features, indexed by the rows of ``s_track``.
     ks : sequence of int
         The K sweep.
-    B : int
-        Random groups per ``K`` of the null.
+    B : int or "auto"
+        Random groups per ``K`` of the null. ``"auto"``: start at
+        :data:`~aria.homogeneity.null.AUTO_B_START`, measure the query-resampling SE of
+        :math:`\bar z` (``sd(z)/sqrt(T)`` per ``K`` and channel) and double ``B`` until the
+        null's Monte-Carlo SE is below :data:`~aria.homogeneity.null.AUTO_FRACTION` of it
+        (see :func:`null_distribution`); ``null.B`` / ``result.B`` record the ``B`` used.
     seed : int
         Seed of the null.
     null : NullDistribution, optional
@@ -563,9 +621,13 @@ def run_homogeneity(
         mask = feature_pool(prepared, max_missing_fraction=max_missing_fraction)
     else:
         mask = pool
+    auto = null is None and isinstance(B, str)
+    if auto and B != "auto":
+        raise ParameterError(expected("B", 'an integer >= 2 or "auto"', B))
     if null is None:
-        null = null_distribution(prepared, ks=ks_arr.tolist(), pool=mask, B=B, seed=seed,
-                                 n_jobs=n_jobs, progress=progress)
+        null = null_distribution(prepared, ks=ks_arr.tolist(), pool=mask,
+                                 B=AUTO_B_START if auto else B, seed=seed, n_jobs=n_jobs,
+                                 progress=progress)
     else:
         null.check(prepared, pool=mask)
     groups = top_k_groups(s_track, int(ks_arr[-1]), pool=mask, chunk_rows=chunk_rows,
@@ -573,4 +635,24 @@ def run_homogeneity(
     constant = constant_queries(s_track, pool=mask, chunk_rows=chunk_rows)
     res = homogeneity(groups, prepared, null, ks=ks_arr.tolist(), evidence_k=evidence_k,
                       n_pairs=n_pairs, n_jobs=n_jobs, progress=progress, constant=constant)
+    if auto:
+        first = null
+        null = _auto_null(prepared, ks=ks_arr.tolist(), pool=mask, B="auto", seed=seed,
+                          n_jobs=n_jobs, progress=progress, query_se=_query_se(res.z),
+                          first=first)
+        if null.B != first.B:
+            with warnings.catch_warnings():  # the first pass has already warned
+                warnings.simplefilter("ignore", AriaWarning)
+                res = homogeneity(groups, prepared, null, ks=ks_arr.tolist(),
+                                  evidence_k=evidence_k, n_pairs=n_pairs, n_jobs=n_jobs,
+                                  progress=progress, constant=constant)
     return res, null, groups  # type: ignore[return-value]
+
+
+def _query_se(z: np.ndarray) -> np.ndarray:
+    """Query-resampling SE of z-bar, ``sd(z)/sqrt(n)`` per K and channel (inf if undefined)."""
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        n = np.isfinite(z).sum(axis=2)
+        se = np.nanstd(z, axis=2, ddof=1) / np.sqrt(n)
+    return np.where(np.isfinite(se) & (se > 0), se, np.inf)

@@ -6,11 +6,17 @@ r"""Summary metrics of query z-scores (paper Eq. summary) with bootstrap CIs ove
 
 The same point estimates serve :meth:`aria.homogeneity.HomogeneityResult.summary` (per ``K``
 and channel) and :func:`aria.confound.stratify` (per metadata stratum).
+
+With ``null_draws`` the intervals also carry the Monte-Carlo error of the null: each bootstrap
+replicate resamples the queries *and* the null's reference groups (the queries' ``z``
+recomputed under the resampled null), and ``null_mc_se`` reports the SD of :math:`\bar z`
+over the null resamples alone (queries fixed).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,6 +37,7 @@ def summarize(
     level: float = 0.95,
     seed: int = 0,
     threshold: float = SIG_THRESHOLD,
+    null_draws: Callable[[np.random.Generator, int], np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     r"""Summary metrics of query z-scores (Eq. summary) with bootstrap CIs over queries.
 
@@ -51,12 +58,19 @@ def summarize(
         Seed of the bootstrap resamples.
     threshold : float
         ``z`` above which a query counts in Sig (default 1.96).
+    null_draws : callable, optional
+        ``null_draws(rng, r)`` -> ``(r, T, m)``: ``z`` of every query recomputed under ``r``
+        bootstrap resamples of the null's reference groups (drawn with ``rng``). Given, each
+        replicate resamples the queries and the null jointly, and the result gains
+        ``null_mc_se``. Without it the intervals resample the queries only.
 
     Returns
     -------
     dict[str, np.ndarray]
         ``zbar, zbar_lo, zbar_hi, pos, pos_lo, pos_hi, sig, sig_lo, sig_hi`` (fractions in
-        [0, 1]) and ``n_queries``, each of shape ``(m,)`` (scalars for 1-D ``z``).
+        [0, 1]) and ``n_queries``, each of shape ``(m,)`` (scalars for 1-D ``z``); with
+        ``null_draws`` also ``null_mc_se``, the SD of :math:`\bar z` over the null resamples
+        with the queries fixed (NaN when ``n_boot < 2``).
     """
     arr = np.asarray(z, dtype=np.float64)
     one = arr.ndim == 1
@@ -78,26 +92,47 @@ def summarize(
         point = stats.sum(axis=0) / n_valid
     lo = np.full_like(point, np.nan)
     hi = np.full_like(point, np.nan)
+    m = arr.shape[1]
+    mc_se = np.full(m, np.nan)
     if n_boot:
         t = arr.shape[0]
         rng = np.random.default_rng(check_int("seed", seed, min_value=0))
         boots = np.empty((n_boot, point.size))
-        step = max(1, min(n_boot, 2**24 // max(1, t)))
+        null_bar = np.empty((n_boot, m))
+        if null_draws is None:
+            step = max(1, min(n_boot, 2**24 // max(1, t)))
+        else:
+            step = max(1, min(n_boot, 2**20 // max(1, t * m)))
         for s in range(0, n_boot, step):
             cnt = rng.multinomial(t, np.full(t, 1.0 / t), size=min(step, n_boot - s))
             cnt = cnt.astype(np.float64)
+            r = cnt.shape[0]
             with np.errstate(invalid="ignore", divide="ignore"):
-                boots[s : s + cnt.shape[0]] = (cnt @ stats) / (cnt @ vv)
+                if null_draws is None:
+                    boots[s : s + r] = (cnt @ stats) / (cnt @ vv)
+                    continue
+                zr = np.asarray(null_draws(rng, r), dtype=np.float64)
+                if zr.shape != (r, t, m):
+                    raise ParameterError(expected(
+                        "null_draws", f"an array of shape {(r, t, m)}", f"shape {zr.shape}"))
+                xr = np.where(valid, zr, 0.0)
+                sr = np.concatenate([xr, (xr > 0) & valid, (xr > threshold) & valid], axis=2)
+                sr[~np.isfinite(np.concatenate([xr] * 3, axis=2))] = np.nan
+                boots[s : s + r] = np.einsum("rt,rtj->rj", cnt, sr) / (cnt @ vv)
+                null_bar[s : s + r] = xr.sum(axis=1) / n_valid[:m]
         alpha = (1.0 - level) / 2.0
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             lo, hi = np.nanquantile(boots, [alpha, 1.0 - alpha], axis=0)
-    m = arr.shape[1]
+            if null_draws is not None and n_boot >= 2:
+                mc_se = np.nanstd(null_bar, axis=0, ddof=1)
     out: dict[str, Any] = {}
     for i, name in enumerate(("zbar", "pos", "sig")):
         sl = slice(i * m, (i + 1) * m)
         out[name], out[f"{name}_lo"], out[f"{name}_hi"] = point[sl], lo[sl], hi[sl]
     out["n_queries"] = valid.sum(axis=0)
+    if null_draws is not None:
+        out["null_mc_se"] = mc_se
     if one:
         return {k: v[0] for k, v in out.items()}
     return out

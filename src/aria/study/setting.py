@@ -102,7 +102,8 @@ def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k
 
 
 def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.ndarray,
-              rows: np.ndarray, spec: StudySpec, progress: bool | None) -> Any:
+              rows: np.ndarray, spec: StudySpec, progress: bool | None,
+              n_queries: int = 1) -> Any:
     """The null of this track pool and feature order, computed once per study run."""
     from aria.homogeneity import null_distribution
 
@@ -110,8 +111,10 @@ def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.nd
         np.packbits(pool).tobytes() + np.ascontiguousarray(rows).tobytes()
     ).hexdigest()
     if key not in nulls:
+        # B = "auto": compare with the query SE of z-bar for unit-variance z, 1/sqrt(T)
+        query_se = 1.0 / np.sqrt(n_queries) if spec.B == "auto" else None
         nulls[key] = null_distribution(prepared, ks=list(spec.K), pool=pool, B=spec.B,
-                                       seed=spec.seed, progress=progress)
+                                       seed=spec.seed, progress=progress, query_se=query_se)
     return nulls[key]
 
 
@@ -312,7 +315,7 @@ def _compute(
         timings[f"s_track_{variant}"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
-        null = _null_for(nulls, prepared, pool, rows, spec, progress)
+        null = _null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]))
         # a query that is degenerate on the original matrix stays excluded on its residual
         # (the residual of a constant column is not constant, but it ranks nothing real)
         constant = constant_queries(src, pool=pool, chunk_rows=spec.chunk_rows)
