@@ -94,6 +94,15 @@ class PreparedFeature:
         """
         raise NotImplementedError
 
+    def _pair_indices(self, ii: Any, jj: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Checked row indices of the two members of each pair (one length, in range)."""
+        ii = _check_idx(ii, self.n)
+        jj = _check_idx(jj, self.n)
+        if ii.shape != jj.shape:
+            raise ParameterError(expected(
+                "ii, jj", "index arrays of one length", (ii.size, jj.size)))
+        return ii, jj
+
     def take(self, rows: Any) -> PreparedFeature:
         """The same feature re-indexed to ``rows`` (e.g. to S_track's row order), **keeping
         the corpus-wide scale** (it is not re-estimated on the subset).

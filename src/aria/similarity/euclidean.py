@@ -167,11 +167,7 @@ class VectorFeature(PreparedFeature):
         ii, jj : np.ndarray [shape=(n_pairs,), dtype=int]
             Row indices of the two members of each pair.
         """
-        ii = _check_idx(ii, self.n)
-        jj = _check_idx(jj, self.n)
-        if ii.shape != jj.shape:
-            raise ParameterError(expected(
-                "ii, jj", "index arrays of one length", (ii.size, jj.size)))
+        ii, jj = self._pair_indices(ii, jj)
         diff = self.z[ii] - self.z[jj]
         out = 1.0 / (1.0 + np.sqrt(np.einsum("ij,ij->i", diff, diff)))
         out[~(self.valid[ii] & self.valid[jj])] = np.nan

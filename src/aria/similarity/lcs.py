@@ -188,11 +188,7 @@ class SequenceFeature(PreparedFeature):
         ii, jj : np.ndarray [shape=(n_pairs,), dtype=int]
             Row indices of the two members of each pair.
         """
-        ii = _check_idx(ii, self.n)
-        jj = _check_idx(jj, self.n)
-        if ii.shape != jj.shape:
-            raise ParameterError(expected(
-                "ii, jj", "index arrays of one length", (ii.size, jj.size)))
+        ii, jj = self._pair_indices(ii, jj)
         lcs = np.empty(ii.size, dtype=np.int64)
         _k.lcs_len_pairs(self.masks, self.woff, self.flat, self.offsets, ii, jj, lcs)
         lens = self.lengths
