@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (3, ("aria.homogeneity", "aria.alignment", "aria.confound", "aria.verdict")),
     (4, ("aria.report",)),
     (5, ("aria.study_config", "aria.study")),
-    (6, ("aria.attribution",)),
+    (6, ("aria.attribution", "aria.encoders", "aria.embed")),
     (7, ("aria.bench", "aria.demo")),
     (8, ("aria.cli", "aria.__main__", "aria")),
 )
@@ -51,7 +51,7 @@ LAYER_NAMES = {
     3: "analyses",
     4: "presentation",
     5: "orchestration",
-    6: "attribution",
+    6: "attribution & encoders",
     7: "experiments",
     8: "interface",
 }
