@@ -82,4 +82,11 @@ if ! .venv/bin/python -c "import BeatNet" >/dev/null 2>&1; then
   pip_install --no-deps "BeatNet==1.1.3"
 fi
 
+# LAION-CLAP's own code, the reference of the clap encoder's equivalence test (tests only; ARIA
+# never imports it). Its pins would pull torchvision and torchaudio, so it goes in without them.
+if [ "$DEV" = 1 ] && ! .venv/bin/python -c "import importlib.util as u; exit(u.find_spec('laion_clap') is None)" >/dev/null 2>&1; then
+  log "installing laion-clap==1.1.7 (--no-deps, test reference)"
+  pip_install --no-deps "laion-clap==1.1.7"
+fi
+
 log "done: $(.venv/bin/aria --version)"

@@ -32,26 +32,59 @@ kernels (:func:`aria.scores.distributed.stats_dask`, :func:`~aria.scores.distrib
 and are finished here. :func:`diagnose_reference` is the small in-memory reference
 (``np.corrcoef`` and ``np.linalg.svd``, the same signature as :func:`diagnose`) the streaming
 path is tested against.
+
+Many queries
+------------
+The in-memory finish holds three ``T x T`` float64 arrays (:func:`aria.scores.tiled.gram_bytes`).
+``mode="auto"`` (the default) keeps that path while they fit ``memory`` (default: half the
+physical memory) and otherwise switches to ``"exact-tiled"``
+(:mod:`aria.scores.tiled`: the Gram in column panels within the budget, spilled to disk,
+top eigenpairs by block Krylov on the spilled Gram, converged to ``1e-11`` of
+:math:`\sigma_1^2`). ``mode="approx"`` (:mod:`aria.scores.sketch`) needs a few passes of
+:math:`O(M T b)`: r_i from randomised block Krylov with guaranteed intervals
+(:func:`aria.scores.krylov.ritz_bounds`), κ from sampled columns with a confidence interval,
+p exact. :attr:`Diagnostics.mode` and :attr:`Diagnostics.sources` say which method produced
+each number; the intervals are in :attr:`Diagnostics.r1_interval` and the fields after it.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from aria._checks import check_int
-from aria.errors import AriaWarning, DataError
+from aria._checks import check_choice, check_int
+from aria._options import Options, option
+from aria.errors import AriaWarning, DataError, ParameterError
 from aria.scores.blockstats import BlockStats
 from aria.scores.lowrank import fix_sign, top_eigenpairs
 from aria.scores.readers import as_source
 from aria.scores.source import expected_text
 from aria.scores.stats import stream_matvec, stream_stats
 
-__all__ = ["Diagnostics", "diagnose", "diagnostics_from_stats"]
+__all__ = ["ApproxOptions", "Diagnostics", "choose_mode", "diagnose", "diagnostics_from_stats"]
+
+MODES = ("auto", "exact", "exact-tiled", "approx")
+
+
+@dataclass(frozen=True)
+class ApproxOptions(Options):
+    """Settings of ``mode="approx"`` (:func:`aria.scores.sketch.sketch_passes`)."""
+
+    max_passes: int = option(8, help="most streaming passes for r_1..r_10", min_value=1)
+    rtol: float = option(
+        1e-3, help="stop when the r1 interval is this narrow (relative)", min_value=0.0
+    )
+    sample_columns: int = option(1000, help="columns sampled for kappa", min_value=3)
+    level: float = option(
+        0.95, help="confidence level of the kappa interval", min_value=0.5, max_value=0.9999
+    )
+    block: int = option(0, help="Krylov block size (0: n_energy + 10)", min_value=0)
+
 
 #: Constant-column rule: centred energy <= (CONST_ULPS * eps)^2 * raw energy of the column,
 #: eps the machine epsilon of the products (float32 or float64).
@@ -88,6 +121,23 @@ class Diagnostics:
     constant_indices : numpy.ndarray [shape=(constant_columns,)] of int
     u1 : numpy.ndarray [shape=(M,)] or None
         Leading left (segment-side) singular vector :math:`S v_1 / \sigma_1` (``with_u1``).
+    mode : str
+        ``"exact"`` (in-memory Gram), ``"exact-tiled"`` or ``"approx"``.
+    sources : dict or None
+        Method behind each number (``kappa``, ``r``, ``p``, ``v1``) when ``mode`` is not
+        ``"exact"``.
+    r1_interval, r2_5_interval : tuple of float or None
+        Guaranteed intervals for :math:`r_1`, :math:`r_{2:5}` (approx mode).
+    energy_intervals : tuple of (float, float) or None
+        Guaranteed interval of each energy ratio (approx mode).
+    kappa_ci : tuple of float or None
+        Confidence interval of κ at ``kappa_level`` (approx mode, sampled columns).
+    kappa_se : float or None
+        Standard error of κ (approx mode).
+    kappa_level : float or None
+        Confidence level of ``kappa_ci``.
+    details : dict or None
+        Passes, sample size, Krylov basis and the like (``mode`` not ``"exact"``).
     """
 
     n_train: int
@@ -104,6 +154,15 @@ class Diagnostics:
     constant_columns: int
     constant_indices: np.ndarray
     u1: np.ndarray | None = None
+    mode: str = "exact"
+    sources: dict[str, str] | None = None
+    r1_interval: tuple[float, float] | None = None
+    r2_5_interval: tuple[float, float] | None = None
+    energy_intervals: tuple[tuple[float, float], ...] | None = None
+    kappa_ci: tuple[float, float] | None = None
+    kappa_se: float | None = None
+    kappa_level: float | None = None
+    details: dict[str, Any] | None = None
 
     def to_dict(self, *, vectors: bool = False) -> dict[str, Any]:
         """JSON-ready mapping (NaN becomes ``None``).
@@ -130,6 +189,20 @@ class Diagnostics:
             "v1_constancy": float(self.v1_constancy),
             "constant_columns": self.constant_columns,
         }
+        if self.mode != "exact":  # the in-memory record keeps its historical keys
+            out["mode"] = self.mode
+            out["sources"] = dict(self.sources or {})
+            for name in ("r1_interval", "r2_5_interval", "kappa_ci"):
+                iv = getattr(self, name)
+                out[name] = None if iv is None else [float(iv[0]), float(iv[1])]
+            out["energy_intervals"] = (
+                None
+                if self.energy_intervals is None
+                else [[float(a), float(b)] for a, b in self.energy_intervals]
+            )
+            out["kappa_se"] = None if self.kappa_se is None else num(self.kappa_se)
+            out["kappa_level"] = self.kappa_level
+            out["details"] = dict(self.details or {})
         if vectors:
             out["v1"] = self.v1.tolist()
             out["u1"] = None if self.u1 is None else self.u1.tolist()
@@ -272,6 +345,11 @@ def diagnose(
     client: Any = None,
     progress: bool | None = None,
     transpose: bool = False,
+    mode: str = "auto",
+    memory: Any = None,
+    spill_dir: Any = None,
+    seed: int = 0,
+    approx: ApproxOptions | None = None,
 ) -> Diagnostics:
     r"""Reliability diagnostics κ, r_i, p of a score matrix in one streaming pass.
 
@@ -305,6 +383,20 @@ def diagnose(
     transpose : bool
         ``scores`` is stored queries x training segments (captum TracInCP, LogIX; the
         other way round from its format's convention): diagnose its transpose.
+    mode : {"auto", "exact", "exact-tiled", "approx"}
+        ``"exact"``: the in-memory Gram; ``"exact-tiled"``: column panels within ``memory``,
+        spilled to disk; ``"approx"``: a few passes, intervals reported; ``"auto"``:
+        ``"exact"`` while its ``T x T`` arrays fit ``memory``, else ``"exact-tiled"``
+        (:func:`choose_mode`).
+    memory : str or int, optional
+        Memory budget (``"8GB"``; default: half the physical memory).
+    spill_dir : path, optional
+        Where ``"exact-tiled"`` spills its tiles (default ``$ARIA_CACHE_DIR/tiles``);
+        removed afterwards.
+    seed : int
+        Seed of the approximate mode's random start and column sample.
+    approx : ApproxOptions, optional
+        Settings of ``"approx"``.
 
     Returns
     -------
@@ -333,6 +425,9 @@ def diagnose(
     (1.0, 1.0, 1.0)
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
+    check_choice("mode", mode, MODES)
+    if client is not None and mode in ("exact-tiled", "approx"):
+        raise ParameterError(f"mode: expected 'exact' or 'auto' with a Dask client, got {mode!r}")
     if client is not None:
         return _diagnose_dask(
             scores,
@@ -346,6 +441,17 @@ def diagnose(
         )
     src = as_source(scores, key=key, transpose=transpose)
     _check_dims(*src.shape)
+    mode, _ = choose_mode(src.n_cols, mode=mode, memory=memory)
+    if mode == "exact-tiled":
+        return _diagnose_tiled(
+            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress,
+            memory, spill_dir, seed,
+        )
+    if mode == "approx":
+        opts = approx if approx is not None else ApproxOptions()
+        return _diagnose_approx(
+            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress, seed, opts
+        )
     stats = stream_stats(
         src,
         chunk_rows=chunk_rows,
@@ -359,6 +465,189 @@ def diagnose(
         u1 = stream_matvec(src, d.v1, chunk_rows=chunk_rows, device=device, progress=progress)
         d = replace(d, u1=u1 / d.sigma1)
     return d
+
+
+def _default_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) // 2
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 * 2**30
+
+
+def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str, str]:
+    """The mode :func:`diagnose` uses for ``T`` columns, and why (one line).
+
+    Parameters
+    ----------
+    t : int
+        ``T``, the number of queries.
+    mode : {"auto", "exact", "exact-tiled", "approx"}
+        The mode asked for.
+    memory : str or int, optional
+        Memory budget (default: half the physical memory).
+
+    Returns
+    -------
+    mode : str
+        ``"exact"``, ``"exact-tiled"`` or ``"approx"``.
+    reason : str
+    """
+    from aria.scores.tiled import gram_bytes, parse_memory
+
+    check_choice("mode", mode, MODES)
+    budget = _default_memory() if memory is None else parse_memory(memory)
+    need = gram_bytes(t)
+    gb = 2.0**30
+    if mode == "approx":
+        return mode, "approx: asked for (r_i with guaranteed intervals, kappa sampled, p exact)"
+    if mode == "exact-tiled":
+        return mode, f"exact-tiled: asked for (memory budget {budget / gb:.1f} GB)"
+    if mode == "exact":
+        return mode, "exact: asked for (in-memory T x T Gram)"
+    if need <= budget:
+        return "exact", (
+            f"exact: the in-memory Gram ({need / gb:.1f} GB for T={t:,}) fits the "
+            f"{budget / gb:.1f} GB budget"
+        )
+    return "exact-tiled", (
+        f"exact-tiled: the in-memory Gram needs {need / gb:.1f} GB for T={t:,}, over the "
+        f"{budget / gb:.1f} GB budget; tiling it over column blocks (--approx for a few "
+        "passes instead)"
+    )
+
+
+def _diagnose_tiled(
+    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
+    compute_dtype: str | None, n_threads: int | None, progress: bool | None,
+    memory: Any, spill_dir: Any, seed: int,
+) -> Diagnostics:
+    """:func:`diagnose` with the Gram in column panels spilled to disk (exact)."""
+    from aria.scores.krylov import block_krylov_eigs
+    from aria.scores.tiled import tiled_gram
+
+    t = src.n_cols
+    budget = _default_memory() if memory is None else memory
+    with tiled_gram(
+        src, memory=budget, spill_dir=spill_dir, chunk_rows=chunk_rows,
+        compute_dtype=compute_dtype, n_threads=n_threads, progress=progress, ulps=CONST_ULPS,
+    ) as tg:
+        st = tg.stats
+        frob2 = float(st.sum_squares.sum())
+        if not frob2 > 0.0:
+            raise DataError(
+                "scores: expected a matrix with non-zero entries, got an all-zero matrix"
+            )
+        const_idx = np.flatnonzero(tg.constant)
+        _warn_constant(const_idx, t)
+        k = t - int(const_idx.size)
+        kappa = _kappa_from_corr(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
+        blk = max(2 * n_energy + 4, 16)
+        ritz = block_krylov_eigs(
+            tg.matmat, t, n_energy, trace=frob2, block=blk, max_products=400, seed=seed,
+            stop=lambda r: bool(np.all(r.residuals <= 1e-11 * max(r.values[0], 1e-300))),
+        )
+        details = {"passes": tg.passes, "panels": len(tg.panels), "gram_reads": ritz.n_products,
+                   "spill_bytes": tg.meta["spill_bytes"], "chunk_rows": tg.meta["chunk_rows"],
+                   "max_residual": float(ritz.residuals.max() / max(ritz.values[0], 1e-300))}
+    sources = {"kappa": "exact (tiled Gram)", "r": "exact (block Krylov on the tiled Gram)",
+               "p": "exact", "v1": "exact (block Krylov on the tiled Gram)"}
+    return _finish(src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1,
+                   chunk_rows, progress, mode="exact-tiled", sources=sources, details=details)
+
+
+def _nan_kappa(k: int, t: int) -> float:
+    warnings.warn(
+        f"only {k} of {t} score columns vary: kappa is undefined (NaN)", AriaWarning, stacklevel=4
+    )
+    return float("nan")
+
+
+def _finish(
+    src: Any, st: BlockStats, kappa: float, values: np.ndarray, v1: np.ndarray,
+    const_idx: np.ndarray, with_u1: bool, chunk_rows: int | None, progress: bool | None,
+    **extra: Any,
+) -> Diagnostics:
+    """A :class:`Diagnostics` from column sums, κ and the top eigenvalues (non-default modes)."""
+    m, t = src.shape
+    sumsq = st.sum_squares
+    frob2 = float(sumsq.sum())
+    total = max(frob2, float(values.sum()))
+    ratios = np.clip(values / total, 0.0, 1.0)
+    sigma1 = float(np.sqrt(values[0]))
+    colsum = st.column_sums
+    nz = sumsq > 0
+    p = float(np.mean(np.clip(colsum[nz] ** 2 / (m * sumsq[nz]), 0.0, 1.0)))
+    u1 = None
+    if with_u1:
+        u1 = stream_matvec(src, v1, chunk_rows=chunk_rows, progress=progress) / sigma1
+    return Diagnostics(
+        n_train=m, n_queries=t, kappa=kappa, r1=float(ratios[0]),
+        r2_5=float(ratios[1:5].sum()), p=p, energy_ratios=tuple(float(r) for r in ratios),
+        sigma1=sigma1, frobenius=math.sqrt(frob2), v1=v1,
+        v1_constancy=float(min(1.0, abs(v1.sum()) / math.sqrt(t))),
+        constant_columns=int(const_idx.size), constant_indices=const_idx, u1=u1, **extra,
+    )
+
+
+def _diagnose_approx(
+    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
+    compute_dtype: str | None, n_threads: int | None, progress: bool | None, seed: int,
+    opts: ApproxOptions,
+) -> Diagnostics:
+    """:func:`diagnose` in a few passes: block Krylov r_i, sampled κ, exact p."""
+    from aria.scores.sketch import abs_correlations, kappa_estimate, sketch_passes
+
+    t = src.n_cols
+    sk = sketch_passes(
+        src, n_energy=n_energy, max_passes=opts.max_passes, rtol=opts.rtol,
+        block=opts.block or None, sample_columns=opts.sample_columns, seed=seed,
+        chunk_rows=chunk_rows, compute_dtype=compute_dtype, n_threads=n_threads,
+        progress=progress,
+    )
+    st, ritz = sk.stats, sk.ritz
+    frob2 = float(st.sum_squares.sum())
+    if not frob2 > 0.0:
+        raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
+    constant = st.constant_mask(ulps=CONST_ULPS)
+    const_idx = np.flatnonzero(constant)
+    _warn_constant(const_idx, t)
+    population = t - int(const_idx.size)
+    keep = ~sk.sample_stats.constant_mask(ulps=CONST_ULPS) & ~constant[sk.sample]
+    est = None
+    if population < 2 or int(keep.sum()) < 2:
+        kappa = _nan_kappa(population, t)
+    else:
+        est = kappa_estimate(abs_correlations(sk.sample_stats, keep), population, opts.level)
+        kappa = est.kappa
+    total = max(frob2, float(ritz.values.sum()))
+    lo, hi = ritz.lower / total, np.minimum(ritz.upper / total, 1.0)
+    exact_kappa = est is not None and est.n_sampled >= population
+    sources = {
+        "kappa": "exact (all columns)" if exact_kappa else (
+            f"sampled ({0 if est is None else est.n_sampled} of {population} columns, "
+            "U-statistic, jackknife CI)"),
+        "r": "approx (block Krylov, guaranteed Ritz intervals)",
+        "p": "exact (column sums)",
+        "v1": "approx (leading Ritz vector)",
+    }
+    details = {
+        "passes": sk.passes, "krylov_dim": ritz.dim, "seed": seed,
+        "sample_columns": 0 if est is None else est.n_sampled,
+        "r_certified": [bool(c) for c in ritz.certified],
+        "residuals": [float(r / total) for r in ritz.residuals],
+        "bound": "lower: Ritz values (interlacing); upper: Li-Li quadratic residual bound "
+                 "with a trace-certified gap, else Weyl (deterministic)",
+    }
+    return _finish(
+        src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1, chunk_rows,
+        progress, mode="approx", sources=sources, details=details,
+        r1_interval=(float(lo[0]), float(hi[0])),
+        r2_5_interval=(float(lo[1:5].sum()), float(min(1.0, hi[1:5].sum()))),
+        energy_intervals=tuple((float(a), float(b)) for a, b in zip(lo, hi, strict=True)),
+        kappa_ci=None if est is None else est.ci,
+        kappa_se=None if est is None else est.se,
+        kappa_level=opts.level,
+    )
 
 
 def _diagnose_dask(
@@ -403,6 +692,11 @@ def diagnose_reference(
     client: Any = None,
     progress: bool | None = None,
     transpose: bool = False,
+    mode: str = "auto",
+    memory: Any = None,
+    spill_dir: Any = None,
+    seed: int = 0,
+    approx: ApproxOptions | None = None,
 ) -> Diagnostics:
     r"""In-memory reference of :func:`diagnose`: ``np.corrcoef`` for κ, ``np.linalg.svd`` for r_i.
 
@@ -434,6 +728,16 @@ def diagnose_reference(
         Ignored.
     transpose : bool
         Diagnose the transpose of ``scores``.
+    mode : str
+        Ignored (always exact).
+    memory : str or int, optional
+        Ignored.
+    spill_dir : path, optional
+        Ignored.
+    seed : int
+        Ignored.
+    approx : ApproxOptions, optional
+        Ignored.
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
     s = as_source(scores, key=key, transpose=transpose).to_numpy()

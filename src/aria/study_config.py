@@ -26,6 +26,11 @@ sizes, the null size and the seed. Paths are relative to the study file. Example
     normalize = "zscore"             # zscore | rank | auto | none
     transpose = false                # true: the file holds queries x training segments
 
+    [[setting]]                      # an embedding-retrieval baseline (paper §4.3)
+    train_embeddings = "emb/train"   # embedding stores written by `aria embed` (same encoder);
+    query_embeddings = "emb/queries" # the study computes their cosine matrix and caches it
+                                     # (method: the encoder's name; normalize: "none")
+
 Every key is checked: an unknown key or a value of the wrong type is an error that names the
 key and its line in the file.
 
@@ -158,8 +163,14 @@ def _opt(default: Any = _MISSING, *, recorded: bool = True, **kwargs: Any) -> An
 class SettingSpec(Options):
     """One setting (method × stage) of a study: one ``[[setting]]`` table.
 
-    ``method`` defaults to ``name``, else the score file's stem; ``name`` defaults to
-    ``method`` (or ``method/stage`` when a stage is given). Both are resolved on construction.
+    ``method`` defaults to ``name``, else the encoder's registry name (embedding stores, read
+    from the training store's manifest), else the score file's stem; ``name`` defaults to
+    ``method`` (or ``method/stage`` when a stage is given). Both are resolved on construction,
+    and so is ``normalize`` (``zscore``, or ``none`` for embedding stores).
+
+    A setting names either a score matrix (``scores``) or two embedding stores
+    (``train_embeddings`` and ``query_embeddings``, paper §4.3), whose cosine matrix is a
+    track-level matrix: no ``segments``, ``key`` or ``transpose`` then.
     """
 
     name: str = option(
@@ -169,16 +180,30 @@ class SettingSpec(Options):
         None, kind="str", help="attribution method (default: the name, else the file's stem)"
     )
     stage: str = option("-", help="checkpoint stage, e.g. semantic / coarse / fine ('-': none)")
-    scores: Path = option(
-        help="segment-level score matrix (train segments x queries): npy | npz | pt | zarr",
-        check=_path,
+    scores: Path | None = option(
+        None,
+        help="segment-level score matrix (train segments x queries): npy | npz | pt | zarr; "
+        "with train_embeddings: where the study writes their cosine matrix (default: in the "
+        "output's .cache)",
+        check=_optional_path,
+    )
+    train_embeddings: Path | None = option(
+        None, help="embedding store of the training tracks ('aria embed'); the setting's scores "
+        "are its cosine similarities with query_embeddings (track-level, computed by the study)",
+        check=_optional_path,
+    )
+    query_embeddings: Path | None = option(
+        None, help="embedding store of the queries (the encoder of train_embeddings)",
+        check=_optional_path,
     )
     segments: Path | None = option(
         None, help="segment -> track map (CSV/Parquet); omitted: one row per track",
         check=_optional_path,
     )
     normalize: Normalize = option(
-        "zscore", choices=NORMALIZE, help="per-query normalisation of S_track"
+        None, choices=NORMALIZE,
+        help="per-query normalisation of S_track (default: zscore; none for embedding stores, "
+        "whose cosine scores are track-level and on one scale already, as in the paper)",
     )
     key: str | None = option(
         None, kind="str", help="array name inside an .npz, a torch dict or a zarr group"
@@ -189,14 +214,63 @@ class SettingSpec(Options):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        embedding = self._check_sources()
+        if self.normalize is None:
+            object.__setattr__(self, "normalize", "none" if embedding else "zscore")
         method = self.method
+        if method is None and self.name is not None:
+            method = self.name
         if method is None:
-            method = self.name if self.name is not None else Path(self.scores).stem
+            method = (
+                _encoder_name(self.train_embeddings)
+                if self.train_embeddings is not None
+                else Path(str(self.scores)).stem
+            )
         name = self.name
         if name is None:
             name = method if self.stage == "-" else f"{method}/{self.stage}"
         object.__setattr__(self, "method", method)
         object.__setattr__(self, "name", name)
+
+    @property
+    def is_embedding(self) -> bool:
+        """Whether the setting's scores are the cosine matrix of two embedding stores."""
+        return self.train_embeddings is not None
+
+    def _check_sources(self) -> bool:
+        """Scores xor both embedding stores; embedding settings are track-level."""
+        given = [k for k in ("train_embeddings", "query_embeddings") if getattr(self, k)]
+        if not given:
+            if self.scores is None:
+                raise ParameterError(
+                    expected("scores", "a score matrix (or train_embeddings and "
+                             "query_embeddings)", None)
+                )
+            return False
+        if len(given) == 1:
+            other = ({"train_embeddings", "query_embeddings"} - set(given)).pop()
+            raise ParameterError(expected(other, f"an embedding store beside {given[0]}", None))
+        for key, bad in (("segments", self.segments is not None), ("key", self.key is not None),
+                         ("transpose", self.transpose)):
+            if bad:
+                raise ParameterError(
+                    expected(key, "nothing with embedding stores (their cosine matrix is "
+                             "track-level)", getattr(self, key))
+                )
+        return True
+
+
+def _encoder_name(store: Path) -> str:
+    """The encoder's registry name from an embedding store's manifest (else the folder name)."""
+    from aria.errors import AriaError
+    from aria.manifest import read_manifest
+
+    try:
+        man = read_manifest(store) or {}
+    except AriaError:
+        man = {}
+    name = ((man.get("params") or {}).get("encoder") or {}).get("encoder")
+    return str(name) if name else Path(store).name
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

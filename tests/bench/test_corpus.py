@@ -135,3 +135,61 @@ def test_work_labels_for_confound_analysis(tiny_corpus):
             and rec.mode == per_work.loc[rec.work_id, "mode"]
         )
     assert (tiny_corpus.train_meta["composer"] != "").all()
+
+
+@pytest.mark.slow
+def test_malformed_repeats_are_dropped_and_the_work_kept():
+    """Haydn op. 74/1 iii has repeats music21 cannot expand; the converter writes it through."""
+    m21 = pytest.importorskip("music21")
+    from music21.repeat import ExpanderException
+
+    path = corpus_mod.corpus_root() / "haydn" / "opus74no1" / "movement3.mxl"
+    with pytest.raises(ExpanderException):  # what music21 alone does with this score
+        m21.midi.translate.music21ObjectToMidiFile(m21.converter.parse(str(path)))
+    (rec,) = convert_work_file(path)
+    assert rec["status"] == "ok" and rec["error"] == "" and rec["n_notes"] > 500
+    assert rec["tokens"].size > 1000 and rec["mode"] in {"major", "minor"}
+
+
+# one short work per collection of the default preset (all four convert in a few seconds)
+_DYNAMIC_SAMPLES = (
+    "mozart/k156/movement4.mxl",
+    "haydn/opus1no1/movement4.mxl",
+    "schumann_robert/opus48no2.mxl",
+    "schumann_clara/polonaise_op1n3.mxl",
+)
+
+
+@pytest.mark.slow
+def test_default_collections_have_varying_dynamics(tmp_path):
+    """Works of the demo's default collections carry several velocities, so the windows'
+    dynamic features (the D channel) vary across segments instead of being constant."""
+    pytest.importorskip("music21")
+    from aria.bench import tokenizer as tk
+    from aria.bench.featurize import window_features
+    from aria.bench.presets import preset
+
+    collections = preset("default").corpus.collections
+    assert "bach" not in collections
+    files = corpus_mod.list_work_files(collections)
+    root = corpus_mod.corpus_root()
+    assert {f.split("/")[0] for f in _DYNAMIC_SAMPLES} == set(collections)
+    dyn = []
+    for rel in _DYNAMIC_SAMPLES:
+        assert root / rel in files
+        (rec,) = corpus_mod.convert_cached(root / rel, cache=tmp_path)
+        tokens = rec["tokens"]
+        velocities = np.unique(tokens[(tokens >= tk.SET_VELOCITY) & (tokens < tk.PAD)])
+        assert velocities.size > 1, rel
+        starts = segment_tokens(tokens, window=64)
+        _, vel_before = corpus_mod._window_state(tokens)
+        feats = window_features(
+            np.stack([tokens[s : s + 64] for s in starts]),
+            start_velocities=[tk.DEFAULT_VELOCITY if vel_before[s] < 0 else 4 * vel_before[s] + 2
+                              for s in starts],
+        )
+        dyn.append(np.column_stack([feats[k] for k in
+                                    ("velocity_change", "velocity_std", "dynamic_range")]))
+    d = np.vstack(dyn)
+    assert (d.std(axis=0) > 0).all()  # every dynamic feature varies across the segments
+    assert 0.1 < (np.abs(d).sum(axis=1) > 0).mean() < 1.0

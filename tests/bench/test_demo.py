@@ -54,6 +54,14 @@ def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys):
     }
     hom = read_table(results, "homogeneity")
     assert set(hom.variant) == {"original", "residual"}
+    # all five channels are defined: the default collections carry dynamics (Table 1's D)
+    from aria.results import default_k_report
+
+    k_report = default_k_report(hom["K"].unique())  # the K of the printed Table 1
+    shown = hom[(hom.variant == "original") & (hom.K == k_report)]
+    assert set(shown.channel) == {"melody", "harmony", "rhythm", "dynamic", "texture"}
+    assert np.isfinite(shown.zbar).all()
+    assert "z undefined" not in log
     meta = read_results_meta(results)
     assert (
         meta["demo"]["preset"]["name"] == "tiny" and "attribution" in meta["demo"]["stage_seconds"]

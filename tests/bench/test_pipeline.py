@@ -15,6 +15,14 @@ def test_presets_are_consistent():
         assert 1 <= p.prompt_len < p.corpus.window
         assert p.model.vocab_size == 390
     assert preset("default").n_subsets >= 32 and preset("default").n_ensemble == 10
+    # the demo's corpus carries dynamics (Bach chorales are all velocity 90: D would be NaN)
+    from aria.bench.presets import DYNAMIC_COLLECTIONS
+
+    assert DYNAMIC_COLLECTIONS == ("mozart", "haydn", "schumann_robert", "schumann_clara")
+    for p in PRESETS.values():
+        assert p.corpus.collections == DYNAMIC_COLLECTIONS
+    assert preset("default").corpus.max_works is None  # all 37 works
+    assert preset("default").corpus.max_train_segments == 1500
     with pytest.raises(ParameterError, match="preset"):
         preset("huge")
 

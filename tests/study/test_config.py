@@ -141,8 +141,9 @@ def test_file_keys_params_and_toml_are_derived_from_the_fields(tmp_path):
     from aria.study_config import SettingSpec, StudySpec, study_to_toml
 
     setting = SettingSpec(scores="s.npy", segments="m.csv", key="arr")
+    embedding = SettingSpec(train_embeddings="emb/train", query_embeddings="emb/queries")
     s = _spec(queries=tmp_path / "q.csv", channels=("harmony",), chunk_rows=7,
-              settings=(setting,))
+              settings=(setting, embedding))
     text = study_to_toml(s)  # every key set: None values are left out of the file
     keys = {line.split(" = ")[0] for line in text.splitlines() if " = " in line}
     for cls in (StudySpec, SettingSpec):

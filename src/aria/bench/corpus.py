@@ -13,6 +13,8 @@ Conventions
   the first ``meter``, ``n_parts``; blank where music21 cannot tell.
 - Each work goes music21 → MIDI (``music21.midi.translate``) → notes
   (:func:`aria.bench.tokenizer.read_midi`) → tokens (:func:`aria.bench.tokenizer.encode`).
+  Repeats are expanded; a score whose repeats music21 cannot expand (``ExpanderException``,
+  common in the string quartets) is written once through, without its repeat marks.
   Conversions are cached per source file in a *work cache* (default
   ``$ARIA_CACHE_DIR/music21-works-<music21 version>-t<tokenizer version>``, else
   ``~/.cache/aria/...``) together with each work's MIDI, so later corpora reuse them.
@@ -73,7 +75,7 @@ __all__ = [
 
 CORPUS_KIND = "aria.bench.corpus"
 TOKENIZER_VERSION = 1
-WORK_CACHE_VERSION = 2  # bump when convert_work_file's output changes
+WORK_CACHE_VERSION = 3  # bump when convert_work_file's output changes
 SUFFIXES = (".mxl", ".xml", ".musicxml", ".krn", ".abc", ".mid", ".midi")
 WORK_LABELS = ("key", "mode", "meter", "n_parts")
 SEGMENT_COLUMNS = (
@@ -282,7 +284,6 @@ def convert_work_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         None), ``n_notes``.
     """
     m21 = _music21()
-    from music21 import midi as m21midi
 
     p = Path(path)
     try:
@@ -298,9 +299,7 @@ def convert_work_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         title = _text(getattr(meta, "title", None) or getattr(meta, "movementName", None)) or p.stem
         composer = _text(getattr(meta, "composer", None))
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                data = m21midi.translate.music21ObjectToMidiFile(score).writestr()
+            data = _to_midi(score)
             notes = tk.read_midi(data)
         except Exception as exc:
             out.append(_failed(i, title, exc, composer))
@@ -311,6 +310,42 @@ def convert_work_file(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                     "error": "", "midi": data, "tokens": tokens, "n_notes": len(notes),
                     **_labels(score)})
     return out
+
+
+def _to_midi(score: Any) -> bytes:
+    """MIDI bytes of ``score``, repeats expanded; malformed repeats are dropped and it is retried.
+
+    music21 expands repeats when it writes MIDI and raises ``ExpanderException`` on repeat
+    barlines or brackets it cannot pair (common in the string quartets). Such a score is written
+    once through instead: repeat barlines become plain ones, repeat brackets and Da capo / Segno
+    / Coda expressions are removed (the score is changed in place).
+    """
+    from music21 import midi as m21midi
+    from music21.repeat import ExpanderException
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return bytes(m21midi.translate.music21ObjectToMidiFile(score).writestr())
+        except ExpanderException:
+            _strip_repeats(score)
+            return bytes(m21midi.translate.music21ObjectToMidiFile(score).writestr())
+
+
+def _strip_repeats(score: Any) -> None:
+    """Remove repeat barlines, repeat brackets and repeat expressions from ``score`` in place."""
+    from music21 import bar, repeat, spanner, stream
+
+    for measure in score.recurse().getElementsByClass(stream.Measure):
+        if isinstance(measure.leftBarline, bar.Repeat):
+            measure.leftBarline = None
+        if isinstance(measure.rightBarline, bar.Repeat):
+            measure.rightBarline = bar.Barline("regular")
+    marks = (repeat.RepeatExpression, spanner.RepeatBracket)
+    for el in list(score.recurse().getElementsByClass(marks)):
+        for site in list(el.sites.get()):
+            if isinstance(site, stream.Stream) and el in site:
+                site.remove(el)
 
 
 def _labels(score: Any) -> dict[str, Any]:

@@ -5,8 +5,9 @@ in :mod:`aria.bench`; ``aria.demo`` re-exports it from its old path.)
 
 The paper validates ARIA's reliability diagnostics on dattri's MusicTransformer + MAESTRO
 benchmark, whose data and checkpoints are downloaded at run time. This demo rebuilds the same
-experiment from real music that ships with a package (music21's Bach chorales), at a size a
-2-core CPU finishes in minutes:
+experiment from real music that ships with a package (music21's string quartets and piano
+music by Mozart, Haydn and the Schumanns, whose dynamics markings make the dynamic channel
+vary), at a size a 2-core CPU finishes in minutes:
 
 1. **corpus** — music21 works → MIDI → MusicTransformer event tokens → fixed windows, split by
    work (:mod:`aria.bench.corpus`);
@@ -245,7 +246,8 @@ def run_demo(
     **overrides : Any
         Fields of :class:`DemoSettings` (``trak_proj_dim``, ``trak_lam``, ``K``, ``K_report``,
         ``B``, ``n_bootstrap``, ``loss``, ``target``, ``collections`` — music21 corpus folders
-        to draw works from instead of the preset's ``("bach",)``).
+        to draw works from instead of the preset's
+        :data:`aria.bench.presets.DYNAMIC_COLLECTIONS`).
 
     Returns
     -------
@@ -276,26 +278,28 @@ def run_demo(
     _log(f"preset {name!r}, seed {seed}, {n_threads} thread(s), folder {root}", quiet)
     _log(f"sizes: {p.to_dict()}", quiet)
 
-    import torch
-
-    torch.set_num_threads(n_threads)
-    train_cfg = dataclasses.replace(p.train, num_threads=1)
-
     # 1. corpus ---------------------------------------------------------------------------
+    # (before torch sets up its threads: the conversion workers are forked)
     from aria.bench.corpus import load_corpus
 
     corpus_cfg = p.with_seed(seed).corpus
     if settings.collections is not None:
         corpus_cfg = dataclasses.replace(corpus_cfg, collections=tuple(settings.collections))
     corpus_dir = run.stage("corpus", {"corpus": corpus_cfg.to_dict()}, [],
-                           lambda d: _corpus(d, corpus_cfg, progress))
+                           lambda d: _corpus(d, corpus_cfg, progress, n_threads))
     corpus = load_corpus(corpus_dir / "corpus")
+    corpus_label = ", ".join(corpus_cfg.collections)
     n_train = corpus.train_tokens.shape[0]
     _log(f"corpus: {n_train} training windows of {corpus.train_tokens.shape[1]} tokens from "
          f"{len(corpus.work_ids('train'))} works; {len(corpus.work_ids('test'))} held-out works; "
          f"{corpus.n_failed} works failed to convert and were skipped", quiet)
 
     # 2. models ---------------------------------------------------------------------------
+    import torch
+
+    torch.set_num_threads(n_threads)
+    train_cfg = dataclasses.replace(p.train, num_threads=1)
+
     from aria.bench.train import load_trained, retrain_subsets, train_ensemble
 
     n_models = p.n_ensemble
@@ -395,7 +399,8 @@ def run_demo(
     from aria.study_config import SettingSpec, StudySpec, study_to_toml, validate_study
 
     spec = validate_study(StudySpec(
-        path=None, name="ARIA demo: MusicTransformer on music21 Bach chorales", modality="symbolic",
+        path=None, name=f"ARIA demo: MusicTransformer on music21 {corpus_label}",
+        modality="symbolic",
         feature_store=feat_dir / "store", output=results,
         # segment-level training instances: S_track = S_seg (paper §3.1), no normalisation
         settings=tuple(SettingSpec(name=m, method=m, stage="-", scores=path, normalize="none")
@@ -442,7 +447,7 @@ def run_demo(
     }
     meta.setdefault("timings", {})["demo_stages"] = run.timings
     meta.setdefault("notes", []).append(
-        "Symbolic ground-truth validation (paper §4.1) on music21 Bach chorales; LDS from "
+        f"Symbolic ground-truth validation (paper §4.1) on music21 {corpus_label}; LDS from "
         f"{subsets.shape[0]} retrains on random 50% subsets; agreement = rank correlation of "
         "-diagnostic with LDS across methods (+1 = same order)."
     )
@@ -458,10 +463,10 @@ def run_demo(
     return results
 
 
-def _corpus(d: Path, cfg: Any, progress: bool | None) -> dict[str, Any]:
+def _corpus(d: Path, cfg: Any, progress: bool | None, n_jobs: int) -> dict[str, Any]:
     from aria.bench.corpus import build_corpus
 
-    c = build_corpus(d / "corpus", config=cfg, progress_bar=progress)
+    c = build_corpus(d / "corpus", config=cfg, progress_bar=progress, n_jobs=n_jobs)
     return {"n_train": int(c.train_tokens.shape[0]), "n_failed": int(c.n_failed)}
 
 
@@ -501,6 +506,6 @@ def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> Non
     if undefined:
         print(f"\nChannel(s) {', '.join(undefined)}: z undefined — the features are constant "
               "over this corpus "
-              "(music21's chorales carry no dynamics markings; see --collections).")
+              "(e.g. music21's Bach chorales carry no dynamics markings; see --collections).")
     print("\nStage wall times (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     print(f"Results: {results}")

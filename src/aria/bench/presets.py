@@ -1,19 +1,31 @@
 """Benchmark sizes: ``"default"`` (≤ 15 min demo on 2 CPU cores) and ``"quick"`` (≤ 3 min).
 
 The sizes were chosen from timings on the project's shared 2-core machine
-(``benchmarks/bench_symbolic_model.py``; wall seconds, one torch thread):
+(``benchmarks/bench_symbolic_model.py``; wall seconds, one torch thread; model columns measured
+on 64-token windows of Bach chorales — they depend on the window count and length, not on the
+music):
 
 =========  ========  =======  ==========  =========  ============  =======================
 preset     corpus    1 model  50 % model  grads/all  held-out CE   10 (3) models + 32 LDS
 =========  ========  =======  ==========  =========  ============  =======================
-default    101 s *   11.1 s   6.0 s       4.1 s      1.63          ~300 s (~215 s quieter)
-quick      38 s *    ~3-7 s   ~1.5-3.7 s  1.5 s      2.31          ~60-140 s
+default    ~130 s *  11.1 s   6.0 s       4.1 s      1.63 (Bach)   ~300 s (~215 s quieter)
+quick      ~45 s *   ~3-7 s   ~1.5-3.7 s  1.5 s      2.31 (Bach)   ~60-140 s
 =========  ========  =======  ==========  =========  ============  =======================
 
-``*`` first run only: music21 conversion (~0.25 CPU-s per chorale, 2 processes), cached in the
-work cache afterwards. Default = 250 Bach works → 1,500 training windows of 64 tokens, 282
-AdamW steps of 16 × 64 tokens per model. Batch 16 at lr 6e-3 reached a clearly lower held-out
-loss than batch 32 at 3e-3 for the same CPU time (1.62 vs 2.01 nats/token at 4 epochs).
+``*`` first run only: music21 conversion (CPU seconds of one process; 2 processes share it),
+cached in the work cache afterwards.
+
+Corpus: ``DYNAMIC_COLLECTIONS`` — the music21 folders whose scores carry dynamics markings in
+every work (Mozart and Haydn string quartets, Robert Schumann's op. 41 no. 1 and two songs, Clara
+Schumann's piano pieces: 37 works, ~215k tokens, ~2-20 CPU-s each to convert). Written to MIDI
+they have several velocities per work, and about half of the 64-token windows several
+velocities, so the dynamic channel varies (music21's Bach chorales, the earlier default, are all
+velocity 90: a constant channel, z undefined). Beethoven is left out: his quartets take
+10-60 CPU-s each to convert, and ``beethoven/opus18no1`` holds each movement twice (``.krn``
+and ``.mxl``), which would put the same music on both sides of the split by work. Default =
+all 37 works (7 held out) → 1,500 of ~2,700 training windows of 64 tokens, 282 AdamW steps of
+16 × 64 tokens per model. Batch 16 at lr 6e-3 reached a clearly lower held-out loss than batch
+32 at 3e-3 for the same CPU time (1.62 vs 2.01 nats/token at 4 epochs, Bach).
 """
 
 from __future__ import annotations
@@ -26,7 +38,7 @@ from aria.bench.corpus import CorpusConfig
 from aria.bench.model import ModelConfig
 from aria.bench.train import TrainConfig
 
-__all__ = ["PRESETS", "BenchPreset", "preset"]
+__all__ = ["DYNAMIC_COLLECTIONS", "PRESETS", "BenchPreset", "preset"]
 
 
 @dataclass(frozen=True)
@@ -76,29 +88,32 @@ class BenchPreset:
         return replace(self, corpus=replace(self.corpus, seed=seed))
 
 
+#: music21 corpus folders of the demo: every work has dynamics markings (velocities vary).
+DYNAMIC_COLLECTIONS: tuple[str, ...] = ("mozart", "haydn", "schumann_robert", "schumann_clara")
+
 _MODEL = ModelConfig(vocab_size=390, d_model=64, n_layers=2, n_heads=4, d_ff=256, max_len=64)
 
 PRESETS: dict[str, BenchPreset] = {
     "default": BenchPreset(
         name="default",
-        corpus=CorpusConfig(collections=("bach",), max_works=250, window=64, test_fraction=0.2,
-                            max_train_segments=1500),
+        corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=None, window=64,
+                            test_fraction=0.2, max_train_segments=1500),
         model=_MODEL,
         train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
         n_queries=178, prompt_len=32, n_ensemble=10, n_subsets=32,
     ),
     "quick": BenchPreset(
         name="quick",
-        corpus=CorpusConfig(collections=("bach",), max_works=60, window=64, test_fraction=0.2,
-                            max_train_segments=400),
+        corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=15, window=64,
+                            test_fraction=0.2, max_train_segments=400),
         model=_MODEL,
         train=TrainConfig(epochs=4, batch_size=16, lr=6e-3, n_checkpoints=3),
         n_queries=50, prompt_len=32, n_ensemble=3, n_subsets=32,
     ),
     "tiny": BenchPreset(  # for tests / CI smoke runs (seconds)
         name="tiny",
-        corpus=CorpusConfig(collections=("bach",), max_works=6, window=32, test_fraction=0.34,
-                            max_train_segments=48),
+        corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=6, window=32,
+                            test_fraction=0.34, max_train_segments=48),
         model=ModelConfig(vocab_size=390, d_model=16, n_layers=1, n_heads=2, d_ff=32, max_len=32),
         train=TrainConfig(epochs=2, batch_size=16, lr=3e-3, n_checkpoints=2),
         n_queries=6, prompt_len=16, n_ensemble=2, n_subsets=4,

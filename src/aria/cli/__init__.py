@@ -33,7 +33,10 @@ from aria._version import __version__
 from aria.cli._common import handle_errors, install_warning_format
 
 # Order in ``aria --help``; discovered modules not listed here follow alphabetically.
-ORDER = ("demo", "diagnose", "aggregate", "features", "homogeneity", "run", "sweep", "report")
+ORDER = (
+    "demo", "diagnose", "aggregate", "features", "embed", "retrieve", "homogeneity", "run", "sweep",
+    "report",
+)
 
 
 def _command_modules() -> list[str]:

@@ -27,17 +27,20 @@ def register(sub: argparse._SubParsersAction) -> None:
              "'aria demo audio' (three-stage audio model, Table 2)",
         description=(
             "symbolic (default): rebuild the paper's symbolic ground-truth validation (Table 1) "
-            "from music21's Bach chorales: train a small MusicTransformer, generate queries, "
+            "from music21's Mozart/Haydn quartets and Schumann works (which carry dynamics): "
+            "train a small MusicTransformer, generate queries, "
             "attribute them with TRAK, TracIn, GradCos, GradDot, LoGra and FactGraSS, compute LDS "
             "from retraining on random halves, run every ARIA analysis and write an HTML report "
             "(about 15 minutes on 2 CPU cores, --quick about 3). "
             "audio: render music21 works in several genres and versions to audio, fit semantic/"
             "acoustic/conditioning tokenizers, train a three-stage (semantic/coarse/fine) model, "
             "generate queries, attribute each stage with TRAK, FactGraSS, GradCos and LoGra (12 "
-            "settings), extract rhythm/harmony/timbre features and run the whole study with the "
-            "paper's Table-2 layout and planted-influence recall (about 25 minutes, --quick "
-            "about 5; --lds adds LDS per stage). Stages are resumable: rerunning reuses finished "
-            "ones."
+            "settings), add three embedding-retrieval baselines (encoders with CLAP's, CLEWS's "
+            "and MERT's objectives trained on the corpus, or the published checkpoints with "
+            "--encoders, scoring the generated queries' audio: 15 settings), extract rhythm/"
+            "harmony/timbre features and run the whole study with the paper's Table-2 and "
+            "Table-3 layouts and planted-influence recall (about 25 minutes, --quick about 5; "
+            "--lds adds LDS per stage). Stages are resumable: rerunning reuses finished ones."
         ),
     )
     p.add_argument("experiment", nargs="?", choices=("symbolic", "audio"), default="symbolic",
@@ -58,15 +61,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "LoGra)")
     p.add_argument("--lds", action="store_true",
                    help="audio: also LDS per stage from retraining on random halves (slow)")
+    p.add_argument("--encoders", nargs="+", default=None, metavar="NAME=PATH",
+                   help="audio: published encoder checkpoints for the embedding baselines "
+                        "instead of the demo-trained ones, e.g. mert=weights/MERT-v1-95M "
+                        "clap=PATH/music_speech_audioset_epoch_15_esc_89.98.pt clews=PATH "
+                        "(any subset; see 'aria embed --help' for the files)")
+    p.add_argument("--no-embeddings", dest="embeddings", action="store_false",
+                   help="audio: leave out the three embedding baselines (12 settings)")
     p.add_argument("--trak-proj-dim", type=int, default=None,
                    help="TRAK projection dimension (default 512)")
     p.add_argument("--trak-lam", type=float, default=None,
                    help="symbolic: TRAK regularisation lambda (default 0.01)")
     p.add_argument("--collections", nargs="+", default=None, metavar="NAME",
-                   help="music21 corpus folders to draw works from (default: bach). Bach "
-                        "chorales carry no dynamics markings, so the dynamic channel is "
-                        "undefined on them; e.g. add haydn, beethoven or schubert for works "
-                        "whose dynamics music21 turns into velocities")
+                   help="music21 corpus folders to draw works from (default: mozart haydn "
+                        "schumann_robert schumann_clara, whose dynamics markings music21 turns "
+                        "into velocities). Bach chorales (bach) carry none, so the dynamic "
+                        "channel is undefined on them")
     p.add_argument("-B", "--B", dest="B", type=int, default=None,
                    help="random reference groups per K (default 200)")
     p.add_argument("--no-report", dest="report", action="store_false",
@@ -92,21 +102,41 @@ def run(args: argparse.Namespace) -> int:
 
         if args.collections is not None or "trak_lam" in given:
             raise ParameterError("--collections and --trak-lam are options of the symbolic demo")
+        encoders = None if args.encoders is None else _encoder_paths(args.encoders)
         if "trak_proj_dim" in given:
             given["proj_dim"] = given.pop("trak_proj_dim")
         run_audio_demo(args.out or "aria-demo-audio", quick=args.quick, preset=args.preset,
                        seed=args.seed, methods=args.methods or AUDIO_DEMO_METHODS,
-                       threads=args.threads, lds=args.lds, report=args.report,
-                       progress=args.progress, quiet=args.quiet, **given)
+                       threads=args.threads, lds=args.lds, embeddings=args.embeddings,
+                       encoders=encoders, report=args.report, progress=args.progress,
+                       quiet=args.quiet, **given)
         return 0
     from aria.bench.demo import DEMO_METHODS, run_demo
 
-    if args.lds:
+    if args.lds or args.encoders is not None or not args.embeddings:
         from aria.errors import ParameterError
 
-        raise ParameterError("--lds: the symbolic demo always computes LDS")
+        if args.lds:
+            raise ParameterError("--lds: the symbolic demo always computes LDS")
+        raise ParameterError("--encoders and --no-embeddings are options of 'aria demo audio'")
     run_demo(args.out or "aria-demo", quick=args.quick, preset=args.preset, seed=args.seed,
              methods=args.methods or DEMO_METHODS, threads=args.threads, report=args.report,
              progress=args.progress, quiet=args.quiet,
              collections=None if args.collections is None else tuple(args.collections), **given)
     return 0
+
+
+def _encoder_paths(items: list[str]) -> dict[str, str]:
+    """``["mert=PATH", ...]`` -> ``{"mert": "PATH"}`` (names checked by the demo)."""
+    from aria.errors import ParameterError, expected
+
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ParameterError(expected("--encoders", "NAME=PATH items (mert, clap, clews)",
+                                          item))
+        if name in out:
+            raise ParameterError(expected("--encoders", "each name once", name))
+        out[name] = path
+    return out

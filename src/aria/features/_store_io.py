@@ -22,7 +22,9 @@ FORMAT_VERSION = 1
 META_PREFIX = "meta:"
 ERRORS_FILE = "errors.parquet"
 _PART = re.compile(r"^part-(\d{5,})\.parquet$")
-_MODALITIES = ("symbolic", "audio")
+#: store modalities: the two evidence-channel extractors' and ``aria embed``'s encoder embeddings
+_MODALITIES = ("symbolic", "audio", "embedding")
+_MODALITY_TEXT = "'symbolic', 'audio' or 'embedding'"
 
 
 def _pa() -> Any:
@@ -180,9 +182,15 @@ def _plain(v: Any) -> Any:
 def _build_table(
     ids: list[str], features: Mapping[str, Any], metadata: Any, modality: str
 ) -> tuple[Any, dict[str, dict[str, Any]]]:
+    from aria.features.registry import MODALITIES
     from aria.features.registry import features as registry_features
 
-    kinds = {spec.name: spec.kind for spec in registry_features(modality)}
+    # features of a registry modality take their kind from it; others (embeddings) are inferred
+    kinds = (
+        {spec.name: spec.kind for spec in registry_features(modality)}
+        if modality in MODALITIES
+        else {}
+    )
     pa = _pa()
     n = len(ids)
     cols: dict[str, Any] = {"track_id": pa.array(ids, type=pa.string())}

@@ -7,6 +7,13 @@
 (:mod:`aria.features._pool`), and appends the results to a resumable feature store through
 :class:`~aria.features.store.StoreWriter` (the store format lives in :mod:`aria.features.store`).
 
+Pluggable extractors: ``extractor="package.module"`` runs another module with the same
+interface (``extract_file`` / ``extract_file_record`` / ``extract_file_segments`` and the
+optional hooks below) — how ``aria embed`` (:mod:`aria.embed`) fills an ``"embedding"`` store
+with encoder embeddings without this engine knowing about encoders. ``options`` are keyword
+arguments passed to the extractor beside ``params`` but not recorded in the store (how to run
+it — a device, a checkpoint path whose digest ``params`` records — not what it computes).
+
 Failures never stop a run: a file the extractor rejects, and a file whose worker *died* on it
 (a segfault, the OOM killer), is recorded in the store's errors table — the latter with one
 warning line naming the file and the signal — and the run goes on with a fresh worker.
@@ -39,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from aria.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
-from aria.features._store_io import _MODALITIES, _check_ids, _isnull, _plain
+from aria.features._store_io import _MODALITIES, _MODALITY_TEXT, _check_ids, _isnull, _plain
 from aria.features.store import StoreWriter
 
 __all__ = ["SUFFIXES", "collect_inputs", "extract_to_store"]
@@ -49,6 +56,9 @@ SUFFIXES = {
     "symbolic": (".mid", ".midi", ".kar", ".smf"),
     "audio": (".wav", ".flac", ".mp3", ".ogg", ".oga", ".opus", ".m4a", ".aif", ".aiff", ".au"),
 }
+SUFFIXES["embedding"] = SUFFIXES["audio"]  # encoder embeddings of audio files (aria embed)
+#: modalities with an extractor in this package (``aria.features.<modality>``)
+_BUILTIN = ("symbolic", "audio")
 #: metadata columns of a segmented extraction (one row per window)
 SEGMENT_METADATA = ("source_track", "source", "segment", "start", "end", "n_notes")
 
@@ -69,8 +79,8 @@ def collect_inputs(
     ----------
     source : path
         The input directory, list file or media file.
-    modality : {"symbolic", "audio"}
-        Which file suffixes a directory scan collects.
+    modality : {"symbolic", "audio", "embedding"}
+        Which file suffixes a directory scan collects (``"embedding"``: the audio ones).
 
     Raises
     ------
@@ -145,12 +155,12 @@ def _read_list(src: Path) -> list[dict[str, Any]]:
 
 
 def _extract_task(
-    task: tuple[str, str, str, dict[str, Any], dict[str, Any] | None],
+    task: tuple[str, str, str, dict[str, Any], dict[str, Any] | None, str],
 ) -> tuple[Any, ...]:
     """Worker: extract one file; never raises for a bad file (returns an error record)."""
-    modality, path, tid, params, segments = task
+    modality, path, tid, params, segments, module = task
     try:
-        mod = importlib.import_module(f"aria.features.{modality}")
+        mod = importlib.import_module(module)
         if segments:
             feats, metas = mod.extract_file_segments(path, **segments, **params)
             n = len(metas)
@@ -178,8 +188,10 @@ def _extract_task(
 
 
 def _registry_kinds(modality: str) -> dict[str, str]:
-    from aria.features.registry import features
+    from aria.features.registry import MODALITIES, features
 
+    if modality not in MODALITIES:  # no registry (embeddings): kinds are inferred
+        return {}
     return {spec.name: spec.kind for spec in features(modality)}
 
 
@@ -226,13 +238,26 @@ def _configure_jit_cache() -> None:
     configure_numba_cache()
 
 
-def _extractor_module(modality: str) -> Any:
+def _extractor_name(modality: str, extractor: str | None) -> str:
+    """The module that extracts ``modality``: ``extractor`` or ``aria.features.<modality>``."""
+    if extractor is not None:
+        if not isinstance(extractor, str) or not extractor:
+            raise ParameterError(expected("extractor", "a module name (str)", extractor))
+        return extractor
+    if modality not in _BUILTIN:
+        raise ParameterError(
+            expected("extractor", f"a module name for modality {modality!r}", None)
+        )
+    return f"aria.features.{modality}"
+
+
+def _extractor_module(modality: str, name: str) -> Any:
     try:
-        return importlib.import_module(f"aria.features.{modality}")
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name == f"aria.features.{modality}":
+        if exc.name == name:
             raise ParameterError(
-                f"modality: the {modality} extractor (aria.features.{modality}) is not "
+                f"modality: the {modality} extractor ({name}) is not "
                 "available in this installation"
             ) from None
         raise
@@ -280,6 +305,8 @@ def extract_to_store(
     overwrite: bool = False,
     metadata: Any = None,
     progress: bool | None = None,
+    extractor: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Extract the features of a corpus into a feature store (resumable, process-parallel).
 
@@ -291,14 +318,16 @@ def extract_to_store(
         The store directory. Tracks already in it are skipped; files recorded as errors are
         retried. Other extraction parameters than the stored ones raise
         :class:`~aria.errors.ManifestMismatchError` unless ``overwrite``.
-    modality : {"symbolic", "audio"}
-        Which extractor: ``aria.features.<modality>.extract_file(path, **params)`` (or its
-        ``extract_file_record`` returning ``(features, metadata)`` when provided).
+    modality : {"symbolic", "audio", "embedding"}
+        The store's modality; its extractor is ``aria.features.<modality>.extract_file(path,
+        **params)`` (or its ``extract_file_record`` returning ``(features, metadata)`` when
+        provided) unless ``extractor`` names another module (required for ``"embedding"``).
     params : mapping, optional
         Keyword arguments of the extractor (recorded in the store).
     segments : mapping, optional
-        Symbolic only: cut each file into windows (``seconds``, ``hop``, ``n_notes``) with
-        ``extract_file_segments``; rows are then ``"<track id>#<k:04d>"``.
+        Cut each file into windows with the extractor's ``extract_file_segments(path,
+        **segments, **params)`` (symbolic: ``seconds``, ``hop``, ``n_notes``); rows are then
+        ``"<track id>#<k:04d>"``. Only for extractors that provide it.
     workers : int
         Processes (1 = in this process). A worker that dies on a file is replaced; the file
         is recorded in the errors table.
@@ -311,6 +340,11 @@ def extract_to_store(
         a CSV input list's, must not be named like ARIA's own metadata (module docstring).
     progress : bool, optional
         Progress bar (default: on a terminal).
+    extractor : str, optional
+        Module name of a pluggable extractor (module docstring); imported in every worker.
+    options : mapping, optional
+        Keyword arguments passed to the extractor beside ``params``, not recorded in the
+        store (so a resumed run may change them).
 
     Returns
     -------
@@ -322,13 +356,16 @@ def extract_to_store(
     from aria._progress import progress as bar
 
     if modality not in _MODALITIES:
-        raise ParameterError(expected("modality", "'symbolic' or 'audio'", modality))
+        raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
     workers = check_int("workers", workers, min_value=1)
     flush_every = check_int("flush_every", flush_every, min_value=1)
     _configure_jit_cache()  # before any numba kernel is compiled here or in a worker
-    mod = _extractor_module(modality)
-    if segments and modality != "symbolic":
-        raise ParameterError(expected("segments", "only with modality='symbolic'", modality))
+    module = _extractor_name(modality, extractor)
+    mod = _extractor_module(modality, module)
+    if segments and not hasattr(mod, "extract_file_segments"):
+        raise ParameterError(
+            expected("segments", "an extractor with extract_file_segments (e.g. symbolic)", module)
+        )
     ids, files, rows = collect_inputs(source, modality=modality)
     extra = _load_extra_metadata(metadata)
     _check_metadata_clash(mod, segments, rows, extra, source, metadata)
@@ -347,16 +384,18 @@ def extract_to_store(
         out_path,
         modality=modality,
         params=record,
-        versions=_extractor_versions(modality),
+        versions=_extractor_versions(modality, mod),
         overwrite=overwrite,
     )
     done = writer.done
+    kwargs = {**params, **dict(options or {})}
     todo = []
     for tid, f, row in zip(ids, files, rows, strict=True):
         key = f"{tid}#0000" if segments else tid
         if key in done:
             continue
-        todo.append(((modality, str(f), tid, params, dict(segments) if segments else None), row))
+        seg = dict(segments) if segments else None
+        todo.append(((modality, str(f), tid, kwargs, seg, module), row))
     n_skipped = len(ids) - len(todo)
     buf: list[tuple[Any, ...]] = []
     stats = {"n_extracted": 0, "n_errors": 0}
@@ -425,10 +464,10 @@ def extract_to_store(
     return {"n_inputs": len(ids), "n_skipped": n_skipped, **stats, "store": str(out_path)}
 
 
-def _extractor_versions(modality: str) -> dict[str, str]:
+def _extractor_versions(modality: str, mod: Any) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    hook = getattr(importlib.import_module(f"aria.features.{modality}"), "versions", None)
+    hook = getattr(mod, "versions", None)
     if callable(hook):
         try:
             return {str(k): str(v) for k, v in dict(hook()).items()}

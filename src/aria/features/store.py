@@ -43,6 +43,7 @@ from aria._io import atomic_path, write_json
 from aria.errors import DataError, FileFormatError, ManifestMismatchError, ParameterError, expected
 from aria.features._store_io import (
     _MODALITIES,
+    _MODALITY_TEXT,
     _PART,
     ERRORS_FILE,
     FORMAT_VERSION,
@@ -105,7 +106,7 @@ def write_store(
     ----------
     path : path
         A directory (default layout) or a ``.parquet`` file.
-    modality : {"symbolic", "audio"}
+    modality : {"symbolic", "audio", "embedding"}
     track_ids : sequence of str [shape=(n,)]
         Unique, non-empty.
     features : dict of str to array (n, dim) | sequence of n vectors | sequence of n int sequences
@@ -124,7 +125,7 @@ def write_store(
     Path
     """
     if modality not in _MODALITIES:
-        raise ParameterError(expected("modality", "'symbolic' or 'audio'", modality))
+        raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
     ids = _check_ids(track_ids)
     table, specs = _build_table(ids, features, metadata, modality)
     err = _errors_table(errors)
@@ -165,7 +166,7 @@ class StoreWriter:
     ----------
     path : path
         The store directory (created if missing).
-    modality : {"symbolic", "audio"}
+    modality : {"symbolic", "audio", "embedding"}
     params : mapping
         Extraction parameters; must equal the stored ones when resuming.
     versions : mapping, optional
@@ -183,7 +184,7 @@ class StoreWriter:
         overwrite: bool = False,
     ) -> None:
         if modality not in _MODALITIES:
-            raise ParameterError(expected("modality", "'symbolic' or 'audio'", modality))
+            raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
         self.path = Path(path)
         self.modality = modality
         self.params = dict(params or {})

@@ -466,7 +466,8 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
     -------
     dict[str, ReportTable]
         Only the tables the folder has data for: ``reliability``, ``homogeneity``,
-        ``homogeneity_<variant>``, ``ksweep``, ``alignment``, ``confound``, ``ranking``,
+        ``homogeneity_<variant>``, ``ksweep``, ``alignment``, ``alignment_embeddings``,
+        ``confound``, ``ranking``,
         ``lds``, ``lds_summary``, ``agreement``, ``planted``, ``planted_segment``,
         ``sensitivity``, ``null``.
     """
@@ -484,6 +485,9 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
                 add(homogeneity_table(data, variant=v, k=k))
     add(ksweep_table(data))
     add(alignment_table(data))
+    from aria.report.embeddings import embedding_alignment_table  # it imports this module
+
+    add(embedding_alignment_table(data))
     add(confound_table(data, k=k))
     add(ranking_table(data, k=k))
     for t in lds_tables(data, k=k):

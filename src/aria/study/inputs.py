@@ -4,12 +4,16 @@
   the confound columns exist;
 - :func:`read_queries` — the per-query metadata table;
 - :func:`open_setting_scores` — a setting's score matrix, as the study file says to read it;
+- :func:`embedding_scores` — the cosine matrix of a setting's embedding stores, computed into
+  the results folder's cache (or reused when neither store changed);
 - :func:`track_ids_of` / :func:`align_tracks` — which feature-store row each S_track row is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ __all__ = [
     "align_tracks",
     "check_inputs",
     "check_setting_files",
+    "embedding_scores",
     "open_setting_scores",
     "read_queries",
     "track_ids_of",
@@ -38,6 +43,11 @@ def open_setting_scores(setting: SettingSpec) -> Any:
     """
     from aria.scores import open_scores
 
+    if setting.scores is None:  # an embedding setting before embedding_scores() made its matrix
+        raise ParameterError(
+            f"setting {setting.name!r}: its cosine scores are made by the study run "
+            "(aria.study.inputs.embedding_scores) before they can be read"
+        )
     return open_scores(setting.scores, key=setting.key, transpose=setting.transpose)
 
 
@@ -47,9 +57,17 @@ def check_setting_files(setting: SettingSpec) -> None:
     Parameters
     ----------
     setting : SettingSpec
-        The setting whose score matrix and segment map must exist.
+        The setting whose score matrix and segment map (or embedding stores) must exist.
     """
-    if not Path(setting.scores).exists():
+    if setting.is_embedding:
+        for key in ("train_embeddings", "query_embeddings"):
+            if not Path(getattr(setting, key)).exists():
+                raise FileFormatError(
+                    f"setting {setting.name!r}: {key}: no such embedding store: "
+                    f"{str(getattr(setting, key))!r}"
+                )
+        return
+    if not Path(str(setting.scores)).exists():
         raise FileFormatError(
             f"setting {setting.name!r}: scores: no such file: {str(setting.scores)!r}"
         )
@@ -57,6 +75,85 @@ def check_setting_files(setting: SettingSpec) -> None:
         raise FileFormatError(
             f"setting {setting.name!r}: segments: no such file: {str(setting.segments)!r}"
         )
+
+
+def _embedding_infos(setting: SettingSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two stores' :func:`~aria.features.embeddings.embedding_info`, checked comparable."""
+    from aria.features.embeddings import check_comparable, embedding_info
+
+    where = f"setting {setting.name!r}"
+    train = embedding_info(str(setting.train_embeddings), name=f"{where}: train_embeddings")
+    queries = embedding_info(str(setting.query_embeddings), name=f"{where}: query_embeddings")
+    try:
+        check_comparable(train, queries)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from None
+    if train["segment_seconds"] is not None:
+        raise DataError(
+            f"{where}: train_embeddings holds one embedding per {train['segment_seconds']} s "
+            "segment; a study needs one per training track (aria embed without "
+            "--segment-seconds)"
+        )
+    return train, queries
+
+
+def embedding_scores(
+    setting: SettingSpec,
+    target: Path,
+    *,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+) -> SettingSpec:
+    """The setting with ``scores`` = the cosine matrix of its embedding stores, made if needed.
+
+    The matrix goes to the setting's own ``scores`` path when given, else to ``target`` (in
+    the results folder's cache). It is reused when its manifest records the digests of the
+    two stores as they are now; otherwise it is (re)computed with
+    :func:`aria.features.embeddings.write_cosine_scores` (streamed, training tracks × queries,
+    the training track ids as row ids). A setting without embedding stores is returned as is.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting.
+    target : Path
+        Default location of the matrix (``.npy``).
+    progress : bool, optional
+        Progress bar.
+    log : callable, optional
+        Called with one log line.
+    """
+    from aria.features.embeddings import write_cosine_scores
+    from aria.manifest import read_manifest
+
+    if not setting.is_embedding:
+        return setting
+    train, queries = _embedding_infos(setting)
+    path = Path(setting.scores) if setting.scores is not None else target
+    man = read_manifest(path) if path.exists() else None
+    fresh = (
+        man is not None
+        and (man.get("train_embeddings") or {}).get("digest") == train["digest"]
+        and (man.get("query_embeddings") or {}).get("digest") == queries["digest"]
+        and (man.get("parameters") or {}).get("encoder") == train["encoder"]
+    )
+    if fresh:
+        if log is not None:
+            log(f"{setting.name}: reusing the cosine scores of its embedding stores ({path})")
+    else:
+        if log is not None:
+            log(f"{setting.name}: cosine scores of {train['n_tracks']} training tracks x "
+                f"{queries['n_tracks']} queries ({train['label']})")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_cosine_scores(str(setting.train_embeddings), str(setting.query_embeddings), path,
+                            progress=progress, method=setting.method)
+    return dataclasses.replace(setting, scores=path)
+
+
+def _n_queries(setting: SettingSpec) -> int:
+    if setting.is_embedding:
+        return int(_embedding_infos(setting)[1]["n_tracks"])
+    return int(open_setting_scores(setting).shape[1])
 
 
 def read_queries(path: Path | None, n_queries: int) -> Any:
@@ -167,7 +264,9 @@ def track_ids_of(src: Any, store: Any, setting: str) -> np.ndarray:
 def check_inputs(spec: StudySpec, store: Any) -> Any:
     """Everything that can be checked before hours of work: files, shapes, K, queries, confounds.
 
-    Returns the per-query metadata (:func:`read_queries`), or ``None`` without a queries file.
+    Embedding settings: both stores exist, come from the same encoder, and the training store
+    holds one embedding per track. Returns the per-query metadata (:func:`read_queries`), or
+    ``None`` without a queries file.
 
     Parameters
     ----------
@@ -179,7 +278,7 @@ def check_inputs(spec: StudySpec, store: Any) -> Any:
     n_queries = {}
     for setting in spec.settings:
         check_setting_files(setting)
-        n_queries[setting.name] = int(open_setting_scores(setting).shape[1])
+        n_queries[setting.name] = _n_queries(setting)
     if max(spec.K) > len(store):
         raise ParameterError(
             expected("K", f"group sizes up to the {len(store)} tracks of the feature store",

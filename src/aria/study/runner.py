@@ -8,6 +8,7 @@ resumes).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import uuid
@@ -18,8 +19,8 @@ from typing import Any
 from aria._io import remove_path
 from aria._stages import file_fingerprint
 from aria.errors import ParameterError
-from aria.study.inputs import check_inputs
-from aria.study.setting import run_setting
+from aria.study.inputs import check_inputs, embedding_scores
+from aria.study.setting import run_setting, slug
 from aria.study.tables import publish, write_tables
 from aria.study_config import StudySpec, load_study
 
@@ -27,6 +28,9 @@ __all__ = ["CACHE", "run_study"]
 
 #: Folder of the per-setting cache stages inside the results folder.
 CACHE = ".cache"
+#: Folder (inside :data:`CACHE`) of the cosine matrices of embedding settings; a setting's
+#: stage folder never starts with "_" (:func:`aria.study.setting.slug`).
+EMBEDDING_SCORES = "_embedding_scores"
 
 
 def _logger(command: str, quiet: bool) -> Callable[[str], None]:
@@ -118,6 +122,12 @@ def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *
          log: Callable[[str], None]) -> None:
     from aria.results import write_results_meta
 
+    # embedding settings: their cosine matrix, computed into the cache (or reused) first
+    spec = dataclasses.replace(spec, settings=tuple(
+        embedding_scores(s, out / CACHE / EMBEDDING_SCORES / f"{slug(s.name)}.npy",
+                         progress=progress, log=log)
+        for s in spec.settings
+    ))
     store_fp = file_fingerprint(spec.feature_store)
     nulls: dict[str, Any] = {}
     prepared_cache: dict[bytes, Any] = {}

@@ -230,7 +230,7 @@ def run_setting(
     check_setting_files(setting)
     params = {
         "setting": dataclasses.asdict(setting) | {
-            "scores": file_fingerprint(setting.scores),
+            "scores": file_fingerprint(str(setting.scores)),
             "segments": None if setting.segments is None else file_fingerprint(setting.segments),
         },
         "store": store_fp,

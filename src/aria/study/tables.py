@@ -203,7 +203,9 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
             {"name": s.name, "method": s.method, "stage": s.stage, "normalize": s.normalize,
              "normalize_used": results[s.name]["diagnostics"].get("normalize_used", s.normalize),
              "scores": str(s.scores), "segments": None if s.segments is None else str(s.segments),
-             "transpose": s.transpose, "verdict": verdicts[s.name].label}
+             "transpose": s.transpose, "verdict": verdicts[s.name].label,
+             **({"train_embeddings": str(s.train_embeddings),
+                 "query_embeddings": str(s.query_embeddings)} if s.is_embedding else {})}
             for s in spec.settings
         ],
         "channels": {c: [f.name for f in fs] for c, fs in _channels(store, spec).items()},

@@ -1,4 +1,5 @@
-"""``aria demo audio`` end to end at the tiny size: 12 settings, three stages, resumable."""
+"""``aria demo audio`` end to end at the tiny size: 12 attribution settings over three stages
+plus 3 embedding baselines (15), the Table-2/3 text layouts, resumable."""
 
 from __future__ import annotations
 
@@ -20,14 +21,26 @@ def tiny_run(tmp_path_factory):
     return out, results
 
 
-def test_twelve_settings_over_three_stages(tiny_run):
+EMBEDDINGS = {"clap-style", "clews-style", "mert-style"}
+
+
+def test_fifteen_settings_over_three_stages_and_three_encoders(tiny_run):
     _, results = tiny_run
     rel = read_table(results, "reliability")
-    assert len(rel) == 12
-    assert set(rel["stage"]) == {"semantic", "coarse", "fine"}
-    assert set(rel["method"]) == {"TRAK", "FactGraSS", "GradCos", "LoGra"}
-    m = rel.groupby("stage")["n_train"].first()
+    assert len(rel) == 15
+    attr = rel[rel["stage"] != "-"]
+    emb = rel[rel["stage"] == "-"]
+    assert len(attr) == 12 and set(attr["stage"]) == {"semantic", "coarse", "fine"}
+    assert set(attr["method"]) == {"TRAK", "FactGraSS", "GradCos", "LoGra"}
+    m = attr.groupby("stage")["n_train"].first()
     assert m["semantic"] < m["coarse"] < m["fine"]
+    # embeddings: one row per training track, one column per generated query
+    assert set(emb["method"]) == set(emb["setting"]) == EMBEDDINGS
+    assert (emb["n_train"] < m["semantic"]).all()  # tracks, not 10 s segments
+    assert (emb["n_queries"] == attr["n_queries"].iloc[0]).all()
+    al = read_table(results, "alignment")
+    assert set(al["setting"]) >= EMBEDDINGS
+    assert al[al["setting"].isin(EMBEDDINGS)]["alpha_max"].between(0, 1).all()
     hom = read_table(results, "homogeneity")
     assert set(hom["channel"]) == {"rhythm", "harmony", "timbre"}
     assert set(hom["variant"]) == {"original", "residual"}
@@ -44,15 +57,49 @@ def test_planted_recall_and_metadata(tiny_run):
     # recall@K never falls as K grows
     for _, g in planted.groupby(["setting", "level"]):
         assert np.all(np.diff(g.sort_values("K")["recall"].to_numpy()) >= 0)
+    assert set(planted[planted["stage"] == "-"]["level"]) == {"track"}
+    assert set(planted["setting"]) >= EMBEDDINGS
     meta = read_results_meta(results)
+    assert set(meta["embedding_settings"]) == EMBEDDINGS
     demo = meta["demo"]
     assert demo["kind"] == "audio" and demo["preset"]["name"] == "tiny"
     seg = demo["segments"]
     assert seg["semantic"] < seg["coarse"] < seg["fine"]
     assert set(demo["stage_seconds"]) >= {"corpus", "tokens", "models", "queries",
-                                          "attribution", "features", "aria", "total"}
+                                          "attribution", "features", "encoders", "query_audio",
+                                          "embeddings", "aria", "total"}
+    assert {e["checkpoint"] for e in demo["embeddings"].values()} == {"trained here"}
     html = (results / "report.html").read_text()
     assert "Rhythm" in html and "Timbre" in html and "FactGraSS/fine" in html
+    assert 'id="table-alignment_embeddings"' in html and "clews-style" in html
+
+
+def test_query_audio_is_the_generated_tokens(tiny_run):
+    import pandas as pd
+    import soundfile as sf
+
+    out, results = tiny_run
+    listing = pd.read_csv(out / "query_audio" / "wav" / "queries.csv")
+    queries = pd.read_csv(results.parent / "queries.csv")
+    assert listing["track_id"].tolist() == queries["track_id"].tolist()
+    y, sr = sf.read(listing["path"].iloc[0], dtype="float32")
+    assert sr == 24_000 and len(y) == 4 * sr and np.abs(y).max() > 0
+
+
+def test_text_tables_have_the_paper_layouts(tiny_run):
+    from aria.bench.audio.tables import table2_text, table3_text
+
+    _, results = tiny_run
+    k = read_results_meta(results)["demo"]["K_report"]
+    for variant in ("original", "residual"):
+        lines = table2_text(results, k, variant=variant).splitlines()
+        rows = lines[3:]
+        assert len(rows) == 15, lines
+        assert sum(r.split()[1] == "—" for r in rows) == 3
+        assert {r.split()[0] for r in rows} >= EMBEDDINGS
+    t3 = table3_text(results).splitlines()
+    assert t3[0].startswith("Table 3 layout") and len(t3) == 3 + 3
+    assert {r.split()[0] for r in t3[3:]} == EMBEDDINGS
 
 
 def test_rerun_reuses_every_stage(tiny_run, capsys):
@@ -60,9 +107,10 @@ def test_rerun_reuses_every_stage(tiny_run, capsys):
     rc = main(["demo", "audio", "--preset", "tiny", "--out", str(out), "--no-progress"])
     assert rc == 0
     text = capsys.readouterr().out
-    for stage in ("corpus", "tokens", "models", "queries", "attribution", "features"):
+    for stage in ("corpus", "tokens", "models", "queries", "attribution", "features",
+                  "encoders", "query_audio", "embeddings"):
         assert f"{stage}: reusing finished stage" in text, stage
-    assert "Table 2 layout" in text
+    assert "Table 2 layout" in text and "Table 3 layout" in text
 
 
 def test_audio_demo_refuses_symbolic_only_methods(tmp_path, capsys):
@@ -71,3 +119,23 @@ def test_audio_demo_refuses_symbolic_only_methods(tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "TracIn" in err[0]
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--encoders", "mert"], "NAME=PATH"),
+    (["--encoders", "musicnn=x.pt"], "musicnn"),
+    (["--encoders", "mert=/no/such/folder"], "/no/such/folder"),
+    (["--encoders", "clap=a.pt", "clap=b.pt"], "once"),
+])
+def test_bad_encoders_flag_is_one_line(tmp_path, capsys, flags, match):
+    rc = main(["demo", "audio", "--preset", "tiny", "--out", str(tmp_path / "x"), *flags])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and match in err[0]
+    assert not (tmp_path / "x").exists()
+
+
+def test_encoders_flag_belongs_to_the_audio_demo(tmp_path, capsys):
+    rc = main(["demo", "--quick", "--out", str(tmp_path / "x"), "--encoders", "mert=x"])
+    assert rc == 2
+    assert "demo audio" in capsys.readouterr().err

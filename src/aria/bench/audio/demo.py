@@ -22,9 +22,18 @@ paper's: :mod:`aria.bench.audio.presets`):
    paper's hyperparameters (:mod:`aria.bench.audio.attribute`): 12 settings;
 6. **LDS** (``lds=True``) — each stage retrained on random halves, LDS of every setting;
 7. **features** — rhythm / harmony / timbre of every training track (``aria features audio``);
-8. **ARIA** — one study over the 12 settings: reliability and verdicts, the homogeneity
+8. **embedding baselines** (``embeddings=True``, paper §4.3) — three encoders with the
+   objectives of CLAP, CLEWS and MERT, trained here on the corpus' training tracks
+   (:mod:`aria.bench.audio.encoders`; ``encoders={"mert": path, ...}`` uses the published
+   checkpoints instead), embed the training tracks and the *audio of each generated query*
+   — its generated acoustic tokens decoded to log-mel and inverted to a waveform by
+   Griffin–Lim (:mod:`aria.bench.audio.query_audio`: a mel inversion, not a codec decoder) —
+   and score each track by cosine similarity (:mod:`aria.embed`): 3 track-level settings;
+9. **ARIA** — one study over the 15 settings: reliability and verdicts, the homogeneity
    K-sweep on the raw matrix and its rank-1 residual, alignment, the genre confound, ranking;
-   then planted-influence recall@K per setting; the report with the paper's Table-2 layout.
+   then planted-influence recall@K per setting; the report and the text tables in the paper's
+   Table-2 layout (attribution and embedding rows, original and residual) and Table-3 layout
+   (α_max / α_reg of u₁ per channel for the embeddings; :mod:`aria.bench.audio.tables`).
 
 Every stage is resumable (a rerun reuses finished stages); sizes, seeds and stage times are
 printed and stored in ``results.json``.
@@ -35,7 +44,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +52,22 @@ import numpy as np
 
 from aria._checks import check_choice, check_int
 from aria._io import write_text
+from aria.bench.audio.baselines import (
+    EMBEDDING_BASELINES,
+    _check_encoders,
+    _embedding_stages,
+    _row_ids,
+)
+from aria.bench.audio.tables import _required, table2_text, table3_text
 from aria.bench.demo import _Runner
 from aria.errors import ParameterError, expected
 
-__all__ = ["AUDIO_DEMO_METHODS", "STAGE_ORDER", "run_audio_demo"]
+__all__ = ["AUDIO_DEMO_METHODS", "EMBEDDING_BASELINES", "STAGE_ORDER", "run_audio_demo",
+           "table2_text", "table3_text"]
 
 #: The paper's four audio attribution methods (Table 2 order).
 AUDIO_DEMO_METHODS: tuple[str, ...] = ("TRAK", "FactGraSS", "GradCos", "LoGra")
 STAGE_ORDER: tuple[str, ...] = ("semantic", "coarse", "fine")
-AUDIO_CHANNELS: tuple[str, ...] = ("rhythm", "harmony", "timbre")
 #: Track metadata passed to the feature store (ARIA's own ``duration`` is not among them).
 TRACK_METADATA = ("work_id", "version", "genre", "collection", "instrument_family", "program",
                   "tempo_scale", "transpose", "split")
@@ -71,6 +87,8 @@ def run_audio_demo(
     methods: Sequence[str] = AUDIO_DEMO_METHODS,
     threads: int | None = None,
     lds: bool = False,
+    embeddings: bool = True,
+    encoders: Mapping[str, str | os.PathLike[str]] | None = None,
     report: bool = True,
     progress: bool | None = None,
     quiet: bool = False,
@@ -95,6 +113,12 @@ def run_audio_demo(
     lds : bool
         Also compute LDS per stage from retraining on random halves (the ground truth the
         paper calls infeasible at its scale; adds about 1.5 retrained models per subset).
+    embeddings : bool
+        Add the three embedding-retrieval baselines (15 settings instead of 12).
+    encoders : mapping, optional
+        Published checkpoints to use instead of the demo-trained encoders, by baseline name:
+        ``{"mert": folder, "clap": file, "clews": file}`` (any subset; see
+        :data:`aria.encoders.ENCODERS` for the files). The others are trained here.
     report : bool
         Write ``results/report.html``.
     progress : bool, optional
@@ -119,6 +143,7 @@ def run_audio_demo(
     methods = tuple(check_choice("methods[]", m, AUDIO_DEMO_METHODS) for m in methods)
     if not methods:
         raise ParameterError(expected("methods", "at least one method", "none"))
+    published = _check_encoders(encoders, embeddings)
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
@@ -267,7 +292,13 @@ def run_audio_demo(
     feat_dir = run.stage("features", {"sr": corpus.config.sr}, ["corpus"], _features,
                       resumable=True)
 
-    # 8. ARIA -----------------------------------------------------------------------------
+    # 8. embedding baselines ---------------------------------------------------------------
+    emb: dict[str, tuple[str, Path]] = {}
+    if embeddings:
+        emb = _embedding_stages(run, p, corpus, train, tokens_dir, queries, query_ids,
+                                published, seed, n_threads, progress, quiet)
+
+    # 9. ARIA -----------------------------------------------------------------------------
     from aria.bench.audio.presets import audio_ks
     from aria.study import run_study
     from aria.study_config import SettingSpec, StudySpec, study_to_toml, validate_study
@@ -288,20 +319,24 @@ def run_audio_demo(
         modality="audio", feature_store=feat_dir / "store", output=results,
         settings=tuple(SettingSpec(method=m, stage=st, scores=scores[(m, st)],
                                    segments=root / f"segments_{st}.csv", normalize="auto")
-                       for st in STAGE_ORDER for m in methods),
+                       for st in STAGE_ORDER for m in methods)
+        + tuple(SettingSpec(method=enc, stage="-", scores=path, normalize="auto")
+                for enc, path in emb.values()),
         K=tuple(ks), K_report=k_report, B=p.B, seed=seed, n_bootstrap=p.n_bootstrap,
         residual=True, queries=root / "queries.csv", confound=("genre",),
     ), source="aria demo audio")
     write_text(root / "study.toml", study_to_toml(
         study, header="Written by `aria demo audio`; `aria run` on this file reanalyses the "
-                      "same 12 score matrices."))
+                      f"same {len(study.settings)} score matrices."))
     t0 = time.perf_counter()
     run_study(study, report=False, progress=progress, quiet=quiet, command="aria demo audio")
     run.timings["aria"] = round(time.perf_counter() - t0, 2)
 
     from aria.results import read_results_meta, write_results_meta, write_table
 
-    planted = _planted_table(corpus, data, scores, qmeta, ks)
+    rows_of = {(m, st): (path, list(data[st].track_ids)) for (m, st), path in scores.items()}
+    rows_of.update({(enc, "-"): (path, _row_ids(path)) for enc, path in emb.values()})
+    planted = _planted_table(corpus, rows_of, qmeta, ks)
     write_table(results, "planted", planted)
     if lds_tables:
         write_table(results, "lds", pd.DataFrame(lds_tables))
@@ -313,15 +348,29 @@ def run_audio_demo(
         "kind": "audio", "preset": p.to_dict(), "corpus": corpus.summary(),
         "segments": {st: int(data[st].tokens.shape[0]) for st in STAGE_ORDER},
         "n_queries": len(query_ids), "K": ks, "K_report": k_report, "lds": bool(lds),
+        "embeddings": {b: {"encoder": enc, "scores": str(path),
+                           "checkpoint": "published" if b in published else "trained here"}
+                       for b, (enc, path) in emb.items()},
         "stage_seconds": run.timings,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     }
     meta.setdefault("timings", {})["demo_stages"] = run.timings
+    meta["embedding_settings"] = [enc for enc, _ in emb.values()]
     meta.setdefault("notes", []).append(
         "Audio experiment (paper §4.2-4.5) on music21 works rendered with FluidSynth; three "
         "stage models, four attribution methods per stage; planted = held-out versions of "
         "training works (recall@K of their source work)."
     )
+    if emb:
+        meta["notes"].append(
+            "Embedding baselines (" + ", ".join(enc for enc, _ in emb.values()) + "): cosine "
+            "similarity of time-averaged encoder embeddings of each training track and of the "
+            "query's generated audio. The demo has no codec decoder: a query's audio is its "
+            "generated acoustic tokens (coarse levels over 4 s, fine levels over the first 2 s) "
+            "decoded to log-mel and inverted by Griffin-Lim, a crude rendering compared with "
+            "rendered training audio. '-style' encoders are trained on this demo's corpus, not "
+            "the published checkpoints."
+        )
     write_results_meta(results, meta)
     if report:
         from aria.report import write_report
@@ -330,6 +379,9 @@ def run_audio_demo(
     run.timings["total"] = round(time.perf_counter() - t_start, 2)
     if not quiet:
         print(table2_text(results, k_report), flush=True)
+        print(table2_text(results, k_report, variant="residual"), flush=True)
+        if emb:
+            print(table3_text(results), flush=True)
         print("Stage wall times (s): " + ", ".join(f"{k} {v:.1f}" for k, v in
                                                     run.timings.items()), flush=True)
         print(f"Results: {results}", flush=True)
@@ -412,9 +464,13 @@ def _planted_chance(items: np.ndarray, sources: Sequence[str | None], k: int) ->
     return float(np.mean(out)) if out else float("nan")
 
 
-def _planted_table(corpus: Any, data: dict[str, Any], scores: dict[tuple[str, str], Path],
+def _planted_table(corpus: Any, rows_of: Mapping[tuple[str, str], tuple[Path, list[str]]],
                    qmeta: Any, ks: Sequence[int]) -> Any:
-    """recall@K of the planted queries' source works, per setting, segment and track level."""
+    """recall@K of the planted queries' source works, per setting, segment and track level.
+
+    ``rows_of``: (method, stage) -> (score file, track id of each row); a track-level setting
+    (stage ``"-"``, the embeddings) is reported at the track level only.
+    """
     import pandas as pd
 
     from aria.bench.audio.attribute import planted_recall
@@ -426,76 +482,17 @@ def _planted_table(corpus: Any, data: dict[str, Any], scores: dict[tuple[str, st
     n_planted = sum(w is not None for w in source)
     n_train_works = corpus.train["work_id"].nunique()
     rows = []
-    for (m, st), path in scores.items():
+    for (m, st), (path, row_tracks) in rows_of.items():
         s = open_scores(path).to_numpy()
-        seg_work = np.array([track_work[t] for t in data[st].track_ids])
-        uniq_tracks = list(dict.fromkeys(data[st].track_ids))
+        seg_work = np.array([track_work[t] for t in row_tracks])
+        uniq_tracks = list(dict.fromkeys(row_tracks))
         track_works = np.array([track_work[t] for t in uniq_tracks])
-        for level in ("segment", "track"):
-            rec = planted_recall(s, list(data[st].track_ids), source, track_work, ks,
-                                 level=level)
+        for level in ("segment", "track") if st != "-" else ("track",):
+            rec = planted_recall(s, row_tracks, source, track_work, ks, level=level)
             pool = seg_work if level == "segment" else track_works
             for k, v in rec.items():
-                rows.append({"setting": f"{m}/{st}", "method": m, "stage": st, "level": level,
-                             "K": int(k), "recall": float(v),
+                rows.append({"setting": m if st == "-" else f"{m}/{st}", "method": m,
+                             "stage": st, "level": level, "K": int(k), "recall": float(v),
                              "chance": _planted_chance(pool, source, int(k)),
                              "n_queries": n_planted, "n_train_works": int(n_train_works)})
     return pd.DataFrame(rows)
-
-
-def _required(results: str | os.PathLike[str], name: str) -> Any:
-    from aria.errors import FileFormatError
-    from aria.results import read_table
-
-    df = read_table(results, name)
-    if df is None:
-        raise FileFormatError(f"{results}: the {name!r} table is missing")
-    return df
-
-
-def table2_text(results: str | os.PathLike[str], k: int) -> str:
-    """The paper's Table-2 layout as text: method × stage rows, reliability, z̄/Pos/Sig.
-
-    Parameters
-    ----------
-    results : path
-        A results folder written by the demo (or any audio study).
-    k : int
-        The K of the homogeneity columns.
-    """
-    from aria.results import read_table
-
-    rel = _required(results, "reliability").set_index("setting")
-    hom = _required(results, "homogeneity")
-    hom = hom[(hom["variant"] == "original") & (hom["K"] == k)].set_index(["setting", "channel"])
-    planted = read_table(results, "planted")  # optional tables: None when absent
-    if planted is not None:
-        planted = planted[planted["level"] == "track"]
-    lds = read_table(results, "lds")
-    if lds is not None:
-        lds = lds.set_index("method")
-    head = (f"{'setting':<18}{'r1':>6}{'r2:5':>6}{'p':>7}{'κ':>6}  {'verdict':<10}"
-            + "".join(f"{c[:4] + ' z̄/Pos/Sig':>22}" for c in AUDIO_CHANNELS)
-            + ("   planted R@K (chance)" if planted is not None else "")
-            + ("    LDS ± SE" if lds is not None else ""))
-    lines = [f"Table 2 layout (K = {k}, original matrix)", head, "-" * len(head)]
-    for setting in rel.index:
-        r = rel.loc[setting]
-        cells = ""
-        for c in AUDIO_CHANNELS:
-            if (setting, c) in hom.index:
-                h = hom.loc[(setting, c)]
-                cells += f"{h['zbar']:>+10.2f} {h['pos']:>5.2f} {h['sig']:>5.2f}"
-            else:
-                cells += f"{'—':>22}"
-        extra = ""
-        if planted is not None:
-            pr = planted[(planted["setting"] == setting) & (planted["K"] == k)]
-            if len(pr):
-                extra = f"   {pr['recall'].iloc[0]:.2f} ({pr['chance'].iloc[0]:.2f})"
-        if lds is not None and setting in lds.index:
-            extra += f"   {lds.loc[setting, 'lds']:+.3f} ± {lds.loc[setting, 'lds_se']:.3f}"
-        lines.append(f"{setting:<18}{r['r1']:>6.3f}{r['r2_5']:>6.3f}{r['p']:>7.4f}"
-                     f"{r['kappa']:>6.3f}  {r['verdict']!s:<10}{cells}{extra}")
-    return "\n".join(lines)
-

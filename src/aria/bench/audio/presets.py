@@ -17,6 +17,7 @@ semantic vocabulary        1,024 (MERT k-means)    128                  64
 acoustic RVQ               8 × 1,024 (EnCodec)     8 × 64               8 × 32
 conditioning               12 × 1,024 (CLAP-RVQ)   4 × 16               4 × 8
 stage model                24 layers, d 1,024      2 layers, d 64       2 layers, d 64
+embedding baselines        MERT, CLAP, CLEWS       *-style, 300 steps   *-style, 120 steps
 =========================  ======================  ===================  ===================
 
 The 12.5 Hz token rate (the paper's rates divided by 4 and 6) keeps the stage sequences at
@@ -73,6 +74,12 @@ class AudioPreset(Options):
     versions_per_work: int = option(3, help="rendered versions per work", min_value=2)
     planted_works: int = option(6, help="training works with a held-out planted version",
                                 min_value=0)
+    encoder_steps: int = option(300, help="optimiser steps of each demo-trained embedding "
+                                "encoder (clap-/clews-/mert-style)", min_value=1)
+    encoder_batch: int = option(32, help="clips per step of the demo-trained encoders",
+                                min_value=2)
+    query_audio_iters: int = option(32, help="Griffin-Lim iterations of the query audio "
+                                    "(generated tokens -> waveform)", min_value=0)
 
     def corpus_config(self, seed: int) -> AudioCorpusConfig:
         """The audio corpus of this preset.
@@ -106,12 +113,13 @@ AUDIO_PRESETS: dict[str, AudioPreset] = {
     "quick": AudioPreset(
         name="quick", epochs=4, n_ensemble=2, works_per_collection=3, versions_per_work=3,
         planted_works=4, semantic_k=64, rvq_codebook=32, cond_codebook=8, B=100,
-        n_bootstrap=500, n_lds_subsets=32,
+        n_bootstrap=500, n_lds_subsets=32, encoder_steps=120, encoder_batch=16,
     ),
     "tiny": AudioPreset(
         name="tiny", epochs=2, n_ensemble=1, works_per_collection=2, versions_per_work=2,
         planted_works=1, semantic_k=16, rvq_codebook=8, cond_codebook=4, B=20, n_bootstrap=50,
         d_model=32, d_ff=64, proj_dim=64, block_proj_dim=16, n_lds_subsets=4,
+        encoder_steps=3, encoder_batch=4, query_audio_iters=8,
     ),
 }
 

@@ -334,6 +334,7 @@ def render_html(
             )
     for name, nav in (
         ("alignment", "Alignment"),
+        ("alignment_embeddings", "Table 3"),
         ("confound", "Confound"),
         ("ranking", "Ranking"),
         ("lds_summary", "LDS"),

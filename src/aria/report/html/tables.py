@@ -142,7 +142,7 @@ def alignment_html(t: ReportTable) -> str:
                     )
                 )
         rows.append((cells, _setting_attrs(r)))
-    return _table([head1, head2], rows, attrs={"id": "table-alignment"})
+    return _table([head1, head2], rows, attrs={"id": f"table-{t.name}"})
 
 
 def confound_html(t: ReportTable) -> str:
@@ -484,7 +484,7 @@ def table_html(t: ReportTable) -> str:
         return reliability_html(t)
     if t.name.startswith("homogeneity"):
         return homogeneity_html(t)
-    if t.name == "alignment":
+    if t.name in ("alignment", "alignment_embeddings"):
         return alignment_html(t)
     if t.name == "confound":
         return confound_html(t)

@@ -352,6 +352,7 @@ def null_latex(t: ReportTable) -> str:
 _RENDERERS: dict[str, Callable[[ReportTable], str]] = {
     "reliability": reliability_latex,
     "alignment": alignment_latex,
+    "alignment_embeddings": alignment_latex,
     "confound": confound_latex,
     "ranking": ranking_latex,
     "lds": lds_latex,

@@ -1,0 +1,131 @@
+"""Sizes, front ends and training settings of the three offline encoders (one dataclass each).
+
+Every field is part of a checkpoint's header, and a checkpoint is reused only when its config
+matches (:mod:`aria.bench.audio.encoders`). Defaults are sized so each encoder trains in about
+a minute or two on the audio demo's ``default`` corpus on one or two busy CPU cores.
+
+============  ===========  ==============================  ===================================
+name          input rate   front end                       objective
+============  ===========  ==============================  ===================================
+clews-style   16 kHz       log-CQT, 84 bins, 25 Hz         versions of a work are positives
+mert-style    24 kHz       log-mel, 64 bands, 50 Hz        masked-frame token prediction
+clap-style    24 kHz       log-mel, 64 bands, 50 Hz        audio–caption contrastive
+============  ===========  ==============================  ===================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aria._options import Options, option
+from aria.errors import ParameterError, expected
+
+__all__ = ["CONFIGS", "ClapStyleConfig", "ClewsStyleConfig", "MertStyleConfig", "OfflineConfig"]
+
+
+def _channels(name: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not value:
+        raise ParameterError(expected(name, "a non-empty sequence of positive integers", value))
+    out = tuple(value)
+    if not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in out):
+        raise ParameterError(expected(name, "positive integers", value))
+    return out
+
+
+@dataclass(frozen=True)
+class _Common(Options):
+    """Fields every offline encoder has."""
+
+    window_seconds: float = option(10.0, help="training crop and embedding window (s)",
+                                   min_value=0.5, max_value=120.0)
+    window_hop_seconds: float = option(5.0, help="hop between embedding windows (s)",
+                                       min_value=0.1, max_value=120.0)
+    steps: int = option(300, help="optimiser steps", min_value=1)
+    batch_size: int = option(32, help="clips per step", min_value=2)
+    lr: float = option(2e-3, help="peak learning rate (AdamW, warm-up then cosine)",
+                       min_value=0.0, min_inclusive=False)
+    weight_decay: float = option(1e-4, help="AdamW weight decay", min_value=0.0)
+
+
+@dataclass(frozen=True)
+class ClewsStyleConfig(_Common):
+    """clews-style: log-CQT → conv net → GeM → 128-d; versions of a work are positives."""
+
+    sample_rate: int = option(16_000, help="input rate (Hz), CLEWS's", min_value=4000)
+    hop: int = option(640, help="CQT hop in samples (40 ms at 16 kHz)", min_value=16)
+    fmin: float = option(32.70319566257483, help="lowest CQT bin (Hz; C1 as CLEWS)",
+                         min_value=1.0)
+    n_bins: int = option(84, help="CQT bins", min_value=12)
+    bins_per_octave: int = option(12, help="CQT bins per octave", min_value=1)
+    channels: tuple[int, ...] = option((16, 32, 64, 128), help="conv block channels",
+                                       check=_channels)
+    dim: int = option(128, help="embedding dimension", min_value=2)
+    temperature: float = option(0.1, help="InfoNCE temperature", min_value=0.0,
+                                min_inclusive=False)
+    views: int = option(2, help="views per work in a batch (different versions when it has "
+                        "them)", min_value=2)
+    max_shift: int = option(2, help="random pitch shift of a view (CQT bins, ±)", min_value=0)
+    stretch: float = option(0.15, help="random time stretch of a view (±fraction)",
+                            min_value=0.0, max_value=0.5)
+    whiten_bins: int = option(12, help="spectral whitening: subtract the moving average of "
+                              "the log-CQT over this many bins in each frame (0: off)",
+                              min_value=0)
+    eq_db: float = option(6.0, help="random smooth equalisation of a view (±dB)",
+                          min_value=0.0)
+
+
+@dataclass(frozen=True)
+class MertStyleConfig(_Common):
+    """mert-style: log-mel → conv stem (token rate) → transformer; predict masked tokens."""
+
+    sample_rate: int = option(24_000, help="input rate (Hz), MERT's", min_value=4000)
+    hop: int = option(480, help="log-mel hop in samples (50 Hz at 24 kHz)", min_value=16)
+    n_fft: int = option(1024, help="log-mel FFT size", min_value=64)
+    n_mels: int = option(64, help="log-mel bands", min_value=8)
+    stem_stride: int = option(4, help="log-mel frames per token frame", min_value=1)
+    d_model: int = option(96, help="transformer width", min_value=8)
+    n_layers: int = option(3, help="transformer layers", min_value=1)
+    n_heads: int = option(4, help="attention heads", min_value=1)
+    d_ff: int = option(192, help="feed-forward width", min_value=8)
+    vocab: int = option(128, help="semantic token vocabulary (k-means units)", min_value=2)
+    mask_prob: float = option(0.4, help="fraction of frames masked (spans)",
+                              min_value=0.0, max_value=1.0, min_inclusive=False)
+    mask_span: int = option(3, help="frames per masked span", min_value=1)
+    default_layer: int = option(-1, help="hidden state embedded by default (-1: the last)",
+                                min_value=-1)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.d_model % self.n_heads:
+            raise ParameterError(expected("d_model", f"a multiple of n_heads={self.n_heads}",
+                                          self.d_model))
+        if self.default_layer > self.n_layers:
+            raise ParameterError(expected("default_layer", f"-1 or 0..{self.n_layers}",
+                                          self.default_layer))
+
+
+@dataclass(frozen=True)
+class ClapStyleConfig(_Common):
+    """clap-style: log-mel → conv net → 128-d, captions → bag of words → 128-d; CLIP loss."""
+
+    sample_rate: int = option(24_000, help="input rate (Hz)", min_value=4000)
+    hop: int = option(480, help="log-mel hop in samples (50 Hz at 24 kHz)", min_value=16)
+    n_fft: int = option(1024, help="log-mel FFT size", min_value=64)
+    n_mels: int = option(64, help="log-mel bands", min_value=8)
+    channels: tuple[int, ...] = option((16, 32, 64, 128), help="conv block channels",
+                                       check=_channels)
+    dim: int = option(128, help="joint embedding dimension", min_value=2)
+    text_width: int = option(64, help="word-vector width of the text tower", min_value=2)
+    temperature: float = option(0.07, help="initial temperature (learned, as CLIP/CLAP)",
+                                min_value=0.0, min_inclusive=False)
+
+
+OfflineConfig = ClewsStyleConfig | MertStyleConfig | ClapStyleConfig
+
+#: Encoder name → its config class.
+CONFIGS: dict[str, type[ClewsStyleConfig] | type[MertStyleConfig] | type[ClapStyleConfig]] = {
+    "clews-style": ClewsStyleConfig,
+    "mert-style": MertStyleConfig,
+    "clap-style": ClapStyleConfig,
+}

@@ -1,0 +1,255 @@
+"""Offline encoders: front ends, the three training loops, checkpoints, the Encoder contract.
+
+Real torch models trained for a few steps on synthesised audio: four "works" (tone
+sequences), each played by two "instruments" (harmonic envelopes) at two tempi and keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+import torch
+
+from aria.encoders import load_encoder
+from aria.encoders.offline import (
+    ClapStyleConfig,
+    ClewsStyleConfig,
+    MertStyleConfig,
+    OfflineEncoder,
+    front_end,
+    load_offline,
+    read_checkpoint,
+    save_checkpoint,
+)
+from aria.encoders.offline.frontends import cqt, log_mel
+from aria.encoders.offline.train import (
+    caption_vocab,
+    train_audio_text,
+    train_masked_prediction,
+    train_version_contrastive,
+)
+from aria.errors import DataError, FileFormatError, ParameterError
+
+SMALL = {"window_seconds": 1.0, "window_hop_seconds": 0.5, "batch_size": 8, "lr": 3e-3}
+CLEWS = ClewsStyleConfig(**SMALL, steps=30, channels=(4, 8), dim=16, n_bins=48, hop=320)
+MERT = MertStyleConfig(**SMALL, steps=30, d_model=16, n_layers=2, n_heads=2, d_ff=32,
+                       vocab=6, n_mels=16, n_fft=512)
+CLAP = ClapStyleConfig(**SMALL, steps=30, channels=(4, 8), dim=16, n_mels=16, n_fft=512,
+                       text_width=8)
+
+
+def _melody(work: int, instrument: int, tempo: float, shift: int, sr: int,
+            seconds: float = 2.0) -> np.ndarray:
+    rng = np.random.default_rng([7, work])
+    notes = 57 + rng.integers(0, 12, size=16) + shift
+    t = np.arange(int(seconds * sr)) / sr
+    idx = np.minimum((t * 4 * tempo).astype(int) % len(notes), len(notes) - 1)
+    f0 = 440.0 * 2.0 ** ((notes[idx] - 69) / 12)
+    phase = 2 * np.pi * np.cumsum(f0) / sr
+    amps = (1.0, 0.6, 0.3) if instrument == 0 else (0.3, 0.2, 0.9)
+    y = sum(a * np.sin((h + 1) * phase) for h, a in enumerate(amps))
+    return (0.1 * y / np.sqrt(np.mean(y ** 2))).astype(np.float32)
+
+
+def _tracks(sr: int) -> tuple[list[np.ndarray], list[int]]:
+    ys, groups = [], []
+    for w in range(4):
+        for v in range(2):
+            ys.append(_melody(w, v, 1.0 + 0.1 * v, v, sr))
+            groups.append(w)
+    return ys, groups
+
+
+@pytest.fixture(scope="module")
+def clews_trained():
+    ys, groups = _tracks(CLEWS.sample_rate)
+    feats = [front_end(y, CLEWS) for y in ys]
+    return train_version_contrastive(feats, groups, config=CLEWS, seed=1)
+
+
+def _save(tmp_path, name, config, model, extra=None, seed=1):
+    return save_checkpoint(tmp_path / f"{name}.pt", name=name, config=config, model=model,
+                           corpus_digest="abc", seed=seed, training={"losses": [1.0]},
+                           extra=extra)
+
+
+def _falls(losses: list[float]) -> bool:
+    k = max(1, len(losses) // 5)
+    return float(np.mean(losses[-k:])) < float(np.mean(losses[:k]))
+
+
+# front ends ---------------------------------------------------------------------------------
+
+
+def test_cqt_peaks_at_the_note_and_frames_follow_the_hop():
+    sr, hop = 16_000, 640
+    y = np.sin(2 * np.pi * 440.0 * np.arange(sr) / sr)
+    c = cqt(y, sr=sr, hop=hop)
+    assert c.shape == (sr // hop, 84)
+    assert np.all(c[5:-5].argmax(axis=1) == 45)  # A4 is 45 semitones above C1
+    assert cqt(y[: hop * 3 + 5], sr=sr, hop=hop).shape == (3, 84)
+
+
+def test_log_mel_shape_and_level():
+    sr, hop = 24_000, 480
+    y = np.random.default_rng(0).standard_normal(sr).astype(np.float32)
+    m = log_mel(y, sr=sr, hop=hop, n_mels=32)
+    assert m.shape == (sr // hop, 32)
+    assert np.allclose(log_mel(2 * y, sr=sr, hop=hop, n_mels=32), m + 20 * np.log10(2), atol=1e-6)
+
+
+def test_front_end_rejects_bad_signals():
+    with pytest.raises(ParameterError, match="mono"):
+        cqt(np.zeros((2, 100)), sr=8000, hop=10)
+    with pytest.raises(DataError, match="at least one hop"):
+        log_mel(np.zeros(10), sr=8000, hop=64)
+    with pytest.raises(DataError, match="finite"):
+        log_mel(np.full(100, np.nan), sr=8000, hop=64)
+    with pytest.raises(ParameterError, match="Nyquist"):
+        cqt(np.zeros(1000), sr=8000, hop=100, n_bins=200)
+
+
+def test_clews_whitening_removes_the_spectral_envelope():
+    y = _melody(0, 0, 1.0, 0, 16_000)
+    flat = front_end(y, CLEWS.replace(whiten_bins=0))
+    white = front_end(y, CLEWS)
+    assert white.shape == flat.shape
+    assert abs(white.mean()) < abs(flat.mean())
+
+
+# training loops -----------------------------------------------------------------------------
+
+
+def test_version_contrastive_learns(clews_trained):
+    model, record = clews_trained
+    assert _falls(record["losses"]) and record["n_groups"] == 4 and record["steps"] == 30
+    assert not model.training
+
+
+def test_masked_prediction_learns():
+    ys, _ = _tracks(MERT.sample_rate)
+    feats = [front_end(y, MERT) for y in ys]
+    toks = [np.minimum(f[: len(f) // 4 * 4: 4].argmax(axis=1) // 3, 5) for f in feats]
+    _, record = train_masked_prediction(feats, toks, config=MERT, seed=0)
+    assert _falls(record["losses"]) and 0.0 <= record["masked_accuracy"] <= 1.0
+    with pytest.raises(ParameterError, match=r"tokens in 0\.\.5"):
+        train_masked_prediction(feats, [t + 6 for t in toks], config=MERT)
+
+
+def test_audio_text_learns_and_vocab():
+    ys, _ = _tracks(CLAP.sample_rate)
+    feats = [front_end(y, CLAP) for y in ys]
+    caps = [f"a tune played by {'flute' if i % 2 else 'organ'}" for i in range(len(ys))]
+    model, record = train_audio_text(feats, caps, config=CLAP, seed=0)
+    assert _falls(record["losses"]) and record["n_captions"] == 2
+    assert record["vocab"] == caption_vocab(caps) and record["vocab"][0] == "<unk>"
+    assert set(model.keys()) == {"audio", "text", "scale"}
+
+
+def test_training_input_checks():
+    f = [np.zeros((50, CLEWS.n_bins), np.float32)] * 2
+    with pytest.raises(DataError, match="two groups"):
+        train_version_contrastive(f, [0, 0], config=CLEWS)
+    with pytest.raises(ParameterError, match="one group per track"):
+        train_version_contrastive(f, [0], config=CLEWS)
+    with pytest.raises(ParameterError, match="features"):
+        train_version_contrastive([np.zeros((50, 3))] * 2, [0, 1], config=CLEWS)
+
+
+def test_training_is_deterministic(clews_trained, tmp_path):
+    ys, groups = _tracks(CLEWS.sample_rate)
+    feats = [front_end(y, CLEWS) for y in ys]
+    again, _ = train_version_contrastive(feats, groups, config=CLEWS, seed=1)
+    a = _save(tmp_path / "a", "clews-style", CLEWS, clews_trained[0])
+    b = _save(tmp_path / "b", "clews-style", CLEWS, again)
+    assert hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
+
+
+# checkpoints and the Encoder contract -------------------------------------------------------
+
+
+def test_checkpoint_loads_through_the_registry(clews_trained, tmp_path):
+    path = _save(tmp_path, "clews-style", CLEWS, clews_trained[0])
+    enc = load_encoder("clews-style", weights=path)
+    assert isinstance(enc, OfflineEncoder) and enc.sample_rate == 16_000 and enc.dim == 16
+    y = _melody(2, 1, 1.0, 0, 16_000, seconds=3.0)
+    frames = enc.embed_frames(y)
+    assert frames.shape == (5, 16) and frames.dtype == np.float32  # 1 s windows every 0.5 s
+    assert np.allclose(np.linalg.norm(frames, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(enc.embed(y), frames.mean(axis=0), atol=1e-6)
+    assert enc.embed_frames(y[:4000]).shape == (1, 16)  # shorter than a window: one window
+    np.testing.assert_array_equal(enc.embed_frames(y), frames)
+    info = enc.info()
+    assert info["encoder"] == "clews-style" and info["weights_sha256"] == hashlib.sha256(
+        path.read_bytes()).hexdigest()
+    assert {"weights", "layer", "sample_rate", "window_seconds", "dim", "versions"} <= set(info)
+    assert info["training"]["corpus_digest"] == "abc"
+    assert read_checkpoint(path)["header"]["config"] == CLEWS.to_dict()
+
+
+def test_perturbed_checkpoint_changes_the_output(clews_trained, tmp_path):
+    path = _save(tmp_path, "clews-style", CLEWS, clews_trained[0])
+    y = _melody(1, 0, 1.0, 0, 16_000)
+    before = load_encoder("clews-style", weights=path).embed(y)
+    ck = torch.load(path, weights_only=True)
+    key = "proj.2.weight"
+    ck["state_dict"][key] = ck["state_dict"][key] + 0.05 * torch.randn_like(
+        ck["state_dict"][key], generator=torch.Generator().manual_seed(0))
+    torch.save(ck, path)
+    after = load_encoder("clews-style", weights=path).embed(y)
+    assert not np.allclose(before, after, atol=1e-4)
+
+
+def test_mert_style_layers_and_frame_rate(tmp_path):
+    torch.manual_seed(0)
+    from aria.encoders.offline import build_model
+
+    path = _save(tmp_path, "mert-style", MERT, build_model(MERT))
+    y = _melody(0, 0, 1.0, 0, 24_000, seconds=2.4)
+    enc = load_encoder("mert-style", weights=path)
+    assert enc.layer == MERT.n_layers and enc.info()["frame_rate"] == 12.5
+    assert enc.embed_frames(y).shape == (30, 16)  # 2.4 s at 12.5 Hz, 1 s chunks
+    first = load_encoder("mert-style", weights=path, layer=0).embed(y)
+    assert not np.allclose(first, enc.embed(y))
+    with pytest.raises(ParameterError, match="layer"):
+        load_encoder("mert-style", weights=path, layer=3)
+
+
+def test_clap_style_round_trip(tmp_path):
+    from aria.encoders.offline import build_model
+
+    vocab = ["<unk>", "a", "tune"]
+    torch.manual_seed(0)
+    path = _save(tmp_path, "clap-style", CLAP, build_model(CLAP, vocab_size=3),
+                 extra={"vocab": vocab})
+    enc = load_encoder("clap-style", weights=path)
+    assert enc.embed_frames(_melody(0, 0, 1.0, 0, 24_000)).shape == (3, 16)
+    with pytest.raises(ParameterError, match="layer"):
+        load_encoder("clap-style", weights=path, layer=1)
+
+
+def test_loader_errors(clews_trained, tmp_path):
+    path = _save(tmp_path, "clews-style", CLEWS, clews_trained[0])
+    with pytest.raises(ParameterError, match="a mert-style checkpoint"):
+        load_encoder("mert-style", weights=path)
+    with pytest.raises(ParameterError, match="needs its checkpoint"):
+        load_encoder("clews-style")
+    with pytest.raises(ParameterError, match="no encoder options"):
+        load_offline(name="clews-style", weights=path, colour="red")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(FileFormatError, match="not a readable"):
+        load_encoder("clews-style", weights=bad)
+    torch.save({"format": "other"}, bad)
+    with pytest.raises(FileFormatError, match="not an offline-encoder"):
+        load_encoder("clews-style", weights=bad)
+    ck = torch.load(path, weights_only=True)
+    ck["header"]["config"]["dim"] = 7
+    torch.save(ck, bad)
+    with pytest.raises(FileFormatError, match="does not fit"):
+        load_encoder("clews-style", weights=bad)
+    with pytest.raises(ParameterError, match="a clews-style config"):
+        save_checkpoint(tmp_path / "x.pt", name="clews-style", config=MERT, model=torch.nn.Linear(
+            1, 1), corpus_digest="", seed=0)
