@@ -497,21 +497,23 @@ def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str,
     check_choice("mode", mode, MODES)
     budget = _default_memory() if memory is None else parse_memory(memory)
     need = gram_bytes(t)
-    gb = 2.0**30
+
+    def size(x: float) -> str:
+        return f"{x / 2**30:.1f} GB" if x >= 2**30 else f"{x / 2**20:.1f} MB"
     if mode == "approx":
         return mode, "approx: asked for (r_i with guaranteed intervals, kappa sampled, p exact)"
     if mode == "exact-tiled":
-        return mode, f"exact-tiled: asked for (memory budget {budget / gb:.1f} GB)"
+        return mode, f"exact-tiled: asked for (memory budget {size(budget)})"
     if mode == "exact":
         return mode, "exact: asked for (in-memory T x T Gram)"
     if need <= budget:
         return "exact", (
-            f"exact: the in-memory Gram ({need / gb:.1f} GB for T={t:,}) fits the "
-            f"{budget / gb:.1f} GB budget"
+            f"exact: the in-memory Gram ({size(need)} for T={t:,}) fits the "
+            f"{size(budget)} budget"
         )
     return "exact-tiled", (
-        f"exact-tiled: the in-memory Gram needs {need / gb:.1f} GB for T={t:,}, over the "
-        f"{budget / gb:.1f} GB budget; tiling it over column blocks (--approx for a few "
+        f"exact-tiled: the in-memory Gram needs {size(need)} for T={t:,}, over the "
+        f"{size(budget)} budget; tiling it over column blocks (--approx for a few "
         "passes instead)"
     )
 
@@ -523,7 +525,7 @@ def _diagnose_tiled(
 ) -> Diagnostics:
     """:func:`diagnose` with the Gram in column panels spilled to disk (exact)."""
     from aria.scores.krylov import block_krylov_eigs
-    from aria.scores.tiled import tiled_gram
+    from aria.scores.tiled import parse_memory, tiled_gram
 
     t = src.n_cols
     budget = _default_memory() if memory is None else memory
@@ -541,9 +543,13 @@ def _diagnose_tiled(
         _warn_constant(const_idx, t)
         k = t - int(const_idx.size)
         kappa = _kappa_from_corr(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
-        blk = max(2 * n_energy + 4, 16)
+        blk = max(n_energy + 6, 16)
+        # the basis, its products and the Rayleigh-Ritz copies (about 8 x T x dim float64)
+        # take at most half the budget; the reads of the spilled Gram an eighth
+        dim = max(blk + n_energy, min(12 * blk, parse_memory(budget) // (2 * 64 * t)) - blk)
         ritz = block_krylov_eigs(
             tg.matmat, t, n_energy, trace=frob2, block=blk, max_products=400, seed=seed,
+            max_dim=dim,
             stop=lambda r: bool(np.all(r.residuals <= 1e-11 * max(r.values[0], 1e-300))),
         )
         details = {"passes": tg.passes, "panels": len(tg.panels), "gram_reads": ritz.n_products,

@@ -49,3 +49,66 @@ TWINS = [
         atol=1e-10,
     )
 ]
+
+
+# -- many queries: the tiled exact path, the block Krylov solver, the sampled κ -------------
+from aria.scores.krylov import block_krylov_eigs, block_krylov_eigs_reference  # noqa: E402
+from aria.scores.sketch import kappa_estimate, kappa_estimate_reference  # noqa: E402
+
+
+def _make_tiled(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    args, kwargs = _make(rng)
+    return args, {**kwargs, "mode": "exact-tiled", "memory": "64KB"}
+
+
+def _make_krylov(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    s = rng.standard_normal((60, 3)) @ rng.standard_normal((3, 24)) + 0.2 * rng.standard_normal(
+        (60, 24)
+    )
+    g = s.T @ s
+    return (lambda v: g @ v, 24, 5), {"trace": float(np.trace(g)), "max_products": 10}
+
+
+def _make_kappa(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    x = rng.standard_normal((80, 2)) @ rng.standard_normal((2, 15)) + rng.standard_normal((80, 15))
+    a = np.abs(np.corrcoef(x, rowvar=False))
+    return (a, 40), {"level": 0.9}
+
+
+def _permute_kappa(rng: np.random.Generator, args: Any, kwargs: Any) -> Any:
+    a, n = args
+    p = rng.permutation(a.shape[0])
+    return (a[np.ix_(p, p)], n), dict(kwargs), lambda r: r
+
+
+TWINS += [
+    Twin(
+        name="diagnostics.diagnose[exact-tiled]",
+        fast=diagnose,
+        reference=diagnose_reference,
+        make=_make_tiled,
+        chunk=("chunk_rows", (1, 7, 1000)),
+        permute=_permute,
+        rtol=1e-8,
+        atol=1e-10,
+        ignore=("mode", "sources", "details"),
+    ),
+    Twin(
+        name="scores.krylov.block_krylov_eigs",
+        fast=block_krylov_eigs,
+        reference=block_krylov_eigs_reference,
+        make=_make_krylov,
+        rtol=1e-9,
+        atol=1e-9,
+        ignore=("vectors", "lower", "upper", "residuals", "certified", "n_products", "dim"),
+    ),
+    Twin(
+        name="scores.sketch.kappa_estimate",
+        fast=kappa_estimate,
+        reference=kappa_estimate_reference,
+        make=_make_kappa,
+        permute=_permute_kappa,
+        rtol=1e-10,
+        atol=1e-12,
+    ),
+]

@@ -23,6 +23,7 @@ from aria.encoders.offline import (
     read_checkpoint,
     save_checkpoint,
 )
+from aria.encoders.offline.encoder import input_bins
 from aria.encoders.offline.frontends import cqt, log_mel
 from aria.encoders.offline.train import (
     caption_vocab,
@@ -111,12 +112,20 @@ def test_front_end_rejects_bad_signals():
         cqt(np.zeros(1000), sr=8000, hop=100, n_bins=200)
 
 
-def test_clews_whitening_removes_the_spectral_envelope():
+def test_clews_front_end_whitens_and_folds_octaves():
     y = _melody(0, 0, 1.0, 0, 16_000)
-    flat = front_end(y, CLEWS.replace(whiten_bins=0))
-    white = front_end(y, CLEWS)
-    assert white.shape == flat.shape
+    flat = front_end(y, CLEWS.replace(whiten_bins=0, fold_octaves=False))
+    white = front_end(y, CLEWS.replace(fold_octaves=False))
+    assert white.shape == flat.shape == (len(y) // CLEWS.hop, 48)
     assert abs(white.mean()) < abs(flat.mean())
+    folded = front_end(y, CLEWS)
+    assert folded.shape == (len(y) // CLEWS.hop, 24)
+    np.testing.assert_allclose(folded[:, :12], white.reshape(len(white), 4, 12).mean(axis=1),
+                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(folded[:, :12], folded[:, 12:])
+    # a transposition by one semitone rolls the pitch classes by one
+    up = front_end(_melody(0, 0, 1.0, 1, 16_000), CLEWS)[:, :12]
+    assert np.corrcoef(np.roll(folded[:, :12], 1, axis=1).ravel(), up.ravel())[0, 1] > 0.9
 
 
 # training loops -----------------------------------------------------------------------------
@@ -149,7 +158,8 @@ def test_audio_text_learns_and_vocab():
 
 
 def test_training_input_checks():
-    f = [np.zeros((50, CLEWS.n_bins), np.float32)] * 2
+    f = [np.zeros((50, input_bins(CLEWS)), np.float32)] * 2
+    assert input_bins(CLEWS) == 24 and input_bins(CLEWS.replace(fold_octaves=False)) == 48
     with pytest.raises(DataError, match="two groups"):
         train_version_contrastive(f, [0, 0], config=CLEWS)
     with pytest.raises(ParameterError, match="one group per track"):

@@ -55,6 +55,41 @@ def register(subparsers: Any) -> None:
         help="precision of the block products (default: that of the input)",
     )
     p.add_argument("--device", default=None, help="torch device for the kernel, e.g. cuda")
+    many = p.add_argument_group("many queries (T x T Gram larger than memory)")
+    many.add_argument(
+        "--memory",
+        default=None,
+        metavar="SIZE",
+        help="memory budget, e.g. 8GB (default: half the physical memory); when the in-memory "
+        "T x T Gram exceeds it, the exact Gram is tiled over column blocks and spilled to disk",
+    )
+    choice = many.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--approx",
+        action="store_true",
+        help="approximate mode: r_1..r_N by randomised block Krylov in a few passes, with "
+        "guaranteed intervals; kappa from sampled columns with a confidence interval; p exact",
+    )
+    choice.add_argument(
+        "--exact-tiled", action="store_true", help="force the tiled exact Gram (tests, timing)"
+    )
+    many.add_argument(
+        "--spill-dir",
+        default=None,
+        metavar="DIR",
+        help="where tiles are spilled (default $ARIA_CACHE_DIR/tiles; removed afterwards)",
+    )
+    many.add_argument(
+        "--approx-passes", type=int, default=8, metavar="N", help="most passes (default 8)"
+    )
+    many.add_argument(
+        "--sample-columns",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="columns sampled for kappa in --approx (default 1000)",
+    )
+    many.add_argument("--seed", type=int, default=0, help="seed of --approx (default 0)")
     add_progress_flag(p)
     p.set_defaults(func=run)
 
@@ -81,7 +116,9 @@ def to_record(d: Any) -> dict[str, Any]:
         The diagnostics of one score matrix.
     """
     v = verdict_of(d)
-    return {**d.to_dict(), "verdict": {"label": v.label, "reason": v.reason}}
+    rec = d.to_dict()
+    rec.setdefault("mode", d.mode)
+    return {**rec, "verdict": {"label": v.label, "reason": v.reason}}
 
 
 def format_table(d: Any, source: str) -> str:
@@ -113,6 +150,21 @@ def format_table(d: Any, source: str) -> str:
         "energy ratios  " + " ".join(f"{r:.4f}" for r in rec["energy_ratios"]),
         f"verdict        {verdict['label'].upper()}: {verdict['reason']}",
     ]
+    if d.mode != "exact":
+        lines.insert(2, f"mode           {d.mode}")
+        for i, (name, src_) in enumerate((rec.get("sources") or {}).items()):
+            lines.insert(3 + i, f"  {name:<12} {src_}")
+    if d.r1_interval is not None:
+        lo, hi = d.r1_interval
+        lines.insert(-1, f"r1 interval    [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+    if d.r2_5_interval is not None:
+        lo, hi = d.r2_5_interval
+        lines.insert(-1, f"r2:5 interval  [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+    if d.kappa_ci is not None:
+        lo, hi = d.kappa_ci
+        lines.insert(
+            -1, f"kappa CI       [{lo:.4f}, {hi:.4f}]   {100 * (d.kappa_level or 0):.0f}% (sampled)"
+        )
     return "\n".join(lines)
 
 
@@ -124,17 +176,30 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed flags.
     """
-    from aria.diagnostics import diagnose
+    import sys
 
+    from aria.diagnostics import ApproxOptions, choose_mode, diagnose
+    from aria.scores.readers import as_source
+
+    mode = "approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto"
+    src = as_source(args.scores, key=args.key, transpose=args.transpose)
+    if args.device is None or mode != "auto":
+        mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
+        print(f"aria diagnose: mode {reason}", file=sys.stderr, flush=True)
+    approx = ApproxOptions(max_passes=args.approx_passes, sample_columns=args.sample_columns)
     d = diagnose(
-        args.scores,
+        src,
         chunk_rows=args.chunk_rows,
         n_energy=args.n_energy,
-        key=args.key,
+        key=None,
         compute_dtype=args.compute_dtype,
         device=args.device,
         progress=args.progress,
-        transpose=args.transpose,
+        mode=mode,
+        memory=args.memory,
+        spill_dir=args.spill_dir,
+        seed=args.seed,
+        approx=approx,
     )
     if args.json:
         print_json(to_record(d))

@@ -43,8 +43,9 @@ ENCODERS: dict[str, EncoderSpec] = {
         ),
         EncoderSpec(
             "clews", "aria.encoders.clews:load_clews", "CLEWS (shs-clews)", 16_000,
-            weights_hint="the shs-clews checkpoint released with github.com/sony/clews "
-            "(see its README, 'Pre-trained models'), then --weights PATH/TO/checkpoint",
+            weights_hint="the shs-clews checkpoint linked from github.com/sony/clews (README, "
+            "'checkpoints': a Zenodo record) with the configuration.yaml of its folder, then "
+            "--weights PATH/TO/checkpoint.ckpt",
         ),
         EncoderSpec(
             "clews-style", "aria.encoders.offline:load_offline", "clews-style (demo corpus)",

@@ -163,7 +163,7 @@ class TiledGram:
         self.close()
 
 
-def _plan(t: int, budget: int, csize: int) -> list[tuple[int, int]]:
+def _plan(t: int, budget: int, csize: int, total: int) -> list[tuple[int, int]]:
     """Column panels ``(start, stop)``: a float64 panel plus its product tile within ``budget``."""
     panels = []
     i0 = 0
@@ -174,8 +174,10 @@ def _plan(t: int, budget: int, csize: int) -> list[tuple[int, int]]:
         if w < 1:
             raise ParameterError(
                 expected_text(
-                    "memory", f"at least {(per_row + 2**20) / 2**20:.0f} MB for the tiled pass",
-                    f"{budget / 2**20:.0f} MB left after the row blocks",
+                    "memory",
+                    f"at least {(total - budget + per_row) / 2**20:.2f} MB for the tiled pass "
+                    f"of {t} columns",
+                    f"{total / 2**20:.2f} MB",
                 )
             )
         panels.append((i0, min(t, i0 + w)))
@@ -231,11 +233,11 @@ def tiled_gram(
         cdt = np.dtype(compute_dtype)
     per_row = t * (3 * bdt.itemsize + cdt.itemsize)  # three prefetch buffers and the work rows
     if chunk_rows is None:
-        rows = int(min(src.chunk_rows(None), max(64, budget // 8 // per_row)))
+        rows = int(min(src.chunk_rows(None), max(16, budget // 8 // per_row)))
     else:
         rows = src.chunk_rows(chunk_rows)
-    fixed = rows * per_row + 8 * 8 * t + 2**20
-    panels = _plan(t, budget - fixed, cdt.itemsize)
+    fixed = rows * per_row + 8 * 8 * t + min(2**20, budget // 16)
+    panels = _plan(t, budget - fixed, cdt.itemsize, budget)
     need = sum(8 * (b - a) * (t - a) for a, b in panels)
     base = Path(spill_dir) if spill_dir is not None else default_spill_dir()
     base.mkdir(parents=True, exist_ok=True)
@@ -311,13 +313,13 @@ def _passes(
                     raise DataError(expected_text("scores", f"{m} rows", f"{stats.n}"))
                 keep = ~stats.constant_mask(ulps=ulps)
                 sd = np.sqrt(stats.centered_ss)
-            corr_sum += _panel_corr_sum(acc, stats, sd, keep, i0, i1)
+            corr_sum += _panel_corr_sum(acc, stats, sd, keep, i0, i1, cdt.itemsize)
             fh.write(memoryview(np.ascontiguousarray(acc)).cast("B"))
             done.append((i0, i1, offset))
             offset += acc.nbytes
             del acc
     assert stats is not None
-    fixed = 8 * 8 * t + 2**20
+    fixed = 8 * 8 * t + min(2**20, budget // 16)
     return TiledGram(
         stats=stats,
         abs_corr_sum=corr_sum,
@@ -326,33 +328,37 @@ def _passes(
         passes=len(panels),
         folder=folder,
         path=path,
-        read_bytes=max(8 * t, (budget - fixed) // 2),
+        read_bytes=max(8 * t, (budget - fixed) // 8),
         meta={"chunk_rows": rows, "spill_bytes": offset},
     )
 
 
 def _panel_corr_sum(
-    acc: np.ndarray, st: BlockStats, sd: np.ndarray, keep: np.ndarray, i0: int, i1: int
+    acc: np.ndarray, st: BlockStats, sd: np.ndarray, keep: np.ndarray, i0: int, i1: int,
+    csize: int,
 ) -> float:
-    r""":math:`\sum |C_{jj'}|` over the panel's pairs ``j < j'`` (both kept), doubled."""
+    r""":math:`\sum |C_{jj'}|` over the panel's pairs ``j < j'`` (both kept), doubled.
+
+    Works in row slices whose two float64 temporaries fit the product tile's allowance.
+    """
     total = 0.0
     s1, n = st.s1, st.n
-    w = i1 - i0
-    ki = keep[i0:i1]
-    si = np.where(ki, sd[i0:i1], 1.0)
-    for j0 in range(0, acc.shape[1], TILE_COLS):
-        j1 = min(acc.shape[1], j0 + TILE_COLS)
-        cols = slice(i0 + j0, i0 + j1)
-        c = acc[:, j0:j1] - np.outer(s1[i0:i1], s1[cols]) / n
-        sj = np.where(keep[cols], sd[cols], 1.0)
-        c /= si[:, None]
-        c /= sj[None, :]
+    w, width = acc.shape
+    step = max(1, (w * min(TILE_COLS, width) * csize) // (16 * width))
+    kc = keep[i0:]
+    sc = np.where(kc, sd[i0:], 1.0)
+    for a in range(0, w, step):
+        b = min(w, a + step)
+        c = np.multiply.outer(s1[i0 + a : i0 + b] / n, s1[i0:])
+        np.subtract(acc[a:b], c, out=c)
+        c /= np.where(kc[a:b], sc[a:b], 1.0)[:, None]
+        c /= sc[None, :]
         np.abs(c, out=c)
         np.minimum(c, 1.0, out=c)
-        c *= ki[:, None]
-        c *= keep[cols][None, :]
-        if j0 < w:  # the diagonal block: only j < j'
-            jj = np.arange(j0, j1)
-            c[np.arange(w)[:, None] >= jj[None, :]] = 0.0
+        c *= kc[a:b, None]
+        c *= kc[None, :]
+        for r in range(b - a):  # the diagonal block: only j < j'
+            c[r, : a + r + 1] = 0.0
         total += float(c.sum())
+        del c
     return 2.0 * total

@@ -7,7 +7,8 @@ a minute or two on the audio demo's ``default`` corpus on one or two busy CPU co
 ============  ===========  ==============================  ===================================
 name          input rate   front end                       objective
 ============  ===========  ==============================  ===================================
-clews-style   16 kHz       log-CQT, 84 bins, 25 Hz         versions of a work are positives
+clews-style   16 kHz       whitened log-CQT, 84 bins,      versions of a work are positives
+                           25 Hz
 mert-style    24 kHz       log-mel, 64 bands, 50 Hz        masked-frame token prediction
 clap-style    24 kHz       log-mel, 64 bands, 50 Hz        audio–caption contrastive
 ============  ===========  ==============================  ===================================
@@ -71,6 +72,9 @@ class ClewsStyleConfig(_Common):
     whiten_bins: int = option(12, help="spectral whitening: subtract the moving average of "
                               "the log-CQT over this many bins in each frame (0: off)",
                               min_value=0)
+    fold_octaves: bool = option(True, help="fold the (whitened) log-CQT into pitch classes "
+                                "(mean over octaves), tiled to two octaves: a timbre-robust, "
+                                "chroma-like input whose transpositions are circular shifts")
     eq_db: float = option(6.0, help="random smooth equalisation of a view (±dB)",
                           min_value=0.0)
 
@@ -113,7 +117,7 @@ class ClapStyleConfig(_Common):
     hop: int = option(480, help="log-mel hop in samples (50 Hz at 24 kHz)", min_value=16)
     n_fft: int = option(1024, help="log-mel FFT size", min_value=64)
     n_mels: int = option(64, help="log-mel bands", min_value=8)
-    channels: tuple[int, ...] = option((16, 32, 64, 128), help="conv block channels",
+    channels: tuple[int, ...] = option((8, 16, 32, 64), help="conv block channels",
                                        check=_channels)
     dim: int = option(128, help="joint embedding dimension", min_value=2)
     text_width: int = option(64, help="word-vector width of the text tower", min_value=2)

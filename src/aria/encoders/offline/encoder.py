@@ -31,7 +31,7 @@ from aria.encoders.offline.frontends import cqt, log_mel
 from aria.encoders.offline.models import ConvEncoder, MaskedFrameModel, TextTower
 from aria.errors import ParameterError, expected
 
-__all__ = ["OfflineEncoder", "build_model", "frames_per_second", "front_end"]
+__all__ = ["OfflineEncoder", "build_model", "frames_per_second", "front_end", "input_bins"]
 
 _CQT_FLOOR = 1e-5
 
@@ -39,7 +39,10 @@ _CQT_FLOOR = 1e-5
 def front_end(y: np.ndarray, config: OfflineConfig) -> np.ndarray:
     """The model input of one mono signal at ``config.sample_rate``: ``(n_frames, n_bins)``.
 
-    clews-style: ``20·log10(max(CQT, 1e-5))`` (dB); the others: log-mel in dB.
+    clews-style: ``20·log10(max(CQT, 1e-5))`` (dB), whitened (minus its moving average over
+    ``whiten_bins`` bins in each frame: the spectral envelope, i.e. much of the timbre, goes)
+    and, with ``fold_octaves``, averaged over octaves into pitch classes tiled twice
+    (``2·bins_per_octave`` values); the others: log-mel in dB.
 
     Parameters
     ----------
@@ -54,6 +57,11 @@ def front_end(y: np.ndarray, config: OfflineConfig) -> np.ndarray:
         db = 20.0 * np.log10(np.maximum(c, _CQT_FLOOR))
         if config.whiten_bins > 1:
             db = db - _moving_average(db, config.whiten_bins)
+        if config.fold_octaves:
+            b = config.bins_per_octave
+            n_oct = config.n_bins // b
+            pc = db[:, : n_oct * b].reshape(len(db), n_oct, b).mean(axis=1)
+            db = np.concatenate([pc, pc], axis=1)
         return db.astype(np.float32)
     return log_mel(y, sr=config.sample_rate, hop=config.hop, n_fft=config.n_fft,
                    n_mels=config.n_mels).astype(np.float32)
@@ -78,6 +86,19 @@ def frames_per_second(config: OfflineConfig) -> float:
     return config.sample_rate / config.hop
 
 
+def input_bins(config: OfflineConfig) -> int:
+    """Bins per frame of :func:`front_end`'s output.
+
+    Parameters
+    ----------
+    config : ClewsStyleConfig or MertStyleConfig or ClapStyleConfig
+        The encoder's config.
+    """
+    if isinstance(config, ClewsStyleConfig):
+        return 2 * config.bins_per_octave if config.fold_octaves else config.n_bins
+    return config.n_mels
+
+
 def build_model(config: OfflineConfig, *, vocab_size: int = 0) -> torch.nn.Module:
     """The (untrained) architecture of a config.
 
@@ -96,7 +117,7 @@ def build_model(config: OfflineConfig, *, vocab_size: int = 0) -> torch.nn.Modul
         and the learned ``log_scale`` inside ``scale`` (clap-style).
     """
     if isinstance(config, ClewsStyleConfig):
-        return ConvEncoder(config.n_bins, config.channels, config.dim)
+        return ConvEncoder(input_bins(config), config.channels, config.dim)
     if isinstance(config, MertStyleConfig):
         return MaskedFrameModel(config.n_mels, config.stem_stride, config.d_model,
                                 config.n_layers, config.n_heads, config.d_ff, config.vocab)

@@ -39,7 +39,7 @@ from torch import nn
 
 from aria._progress import progress
 from aria.encoders.offline.config import ClapStyleConfig, ClewsStyleConfig, MertStyleConfig
-from aria.encoders.offline.encoder import build_model, frames_per_second
+from aria.encoders.offline.encoder import build_model, frames_per_second, input_bins
 from aria.errors import DataError, ParameterError, expected
 
 __all__ = ["caption_vocab", "train_audio_text", "train_masked_prediction",
@@ -161,7 +161,7 @@ def train_version_contrastive(
         training record: ``losses`` per step, ``seconds``, ``steps``, ``n_tracks``,
         ``n_groups``.
     """
-    feats = _check_features(features, config.n_bins)
+    feats = _check_features(features, input_bins(config))
     g = np.asarray(groups)
     if g.shape != (len(feats),):
         raise ParameterError(expected("groups", f"one group per track ({len(feats)})", g.shape))
@@ -184,7 +184,10 @@ def train_version_contrastive(
             rate = 1.0 + float(rng.uniform(-config.stretch, config.stretch))
             crop, start = _crop(feats[track], max(2, round(size * rate)), rng, at)
             shift = int(rng.integers(-config.max_shift, config.max_shift + 1))
-            out = _stretch_shift(crop, size, rate, shift)
+            out = _stretch_shift(crop, size, rate, 0 if config.fold_octaves else shift)
+            if config.fold_octaves and shift:  # a transposition rolls the pitch classes
+                b = config.bins_per_octave
+                out = np.tile(np.roll(out[:b], shift, axis=0), (2, 1))
             if config.eq_db > 0:
                 k = np.arange(out.shape[0]) / out.shape[0]
                 curve = sum(rng.uniform(-1, 1) * np.cos(np.pi * j * k) for j in range(1, 4))
