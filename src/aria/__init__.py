@@ -44,6 +44,9 @@ _LAZY = {
     "run_study": "aria.study",
     "write_report": "aria.report",
     "run_demo": "aria.bench.demo",
+    "load_encoder": "aria.encoders",
+    "embed_to_store": "aria.embed",
+    "retrieve": "aria.embed",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
@@ -53,6 +56,8 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load o
     from aria.bench.demo import run_demo
     from aria.confound import stratify
     from aria.diagnostics import Diagnostics, diagnose
+    from aria.embed import embed_to_store, retrieve
+    from aria.encoders import load_encoder
     from aria.features.store import FeatureStore, write_store
     from aria.homogeneity import null_distribution, run_homogeneity, top_k_groups
     from aria.report import write_report

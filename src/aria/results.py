@@ -230,7 +230,28 @@ _SPECS = (
         "agreement.csv",
         ("diagnostic", "spearman", "kendall", "n_methods"),
         "Rank agreement across methods between each diagnostic (lower = better) and LDS (higher = "
-        "better).",
+        "better); spearman_lo/hi, kendall_lo/hi: percentile bootstrap CIs from replicates that "
+        "resample the queries (and LDS subsets) for every method at once; spearman_p_exact, "
+        "kendall_p_exact: exact one-sided permutation p-values over the n_methods! orderings.",
+    ),
+    TableSpec(
+        "lds_paired",
+        "lds_paired.csv",
+        ("quantity", "setting_a", "setting_b", "diff", "diff_lo", "diff_hi", "separated"),
+        "Method-vs-method differences (value_a - value_b) of LDS and of each reliability "
+        "diagnostic (quantity = lds | r1 | r2_5 | p | kappa) with paired percentile bootstrap "
+        "CIs: each replicate resamples the same queries (and, for LDS, the same retrained "
+        "subsets) for both methods; separated = the CI excludes 0.",
+    ),
+    TableSpec(
+        "paired",
+        "paired.csv",
+        ("quantity", "variant", "K", "channel", "setting_a", "setting_b", "diff", "diff_lo",
+         "diff_hi", "separated"),
+        "Setting-vs-setting differences of z-bar per variant, K and channel (quantity = zbar) "
+        "over the queries both define, with paired percentile bootstrap CIs (the same query "
+        "resample for both; settings on the same null only, whose mean cancels from the "
+        "difference); separated = the CI excludes 0.",
     ),
     TableSpec(
         "planted",

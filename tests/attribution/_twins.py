@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.attribution.lds import lds, lds_reference
+from aria.attribution.lds import lds, lds_bootstrap, lds_bootstrap_reference, lds_reference
 from twinlib import Twin
 
 
@@ -35,7 +35,28 @@ def _permute_lds(rng: np.random.Generator, args, kwargs):
     return (new_scores, new_subsets, outputs[order]), kwargs, lambda result: result
 
 
+def _lds_boot_inputs(rng: np.random.Generator):
+    (scores, subsets, outputs), _ = _lds_inputs(rng)
+    from aria.paired import bootstrap_counts
+
+    seed = int(rng.integers(0, 1000))
+    qc = bootstrap_counts(scores.shape[1], 10, seed)
+    sc = bootstrap_counts(subsets.shape[0], 10, seed + 1)
+    return (scores, subsets, outputs, qc, sc), {}
+
+
+def _permute_lds_boot(rng: np.random.Generator, args, kwargs):
+    """Relabel the queries (columns of scores and outputs with those of the query counts)."""
+    scores, subsets, outputs, qc, sc = args
+    order = rng.permutation(scores.shape[1])
+    return (scores[:, order], subsets, outputs[:, order], qc[:, order], sc), kwargs, \
+        lambda result: result
+
+
 TWINS = [
     Twin(name="attribution.lds", fast=lds, reference=lds_reference, make=_lds_inputs,
          permute=_permute_lds),
+    Twin(name="attribution.lds_bootstrap", fast=lds_bootstrap,
+         reference=lds_bootstrap_reference, make=_lds_boot_inputs, chunk=("block", (1, 3)),
+         permute=_permute_lds_boot),
 ]

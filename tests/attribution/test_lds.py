@@ -121,3 +121,26 @@ def test_query_log_probs_match_bench_losses(tiny):
             -last_token_loss(tiny["model"], q).double().numpy(),
             rtol=1e-6,
         )
+
+
+def test_lds_bootstrap_is_paired_and_matches_lds_at_unit_counts():
+    from aria.attribution.lds import lds_bootstrap
+    from aria.paired import bootstrap_counts
+
+    rng = np.random.default_rng(4)
+    n, t, s = 40, 12, 10
+    scores = rng.normal(size=(n, t))
+    subsets = np.stack([np.sort(rng.choice(n, n // 2, replace=False)) for _ in range(s)])
+    mask = np.zeros((s, n))
+    np.put_along_axis(mask, subsets, 1.0, axis=1)
+    outputs = mask @ scores + rng.normal(size=(s, t))
+    ones = np.ones((1, t), dtype=np.int64)
+    assert lds_bootstrap(scores, subsets, outputs, ones)[0] == pytest.approx(
+        lds(scores, subsets, outputs).mean)
+    qc, sc = bootstrap_counts(t, 30, 0), bootstrap_counts(s, 30, 1)
+    a = lds_bootstrap(scores, subsets, outputs, qc, sc)
+    b = lds_bootstrap(scores, subsets, outputs, qc, sc, block=4)
+    np.testing.assert_allclose(a, b)
+    assert a.std() > 0
+    with pytest.raises(DataError, match="subset_counts"):
+        lds_bootstrap(scores, subsets, outputs, qc, sc[:5])

@@ -52,6 +52,15 @@ def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys):
         "all",
         "paper",
     }
+    for col in ("spearman_lo", "spearman_hi", "spearman_p_exact", "kendall_p_exact"):
+        assert col in agree.columns
+    # paired comparisons: every pair of the six methods on LDS and each diagnostic
+    paired = read_table(results, "lds_paired")
+    assert set(paired.quantity) == {"lds", "r1", "r2_5", "p", "kappa"}
+    assert len(paired) == 5 * 15 and paired["separated"].dtype == bool
+    assert "ΔLDS vs" in log and "(best)" in log
+    zpaired = read_table(results, "paired")
+    assert set(zpaired.quantity) == {"zbar"} and len(zpaired)
     hom = read_table(results, "homogeneity")
     assert set(hom.variant) == {"original", "residual"}
     # all five channels are defined: the default collections carry dynamics (Table 1's D)

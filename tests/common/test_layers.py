@@ -35,7 +35,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     ),
     (1, ("aria.scores", "aria.features")),
     (2, ("aria.similarity", "aria._simkernels", "aria.diagnostics")),
-    (3, ("aria.homogeneity", "aria.alignment", "aria.confound", "aria.verdict")),
+    (3, ("aria.homogeneity", "aria.alignment", "aria.confound", "aria.verdict", "aria.paired")),
     (4, ("aria.report",)),
     (5, ("aria.study_config", "aria.study")),
     (6, ("aria.attribution", "aria.encoders", "aria.embed")),

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tracemalloc
 import warnings
 
@@ -63,6 +61,7 @@ def test_tiled_float32_input_agrees_to_float32_rounding(tmp_path):
         assert relerr(getattr(d, f), getattr(ref, f)) <= 1e-5, f
 
 
+@pytest.mark.slow
 def test_tiled_memory_budget_respected(tmp_path):
     # in memory this needs 3 x 8 x 400^2 = 3.8 MB of T x T arrays; the budget is 1.5 MB
     s = planted(2, 1000, 400)
@@ -188,31 +187,35 @@ def test_modes_refused_with_a_dask_client():
 
 
 # ---------------------------------------------------------------------------------- CLI
-def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "aria.cli", "diagnose", *args],
-        capture_output=True, text=True, env={"ARIA_PROGRESS": "0", "PATH": ""}, check=False,
-    )
+def _cli(capsys, *args):
+    from aria.cli import main
+
+    code = main(["diagnose", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
-def test_cli_memory_and_approx_flags(tmp_path):
+def test_cli_memory_and_approx_flags(tmp_path, capsys):
     path = tmp_path / "s.npy"
     np.save(path, planted(5, 800, 200).astype(np.float32))
-    tiled = _cli(str(path), "--memory", "500KB", "--spill-dir", str(tmp_path / "sp"), "--json")
-    assert tiled.returncode == 0, tiled.stderr
-    assert "mode exact-tiled: the in-memory Gram needs" in tiled.stderr
-    rec_t = json.loads(tiled.stdout)
+    code, out, err = _cli(
+        capsys, str(path), "--memory", "500KB", "--spill-dir", str(tmp_path / "sp"), "--json"
+    )
+    assert code == 0, err
+    assert "mode exact-tiled: the in-memory Gram needs" in err
+    rec_t = json.loads(out)
     assert rec_t["mode"] == "exact-tiled"
-    plain = json.loads(_cli(str(path), "--json").stdout)
-    assert plain["mode"] == "exact"
+    code, out, err = _cli(capsys, str(path), "--json")
+    plain = json.loads(out)
+    assert plain["mode"] == "exact" and err == ""  # the usual path stays quiet
     assert rec_t["r1"] == pytest.approx(plain["r1"], rel=1e-6)
-    approx = _cli(str(path), "--approx", "--sample-columns", "50", "--json")
-    assert approx.returncode == 0, approx.stderr
-    assert "mode approx" in approx.stderr
-    rec_a = json.loads(approx.stdout)
+    code, out, err = _cli(capsys, str(path), "--approx", "--sample-columns", "50", "--json")
+    assert code == 0, err
+    assert "mode approx" in err
+    rec_a = json.loads(out)
     assert rec_a["mode"] == "approx" and len(rec_a["kappa_ci"]) == 2
     assert rec_a["r1_interval"][0] <= plain["r1"] * (1 + 1e-6)
-    table = _cli(str(path), "--approx", "--sample-columns", "50")
-    assert "r1 interval" in table.stdout and "kappa CI" in table.stdout
-    bad = _cli(str(path), "--memory", "lots")
-    assert bad.returncode == 2 and "memory" in bad.stderr and "Traceback" not in bad.stderr
+    code, out, err = _cli(capsys, str(path), "--approx", "--sample-columns", "50")
+    assert "r1 interval" in out and "kappa CI" in out
+    code, out, err = _cli(capsys, str(path), "--memory", "lots")
+    assert code == 2 and "memory" in err and "Traceback" not in err

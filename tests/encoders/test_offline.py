@@ -162,6 +162,8 @@ def test_training_input_checks():
     assert input_bins(CLEWS) == 24 and input_bins(CLEWS.replace(fold_octaves=False)) == 48
     with pytest.raises(DataError, match="two groups"):
         train_version_contrastive(f, [0, 0], config=CLEWS)
+    with pytest.raises(ParameterError, match="positive rates"):
+        train_version_contrastive(f, [0, 1], config=CLEWS, rates=[1.0, 0.0])
     with pytest.raises(ParameterError, match="one group per track"):
         train_version_contrastive(f, [0], config=CLEWS)
     with pytest.raises(ParameterError, match="features"):

@@ -248,6 +248,27 @@ def build_results(
         [("kappa", 1.0, 1.0, 2), ("r1", 0.8, 0.67, 2)],
         columns=["diagnostic", "spearman", "kendall", "n_methods"],
     )
+    # paired differences: LDS / diagnostics between the two methods, z-bar between settings
+    out["lds_paired"] = pd.DataFrame(
+        [
+            ("lds", "TRAK", "MERT", 0.318, 0.149, 0.169, 0.08, 0.25, True),
+            ("r1", "TRAK", "MERT", 0.282, 0.437, -0.155, -0.31, 0.02, False),
+        ],
+        columns=[
+            "quantity",
+            "setting_a",
+            "setting_b",
+            "value_a",
+            "value_b",
+            "diff",
+            "diff_lo",
+            "diff_hi",
+            "separated",
+        ],
+    )
+    from aria.paired import zbar_paired_table
+
+    out["paired"] = zbar_paired_table(out["query_z"], n_boot=50, seed=7)
     out["planted"] = pd.DataFrame(
         [
             (s, m, st, level, K, min(1.0, 0.2 * i + K / 100), 5, 8)

@@ -43,7 +43,8 @@ from aria.attribution.subsets import sample_subsets
 from aria.errors import AriaWarning, DataError, ParameterError, expected
 
 # lds_reference (the exact twin of lds) is importable but not exported.
-__all__ = ["LDSResult", "lds", "model_outputs", "retrain_outputs", "sample_subsets"]
+__all__ = ["LDSResult", "lds", "lds_bootstrap", "model_outputs", "retrain_outputs",
+           "sample_subsets"]
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,112 @@ def lds_reference(scores: Any, subsets: Any, outputs: Any) -> LDSResult:
         for t in range(s.shape[1]):
             per_query[t] = spearmanr(pred[:, t], y[:, t]).statistic
     return _summarise(per_query, idx.shape[0])
+
+
+def _check_boot_counts(counts: Any, n: int, name: str) -> np.ndarray:
+    c = np.asarray(counts)
+    if c.ndim != 2 or c.shape[1] != n or c.dtype.kind not in "iu" or (c.size and c.min() < 0):
+        what = f"non-negative integer bootstrap counts of shape (B, {n})"
+        raise DataError(expected(name, what, f"{c.dtype} {c.shape}"))
+    return c.astype(np.int64)
+
+
+def lds_bootstrap(
+    scores: Any, subsets: Any, outputs: Any, query_counts: Any, subset_counts: Any = None,
+    *, block: int = 32,
+) -> np.ndarray:
+    r"""Mean LDS under bootstrap resamples of the queries and (optionally) of the subsets.
+
+    Replicate ``b`` draws query ``t`` ``query_counts[b, t]`` times and retrained subset ``j``
+    ``subset_counts[b, j]`` times: each query's Spearman correlation is taken over the
+    resampled subsets (a subset drawn twice is two tied observations), and the mean over the
+    resampled queries. Two methods given the *same* counts are compared pairwise
+    (:func:`aria.paired.paired_differences`): this is the paired, two-way (queries x subsets)
+    bootstrap of their LDS difference. At all-ones counts it equals :func:`lds`'s mean.
+
+    Parameters
+    ----------
+    scores : array [shape=(n_train, T)]
+        Attribution scores, higher = more influential.
+    subsets : int array [shape=(S, m)]
+        Training rows of each retrained model.
+    outputs : array [shape=(S, T)]
+        Query log-probabilities under each retrained model.
+    query_counts : int array [shape=(B, T)]
+        Bootstrap counts of the queries (:func:`aria.paired.bootstrap_counts`).
+    subset_counts : int array [shape=(B, S)], optional
+        Bootstrap counts of the subsets; ``None`` keeps every subset once (queries only).
+    block : int
+        Replicates ranked at once (memory ``block x S x T``; results do not depend on it).
+
+    Returns
+    -------
+    np.ndarray [shape=(B,)], float64
+        Mean LDS per replicate over the resampled queries where it is defined (NaN if none).
+    """
+    from scipy.stats import rankdata
+
+    s, idx, y = _validate(scores, subsets, outputs)
+    n_sub, t = y.shape
+    qc = _check_boot_counts(query_counts, t, "query_counts").astype(np.float64)
+    if subset_counts is None:
+        sc = np.ones((qc.shape[0], n_sub), dtype=np.int64)
+    else:
+        sc = _check_boot_counts(subset_counts, n_sub, "subset_counts")
+        if sc.shape[0] != qc.shape[0]:
+            raise DataError(expected("subset_counts", f"{qc.shape[0]} replicates (rows)",
+                                     sc.shape[0]))
+    block = check_int("block", block, min_value=1)
+    pred = predicted_outputs(s, idx)
+    out = np.full(qc.shape[0], np.nan)
+    for start in range(0, qc.shape[0], block):
+        rows = [np.repeat(np.arange(n_sub), r) for r in sc[start:start + block]]
+        rp = rankdata(np.stack([pred[r] for r in rows]), axis=1)
+        ry = rankdata(np.stack([y[r] for r in rows]), axis=1)
+        rp -= rp.mean(axis=1, keepdims=True)
+        ry -= ry.mean(axis=1, keepdims=True)
+        num = (rp * ry).sum(axis=1)
+        den = np.sqrt((rp * rp).sum(axis=1) * (ry * ry).sum(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per = np.clip(np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan), -1, 1)
+            w = qc[start:start + block] * np.isfinite(per)
+            out[start:start + block] = (w * np.nan_to_num(per)).sum(axis=1) / w.sum(axis=1)
+    return out
+
+
+def lds_bootstrap_reference(
+    scores: Any, subsets: Any, outputs: Any, query_counts: Any, subset_counts: Any = None,
+    *, block: int = 32,
+) -> np.ndarray:
+    """Exact reference of :func:`lds_bootstrap`: :func:`lds_reference` on each resampled copy.
+
+    Parameters
+    ----------
+    scores : array [shape=(n_train, T)]
+        Attribution scores.
+    subsets : int array [shape=(S, m)]
+        Training rows of each retrained model.
+    outputs : array [shape=(S, T)]
+        Query log-probabilities under each retrained model.
+    query_counts : int array [shape=(B, T)]
+        Bootstrap counts of the queries.
+    subset_counts : int array [shape=(B, S)], optional
+        Bootstrap counts of the subsets.
+    block : int
+        Ignored.
+    """
+    s, idx, y = _validate(scores, subsets, outputs)
+    qc = _check_boot_counts(query_counts, y.shape[1], "query_counts")
+    sc = (np.ones((qc.shape[0], y.shape[0]), dtype=np.int64) if subset_counts is None
+          else _check_boot_counts(subset_counts, y.shape[0], "subset_counts"))
+    out = np.empty(qc.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for b in range(qc.shape[0]):
+            q = np.repeat(np.arange(y.shape[1]), qc[b])
+            r = np.repeat(np.arange(y.shape[0]), sc[b])
+            out[b] = lds_reference(s[:, q], idx[r], y[np.ix_(r, q)]).mean
+    return out
 
 
 def model_outputs(

@@ -47,16 +47,15 @@ import numpy as np
 from aria._checks import check_choice, check_float, check_int, check_int_list
 from aria._io import remove_path, write_text
 from aria._stages import Stage, params_digest
+from aria.bench.validation import DIAGNOSTICS, PAPER_METHODS, agreement_table
 from aria.errors import DataError, ParameterError, expected
 from aria.results import DEFAULT_KS, default_k_report
 
-__all__ = ["DEMO_METHODS", "DemoSettings", "agreement_table", "run_demo"]
+__all__ = ["DEMO_METHODS", "DIAGNOSTICS", "PAPER_METHODS", "DemoSettings", "agreement_table",
+           "run_demo"]
 
 #: Methods of the demo, in the paper's order first (Table 1), then the audio-side methods.
 DEMO_METHODS: tuple[str, ...] = ("TRAK", "TracIn", "GradCos", "GradDot", "LoGra", "FactGraSS")
-#: The four methods of the paper's Table 1.
-PAPER_METHODS: tuple[str, ...] = ("TRAK", "TracIn", "GradCos", "GradDot")
-DIAGNOSTICS: tuple[str, ...] = ("r1", "r2_5", "p", "kappa")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,49 +161,6 @@ class _Runner:
         self.timings[name] = round(time.perf_counter() - t0, 2)
         self._log(f"{name}: done in {self.timings[name]:.1f} s")
         return st.path
-
-
-def agreement_table(lds: dict[str, float], diagnostics: dict[str, dict[str, float]]) -> Any:
-    r"""Rank agreement between each reliability diagnostic and LDS across methods.
-
-    For diagnostic :math:`d` (lower = more reliable) and LDS (higher = better), ``spearman``
-    and ``kendall`` are the rank correlations of :math:`-d` with LDS over the methods: +1
-    means the diagnostic orders the methods exactly as LDS does, -1 the reverse. Rows are
-    given for all methods and for the paper's four (TRAK, TracIn, GradCos, GradDot).
-
-    Parameters
-    ----------
-    lds : dict[str, float]
-        Mean LDS per method.
-    diagnostics : dict[str, dict[str, float]]
-        Per method, the diagnostics ``r1``, ``r2_5``, ``p``, ``kappa``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``diagnostic, spearman, kendall, n_methods, methods``.
-    """
-    import pandas as pd
-    from scipy.stats import kendalltau, spearmanr
-
-    rows = []
-    groups = {"all": [m for m in lds if m in diagnostics]}
-    paper = [m for m in PAPER_METHODS if m in lds and m in diagnostics]
-    if len(paper) >= 3 and paper != groups["all"]:
-        groups["paper"] = paper
-    for label, methods in groups.items():
-        y = np.array([lds[m] for m in methods])
-        for d in DIAGNOSTICS:
-            x = -np.array([diagnostics[m][d] for m in methods])
-            if len(methods) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-                rho = tau = float("nan")
-            else:
-                rho = float(spearmanr(x, y).statistic)
-                tau = float(kendalltau(x, y).statistic)
-            rows.append({"diagnostic": d, "spearman": rho, "kendall": tau,
-                         "n_methods": len(methods), "methods": label,
-                         "order": ", ".join(methods)})
-    return pd.DataFrame(rows)
 
 
 def run_demo(
@@ -430,8 +386,17 @@ def run_demo(
     write_table(results, "lds", pd.DataFrame(lds_rows))
     rel = _table(results, "reliability").set_index("setting")
     diags = {m: {d: float(rel.loc[m, d]) for d in DIAGNOSTICS} for m in methods}
-    agree = agreement_table(lds_values, diags)
+    # one bootstrap shared by every method: paired LDS / diagnostic differences and the
+    # agreement's intervals (queries and LDS subsets resampled)
+    from aria.bench.validation import compare_methods
+
+    t0 = time.perf_counter()
+    comparison = compare_methods(scores, subsets, outputs, diagnostics=diags,
+                                 n_boot=settings.n_bootstrap, seed=settings.seed)
+    write_table(results, "lds_paired", pd.DataFrame(comparison.paired_rows()))
+    agree = agreement_table(lds_values, diags, comparison)
     write_table(results, "agreement", agree)
+    run.timings["paired"] = round(time.perf_counter() - t0, 2)
 
     # 8. report ---------------------------------------------------------------------------
     run.timings["total"] = round(time.perf_counter() - t_start, 2)
@@ -479,6 +444,36 @@ def _table(results: Path, name: str) -> Any:
     return df
 
 
+def _level(results: Path) -> str:
+    from aria.results import read_table
+
+    paired = read_table(results, "lds_paired")
+    if paired is None or "level" not in paired.columns or paired.empty:
+        return "95"
+    return f"{100 * float(paired['level'].iloc[0]):g}"
+
+
+def _versus_best(results: Path, lds: Any) -> dict[str, str]:
+    """Method -> "ΔLDS [lo, hi] separated|not separated" against the best mean LDS."""
+    from aria.results import read_table
+
+    paired = read_table(results, "lds_paired")
+    if paired is None or paired.empty:
+        return {}
+    best = max(lds.index, key=lambda m: lds[m])
+    sub = paired[paired["quantity"] == "lds"]
+    out = {best: "(best)"}
+    for _, r in sub.iterrows():
+        if best not in (r.setting_a, r.setting_b) or r.setting_a == r.setting_b:
+            continue
+        sign = 1.0 if r.setting_b == best else -1.0
+        m = r.setting_a if sign > 0 else r.setting_b
+        lo, hi = sorted((sign * r.diff_lo, sign * r.diff_hi))
+        tag = "separated" if bool(r.separated) else "not separated"
+        out[m] = f"{sign * r['diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] {tag}"
+    return out
+
+
 def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> None:
     rel = _table(results, "reliability").set_index("setting")
     lds = _table(results, "lds").set_index("method")
@@ -487,21 +482,29 @@ def _print_summary(results: Path, timings: dict[str, float], quiet: bool) -> Non
     h = hom[(hom.variant == "original") & (hom.K == meta_k)].pivot(
         index="setting", columns="channel", values="zbar")
     chans = [c for c in ("melody", "harmony", "rhythm", "dynamic", "texture") if c in h.columns]
-    head = (f"{'Method':<10}{'LDS':>7}{'±SE':>7}{'r1':>7}{'r2:5':>7}{'p':>8}{'kappa':>7}  "
+    vs = _versus_best(results, lds["lds"])
+    best = max(lds.index, key=lambda m: lds.loc[m, "lds"])
+    level = _level(results)
+    head = (f"{'Method':<10}{'LDS':>7}{'±SE':>7}  {'ΔLDS vs ' + best + f' [{level}% CI]':<27}"
+            f"{'':<15}{'r1':>7}{'r2:5':>7}{'p':>8}{'kappa':>7}  "
             + "".join(f"{c[:4]:>7}" for c in chans))
-    print(f"\nTable 1 layout (z-bar at K={meta_k}):")
+    print(f"\nTable 1 layout (z-bar at K={meta_k}; ΔLDS: paired bootstrap over queries and "
+          "LDS subsets, 'separated' only where the interval excludes 0):")
     print(head)
     for m in rel.index:
         row = rel.loc[m]
         zs = "".join(f"{h.loc[m, c]:>+7.2f}" for c in chans)
-        print(f"{m:<10}{lds.loc[m, 'lds']:>7.3f}{lds.loc[m, 'lds_se']:>7.3f}"
+        print(f"{m:<10}{lds.loc[m, 'lds']:>7.3f}{lds.loc[m, 'lds_se']:>7.3f}  {vs.get(m, ''):<42}"
               f"{row.r1:>7.3f}{row.r2_5:>7.3f}{row.p:>8.4f}{row.kappa:>7.3f}  {zs}"
               f"  [{row.verdict}]")
     agree = _table(results, "agreement")
-    print("\nRank agreement with LDS (Spearman / Kendall of -diagnostic vs LDS):")
+    print("\nRank agreement with LDS (Spearman / Kendall of -diagnostic vs LDS; "
+          f"[{level}% bootstrap CI], exact one-sided permutation p over n! orderings):")
     for _, r in agree.iterrows():
-        print(f"  {r.methods:<6}{r.diagnostic:<7}{r.spearman:>+6.2f} / {r.kendall:>+6.2f}  "
-              f"(n={r.n_methods})")
+        print(f"  {r.methods:<6}{r.diagnostic:<7}" + "  ".join(
+            f"{r[s]:>+6.2f} [{r.get(f'{s}_lo', np.nan):+.2f}, {r.get(f'{s}_hi', np.nan):+.2f}] "
+            f"p={r.get(f'{s}_p_exact', np.nan):.3f}" for s in ("spearman", "kendall"))
+            + f"  (n={r.n_methods})")
     undefined = [c for c in chans if h[c].isna().all()]
     if undefined:
         print(f"\nChannel(s) {', '.join(undefined)}: z undefined — the features are constant "

@@ -12,18 +12,19 @@ default    ~130 s *  11.1 s   6.0 s       4.1 s      1.63 (Bach)   ~300 s (~215 
 quick      ~45 s *   ~3-7 s   ~1.5-3.7 s  1.5 s      2.31 (Bach)   ~60-140 s
 =========  ========  =======  ==========  =========  ============  =======================
 
-``*`` first run only: music21 conversion (CPU seconds of one process; 2 processes share it),
-cached in the work cache afterwards.
+``*`` first run only: music21 conversion, CPU seconds (the demo runs it in 2 processes; 299 s
+wall on the shared machine at load 8), cached in the work cache afterwards.
 
-Corpus: ``DYNAMIC_COLLECTIONS`` — the music21 folders whose scores carry dynamics markings in
-every work (Mozart and Haydn string quartets, Robert Schumann's op. 41 no. 1 and two songs, Clara
-Schumann's piano pieces: 37 works, ~215k tokens, ~2-20 CPU-s each to convert). Written to MIDI
-they have several velocities per work, and about half of the 64-token windows several
-velocities, so the dynamic channel varies (music21's Bach chorales, the earlier default, are all
-velocity 90: a constant channel, z undefined). Beethoven is left out: his quartets take
-10-60 CPU-s each to convert, and ``beethoven/opus18no1`` holds each movement twice (``.krn``
-and ``.mxl``), which would put the same music on both sides of the split by work. Default =
-all 37 works (7 held out) → 1,500 of ~2,700 training windows of 64 tokens, 282 AdamW steps of
+Corpus: ``DYNAMIC_COLLECTIONS`` — the music21 folders whose scores carry dynamics markings
+(Mozart and Haydn string quartets, Robert Schumann's op. 41 no. 1 and two songs, Clara
+Schumann's piano pieces: 37 works, 220k tokens, ~1-20 CPU-s each to convert). Written to MIDI,
+36 of the 37 works have several velocities (Mozart's K. 545 exposition has one), and 62 % of
+the default's training windows more than one, so the dynamic channel varies (music21's Bach
+chorales, the earlier default, are all velocity 90: a constant channel, z undefined).
+Beethoven is left out: his quartets take 10-60 CPU-s each to convert, and
+``beethoven/opus18no1`` holds each movement twice (``.krn`` and ``.mxl``), which would put the
+same music on both sides of the split by work. Default = all 37 works (7 held out, seed 0) →
+1,500 of 2,663 training windows of 64 tokens (757 held-out windows), 282 AdamW steps of
 16 × 64 tokens per model. Batch 16 at lr 6e-3 reached a clearly lower held-out loss than batch
 32 at 3e-3 for the same CPU time (1.62 vs 2.01 nats/token at 4 epochs, Bach).
 """

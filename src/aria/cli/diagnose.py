@@ -183,8 +183,8 @@ def run(args: argparse.Namespace) -> int:
 
     mode = "approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto"
     src = as_source(args.scores, key=args.key, transpose=args.transpose)
-    if args.device is None or mode != "auto":
-        mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
+    mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
+    if mode != "exact":  # the usual in-memory path stays quiet
         print(f"aria diagnose: mode {reason}", file=sys.stderr, flush=True)
     approx = ApproxOptions(max_passes=args.approx_passes, sample_columns=args.sample_columns)
     d = diagnose(

@@ -118,6 +118,9 @@ _STR_COLUMNS = {
     "label",
     "level",
     "base_method",
+    "quantity",
+    "setting_a",
+    "setting_b",
 }
 # Integer-valued columns that may legitimately hold blanks (kept as float).
 _NULLABLE_INT = {"rank", "n_train_works"}

@@ -332,6 +332,13 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
                     "; one block per stage, ranking that stage's methods by its own LDS."
                     if staged
                     else "."
+                )
+                + (
+                    " CI: percentile bootstrap over queries and LDS subsets, one resample shared "
+                    "by all methods; p: exact one-sided permutation p-value over the n! "
+                    "orderings of the n methods (smallest possible 1/n!)."
+                    if "spearman_lo" in agr.columns
+                    else ""
                 ),
                 agr.reset_index(drop=True),
                 {"stages": _ordered_stages(agr) if staged else []},
@@ -468,7 +475,8 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
         Only the tables the folder has data for: ``reliability``, ``homogeneity``,
         ``homogeneity_<variant>``, ``ksweep``, ``alignment``, ``alignment_embeddings``,
         ``confound``, ``ranking``,
-        ``lds``, ``lds_summary``, ``agreement``, ``planted``, ``planted_segment``,
+        ``lds``, ``lds_summary``, ``agreement``, ``lds_paired``, ``paired``, ``planted``,
+        ``planted_segment``,
         ``sensitivity``, ``null``.
     """
     out: dict[str, ReportTable] = {}
@@ -491,6 +499,10 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
     add(confound_table(data, k=k))
     add(ranking_table(data, k=k))
     for t in lds_tables(data, k=k):
+        add(t)
+    from aria.report.paired import paired_tables  # it imports this module
+
+    for t in paired_tables(data, k=k):
         add(t)
     from aria.report.planted import planted_tables  # planted imports this module
 

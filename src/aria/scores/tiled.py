@@ -142,7 +142,7 @@ class TiledGram:
                     b = min(a + rows, i1)
                     u = buf[: (b - a) * width].reshape(b - a, width)
                     fh.seek(off + (a - i0) * width * 8)
-                    got = fh.readinto(memoryview(u).cast("B"))
+                    got = fh.readinto(memoryview(u).cast("B"))  # type: ignore[arg-type]
                     if got != u.nbytes:
                         raise DataError(f"{self.path}: spill file truncated")
                     out[a:b] += u @ v[i0:]
@@ -314,7 +314,7 @@ def _passes(
                 keep = ~stats.constant_mask(ulps=ulps)
                 sd = np.sqrt(stats.centered_ss)
             corr_sum += _panel_corr_sum(acc, stats, sd, keep, i0, i1, cdt.itemsize)
-            fh.write(memoryview(np.ascontiguousarray(acc)).cast("B"))
+            acc.tofile(fh)  # C-contiguous float64, row after row
             done.append((i0, i1, offset))
             offset += acc.nbytes
             del acc

@@ -25,7 +25,7 @@ __all__ = ["RUN_TABLES", "publish", "write_tables"]
 #: Tables this runner writes (others, e.g. lds/agreement/sensitivity from the demo or a sweep,
 #: are left alone).
 RUN_TABLES = ("reliability", "homogeneity", "query_z", "pairs", "topk", "ranking", "alignment",
-              "null", "queries", "confound", "tracks")
+              "null", "queries", "confound", "tracks", "paired")
 
 _VERSIONED = ("aria-tda", "numpy", "scipy", "pandas", "pyarrow", "zarr", "numba", "torch",
               "dattri", "librosa", "music21")
@@ -167,6 +167,9 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
     ranking = pd.DataFrame(rank_rows)
     ranking["rank"] = ranking["rank"].astype("Int64")
     write_table(out, "ranking", ranking)
+    paired = _paired_zbar(spec, results)
+    if len(paired):
+        write_table(out, "paired", paired)
 
     align_rows = [{"setting": s.name, **row}
                   for s in spec.settings for row in results[s.name]["alignment"]]
@@ -213,6 +216,22 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         "timings": {"settings": timings, "total": round(time.perf_counter() - t_start, 3)},
         "notes": [],
     }
+
+
+def _paired_zbar(spec: StudySpec, results: dict[str, dict[str, Any]]) -> Any:
+    """Paired z-bar differences between settings that share a null (aria.paired.tables)."""
+    import pandas as pd
+
+    from aria.paired import zbar_paired_table
+
+    qz = pd.concat([results[s.name]["query_z"] for s in spec.settings], ignore_index=True)
+    groups = {}
+    for s in spec.settings:
+        null = results[s.name]["null"]
+        cols = [c for c in ("K", "channel", "feature", "mu", "sigma") if c in null.columns]
+        groups[s.name] = pd.util.hash_pandas_object(
+            null[cols].drop_duplicates().reset_index(drop=True), index=False).sum()
+    return zbar_paired_table(qz, n_boot=spec.n_bootstrap, seed=spec.seed, null_groups=groups)
 
 
 def _channels(store: Any, spec: StudySpec) -> dict[str, list[Any]]:

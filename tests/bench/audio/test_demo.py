@@ -139,3 +139,32 @@ def test_encoders_flag_belongs_to_the_audio_demo(tmp_path, capsys):
     rc = main(["demo", "--quick", "--out", str(tmp_path / "x"), "--encoders", "mert=x"])
     assert rc == 2
     assert "demo audio" in capsys.readouterr().err
+
+
+def test_published_checkpoint_replaces_its_demo_trained_encoder(tiny_run, tmp_path):
+    """--encoders clews=PATH: the real CLEWS architecture (random weights in the authors'
+    checkpoint format) scores the same queries; the other two stay demo-trained."""
+    import shutil
+
+    from aria.bench.audio.demo import run_audio_demo
+    from aria.encoders.clews import save_random_checkpoint
+
+    out, _ = tiny_run
+    work = tmp_path / "demo"
+    shutil.copytree(out, work)
+    ckpt = save_random_checkpoint(tmp_path / "checkpoint_best.ckpt", seed=1, small=True)
+    kept = [work / "encoders" / "clap-style.pt", work / "encoders" / "mert-style.pt",
+            work / "attribution" / "stage.json"]
+    mtimes = [p.stat().st_mtime_ns for p in kept]
+    results = run_audio_demo(work, preset="tiny", quiet=True, progress=False, report=False,
+                             encoders={"clews": ckpt})
+    rel = read_table(results, "reliability")
+    assert len(rel) == 15
+    assert set(rel[rel["stage"] == "-"]["setting"]) == {"clap-style", "clews", "mert-style"}
+    demo = read_results_meta(results)["demo"]
+    assert demo["embeddings"]["clews"] == {
+        "encoder": "clews", "checkpoint": "published",
+        "scores": str(work / "embeddings" / "clews" / "scores.npy")}
+    assert demo["embeddings"]["mert"]["checkpoint"] == "trained here"
+    # the attribution stage and the two demo-trained encoders were reused, not recomputed
+    assert mtimes == [p.stat().st_mtime_ns for p in kept]

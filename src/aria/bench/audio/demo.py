@@ -271,9 +271,10 @@ def run_audio_demo(
 
     # 6. LDS (optional) -------------------------------------------------------------------
     lds_tables: list[dict[str, Any]] = []
+    comparisons: dict[str, Any] = {}  # stage -> shared-bootstrap MethodComparison
     if lds:
-        lds_tables = _stage_lds(run, p, data, queries, scores, methods, sizes, train_cfg, seed,
-                                n_threads, progress, query_start)
+        lds_tables, comparisons = _stage_lds(run, p, data, queries, scores, methods, sizes,
+                                             train_cfg, seed, n_threads, progress, query_start)
 
     # 7. features -------------------------------------------------------------------------
     import pandas as pd
@@ -340,7 +341,9 @@ def run_audio_demo(
     write_table(results, "planted", planted)
     if lds_tables:
         write_table(results, "lds", pd.DataFrame(lds_tables))
-        write_table(results, "agreement", _agreement(results, lds_tables))
+        write_table(results, "agreement", _agreement(results, lds_tables, comparisons))
+        write_table(results, "lds_paired", pd.DataFrame(
+            [{"stage": st, **r} for st, c in comparisons.items() for r in c.paired_rows()]))
     run.timings["total"] = round(time.perf_counter() - t_start, 2)
     meta = read_results_meta(results)
     meta = {k: v for k, v in meta.items() if k not in {"kind", "aria_version", "created"}}
@@ -391,7 +394,7 @@ def run_audio_demo(
 def _stage_lds(run: _Runner, p: Any, data: dict[str, Any], queries: Any,
                scores: dict[tuple[str, str], Path], methods: Sequence[str], sizes: dict[str, int],
                train_cfg: Any, seed: int, n_threads: int, progress: bool | None,
-               query_start: dict[str, int]) -> list[dict[str, Any]]:
+               query_start: dict[str, int]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     from aria.bench.audio.attribute import stage_lds
     from aria.bench.audio.training import stage_model_config
     from aria.scores import open_scores
@@ -414,20 +417,27 @@ def _stage_lds(run: _Runner, p: Any, data: dict[str, Any], queries: Any,
                                 "query_start": query_start}, ["models", "queries"], _lds,
                         resumable=True)
     from aria.attribution import lds as lds_score
+    from aria.bench.validation import compare_methods
 
+    comparisons = {}
     for st in STAGE_ORDER:
         subsets = np.load(lds_dir / st / "subsets.npy")
         outputs = np.load(lds_dir / st / "outputs.npy")
+        # one bootstrap (queries + LDS subsets) shared by the stage's methods: paired
+        # differences and the agreement's intervals
+        comparisons[st] = compare_methods({m: scores[(m, st)] for m in methods}, subsets,
+                                          outputs, n_boot=p.n_bootstrap, seed=seed)
         for m in methods:
             res = lds_score(open_scores(scores[(m, st)]).to_numpy(), subsets, outputs)
             row = res.to_row(f"{m}/{st}")
             row.update({"stage": st, "base_method": m,
                         "lds_se": float(res.sd) / np.sqrt(max(int(res.n_queries), 1))})
             rows.append(row)
-    return rows
+    return rows, comparisons
 
 
-def _agreement(results: Path, lds_rows: list[dict[str, Any]]) -> Any:
+def _agreement(results: Path, lds_rows: list[dict[str, Any]],
+               comparisons: dict[str, Any] | None = None) -> Any:
     """Per stage, the rank agreement of each diagnostic with LDS across the stage's methods."""
     import pandas as pd
 
@@ -440,7 +450,7 @@ def _agreement(results: Path, lds_rows: list[dict[str, Any]]) -> Any:
         lds_values = {r["base_method"]: float(r["lds"]) for r in rows}
         diags = {r["base_method"]: {d: float(rel.loc[r["method"], d]) for d in DIAGNOSTICS}
                  for r in rows}
-        t = agreement_table(lds_values, diags)
+        t = agreement_table(lds_values, diags, (comparisons or {}).get(st))
         t.insert(0, "stage", st)
         parts.append(t)
     return pd.concat(parts, ignore_index=True)

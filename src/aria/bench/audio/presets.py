@@ -24,6 +24,12 @@ The 12.5 Hz token rate (the paper's rates divided by 4 and 6) keeps the stage se
 130 / 205 / 205 tokens; at 25 Hz training and attribution cost about 4× and 2.3× more
 (measured), which does not fit the default's budget.
 
+**Embedding baselines.** The paper's MERT, CLAP and CLEWS are published checkpoints
+(``aria demo audio --encoders`` uses them when given); without them the demo trains encoders
+with the same three objectives on its own training tracks (:mod:`aria.bench.audio.encoders`)
+for ``encoder_steps`` steps of ``encoder_batch`` clips each, the cost that grows with the
+preset (``quick`` trains fewer, smaller steps to stay within its budget).
+
 **K-sweep.** The paper's K = 20 … 500 are 0.03–0.7 % of its 67,219 tracks; at ~90 tracks the
 same fractions are less than one track. The demo keeps the sweep's seven points and the
 position of K_report (the fifth, as 300 is in the paper) and spans them linearly from 3 to

@@ -340,6 +340,8 @@ def render_html(
         ("lds_summary", "LDS"),
         ("lds", "LDS" if "lds_summary" not in tables else ""),
         ("agreement", "Agreement"),
+        ("lds_paired", "Paired"),
+        ("paired", "Paired z̄"),
         ("planted", "Planted influence"),
         ("sensitivity", "Sensitivity"),
     ):

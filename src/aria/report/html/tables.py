@@ -335,9 +335,16 @@ def agreement_html(t: ReportTable) -> str:
     """Diagnostic-LDS rank agreement; one block of rows per stage when the table has stages."""
     df = t.df.reset_index(drop=True)
     staged = "stage" in df.columns
+    ci = "spearman_lo" in df.columns
+    stat_heads = (
+        [_th("Spearman"), _th("95% CI"), _th("p (exact)"), _th("Kendall"), _th("95% CI"),
+         _th("p (exact)")]
+        if ci
+        else [_th("Spearman"), _th("Kendall")]
+    )
     head = [
         ([_th("Stage")] if staged else [])
-        + [_th("Diagnostic"), _th("Spearman"), _th("Kendall"), _th("Methods")]
+        + [_th("Diagnostic"), *stat_heads, _th("Methods")]
         + ([_th("Set")] if "methods" in df.columns else [])
         + ([_th("Methods compared")] if "order" in df.columns else [])
     ]
@@ -349,12 +356,21 @@ def agreement_html(t: ReportTable) -> str:
         cells: list[Cell] = []
         if staged and i in span:
             cells.append(_txt(f"<b>{_e(r['stage'])}</b>", rowspan=str(span[i])))
-        cells += [
-            _txt(_e(r["diagnostic"])),
-            _num(_e(_fmt.fixed(r["spearman"])), **{"data-col": "spearman"}),
-            _num(_e(_fmt.fixed(r["kendall"])), **{"data-col": "kendall"}),
-            _num(_e(_fmt.integer(r["n_methods"])), **{"data-col": "n_methods"}),
-        ]
+        cells.append(_txt(_e(r["diagnostic"])))
+        for stat in ("spearman", "kendall"):
+            cells.append(_num(_e(_fmt.fixed(r[stat])), **{"data-col": stat}))
+            if ci:
+                lo, hi = r.get(f"{stat}_lo"), r.get(f"{stat}_hi")
+                iv = (
+                    f"[{_fmt.signed(lo)}, {_fmt.signed(hi)}]"
+                    if _fmt.finite(lo) and _fmt.finite(hi)
+                    else _fmt.DASH
+                )
+                cells.append(_num(_e(iv), **{"data-col": f"{stat}_ci"}))
+                cells.append(
+                    _num(_e(_fmt.fixed(r.get(f"{stat}_p_exact"))), **{"data-col": f"{stat}_p"})
+                )
+        cells.append(_num(_e(_fmt.integer(r["n_methods"])), **{"data-col": "n_methods"}))
         if "methods" in df.columns:
             cells.append(_txt(_e(r["methods"])))
         if "order" in df.columns:
@@ -498,6 +514,10 @@ def table_html(t: ReportTable) -> str:
         return lds_html(t)
     if t.name == "agreement":
         return agreement_html(t)
+    if t.name in ("lds_paired", "paired"):
+        from aria.report.paired import paired_html
+
+        return paired_html(t)
     if t.name.startswith("planted"):
         return planted_html(t)
     if t.name == "null":

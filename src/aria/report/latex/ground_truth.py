@@ -178,7 +178,12 @@ def agreement_latex(t: ReportTable) -> str:
     """
     df = t.df.reset_index(drop=True)
     staged = "stage" in df.columns
-    head = "Diagnostic & Spearman & Kendall & Methods"
+    ci = "spearman_lo" in df.columns
+    head = (
+        r"Diagnostic & Spearman & 95\% CI & $p$ & Kendall & 95\% CI & $p$ & Methods"
+        if ci
+        else "Diagnostic & Spearman & Kendall & Methods"
+    )
     body = [r"\toprule", ("Stage & " if staged else "") + head + r" \\", r"\midrule"]
     blocks = _blocks(df["stage"].astype(str).tolist()) if staged else [list(range(len(df)))]
     for bi, block in enumerate(blocks):
@@ -187,12 +192,16 @@ def agreement_latex(t: ReportTable) -> str:
         for j, i in enumerate(block):
             r = df.iloc[i]
             cells = [_multirow(len(block), escape(r["stage"]), j)] if staged else []
-            cells += [
-                escape(r["diagnostic"]),
-                _num(r["spearman"]),
-                _num(r["kendall"]),
-                _fmt.integer(r["n_methods"], missing=MISSING),
-            ]
+            cells.append(escape(r["diagnostic"]))
+            for stat in ("spearman", "kendall"):
+                cells.append(_num(r[stat]))
+                if ci:
+                    lo, hi = r.get(f"{stat}_lo"), r.get(f"{stat}_hi")
+                    ok = _fmt.finite(lo) and _fmt.finite(hi)
+                    cells.append(f"[{_signed(lo, bold_positive=False)}, "
+                                 f"{_signed(hi, bold_positive=False)}]" if ok else MISSING)
+                    cells.append(_num(r.get(f"{stat}_p_exact")))
+            cells.append(_fmt.integer(r["n_methods"], missing=MISSING))
             body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
     cap = (
@@ -200,9 +209,15 @@ def agreement_latex(t: ReportTable) -> str:
         "(lower = better) and LDS (higher = better)"
     )
     cap += ", per stage (each stage's methods ranked by that stage's LDS)." if staged else "."
+    if ci:
+        cap += (
+            r" Intervals: percentile bootstrap over queries and LDS subsets, shared by all "
+            r"methods; $p$: exact one-sided permutation p-value over the $n!$ orderings of the "
+            r"$n$ methods (smallest possible $1/n!$)."
+        )
     return _table(
         body,
-        colspec=("l" if staged else "") + "lccc",
+        colspec=("l" if staged else "") + ("lcccccc" if ci else "lcc") + "c",
         caption=cap,
         label=_label(t.name),
         resize=False,

@@ -383,6 +383,10 @@ def render_latex(t: ReportTable) -> str | None:
     """
     if t.name.startswith("homogeneity"):
         return PREAMBLE + homogeneity_latex(t)
+    if t.name in ("lds_paired", "paired"):
+        from aria.report.paired import paired_latex
+
+        return PREAMBLE + paired_latex(t)
     fn = _RENDERERS.get(t.name)
     return PREAMBLE + fn(t) if fn else None
 
