@@ -241,7 +241,8 @@ _SPECS = (
         "Method-vs-method differences (value_a - value_b) of LDS and of each reliability "
         "diagnostic (quantity = lds | r1 | r2_5 | p | kappa) with paired percentile bootstrap "
         "CIs: each replicate resamples the same queries (and, for LDS, the same retrained "
-        "subsets) for both methods; separated = the CI excludes 0.",
+        "subsets) for both methods (diagnostic replicates recentred on the full-data value: "
+        "resampled duplicate query columns inflate r1, r2_5); separated = the CI excludes 0.",
     ),
     TableSpec(
         "paired",

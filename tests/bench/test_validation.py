@@ -40,6 +40,9 @@ def test_paired_lds_separates_a_real_difference(truth):
     assert good_noise["diff"] > 0.3 and good_noise["separated"] and good_noise["diff_lo"] > 0
     same = lds.loc[("good", "good_copy")]  # identical scores: a zero-width interval at 0
     assert same["diff"] == 0 and not same["separated"]
+    # diagnostic replicates are recentred: duplicated query columns inflate r1 of a resample
+    assert (c.diagnostic_bias["r1"] > 0).all()
+    np.testing.assert_allclose(c.diagnostic_replicates["r1"].mean(axis=0), c.diagnostics["r1"])
     vs = c.versus_best()
     assert vs["good"]["best"] == "good" and vs["noise"]["separated"]
     assert vs["noise"]["diff_hi"] < 0

@@ -114,17 +114,18 @@ def test_front_end_rejects_bad_signals():
 
 def test_clews_front_end_whitens_and_folds_octaves():
     y = _melody(0, 0, 1.0, 0, 16_000)
-    flat = front_end(y, CLEWS.replace(whiten_bins=0, fold_octaves=False))
-    white = front_end(y, CLEWS.replace(fold_octaves=False))
+    flat = front_end(y, CLEWS.replace(whiten_bins=0))
+    white = front_end(y, CLEWS)
     assert white.shape == flat.shape == (len(y) // CLEWS.hop, 48)
     assert abs(white.mean()) < abs(flat.mean())
-    folded = front_end(y, CLEWS)
+    fold = CLEWS.replace(fold_octaves=True)
+    folded = front_end(y, fold)
     assert folded.shape == (len(y) // CLEWS.hop, 24)
     np.testing.assert_allclose(folded[:, :12], white.reshape(len(white), 4, 12).mean(axis=1),
                                rtol=1e-5, atol=1e-4)
     np.testing.assert_array_equal(folded[:, :12], folded[:, 12:])
     # a transposition by one semitone rolls the pitch classes by one
-    up = front_end(_melody(0, 0, 1.0, 1, 16_000), CLEWS)[:, :12]
+    up = front_end(_melody(0, 0, 1.0, 1, 16_000), fold)[:, :12]
     assert np.corrcoef(np.roll(folded[:, :12], 1, axis=1).ravel(), up.ravel())[0, 1] > 0.9
 
 
@@ -159,7 +160,7 @@ def test_audio_text_learns_and_vocab():
 
 def test_training_input_checks():
     f = [np.zeros((50, input_bins(CLEWS)), np.float32)] * 2
-    assert input_bins(CLEWS) == 24 and input_bins(CLEWS.replace(fold_octaves=False)) == 48
+    assert input_bins(CLEWS) == 48 and input_bins(CLEWS.replace(fold_octaves=True)) == 24
     with pytest.raises(DataError, match="two groups"):
         train_version_contrastive(f, [0, 0], config=CLEWS)
     with pytest.raises(ParameterError, match="positive rates"):
@@ -265,3 +266,14 @@ def test_loader_errors(clews_trained, tmp_path):
     with pytest.raises(ParameterError, match="a clews-style config"):
         save_checkpoint(tmp_path / "x.pt", name="clews-style", config=MERT, model=torch.nn.Linear(
             1, 1), corpus_digest="", seed=0)
+
+
+def test_folded_multi_view_training_runs():
+    cfg = CLEWS.replace(fold_octaves=True, views=3, steps=3, batch_size=6, max_shift=6)
+    ys, groups = _tracks(cfg.sample_rate)
+    feats = [front_end(y, cfg) for y in ys]
+    model, record = train_version_contrastive(feats, groups, config=cfg, seed=0,
+                                              rates=[1.0, 1.1] * 4)
+    assert len(record["losses"]) == 3 and np.all(np.isfinite(record["losses"]))
+    enc = OfflineEncoder("clews-style", cfg, model)
+    assert enc.embed_frames(ys[0]).shape == (3, 16)

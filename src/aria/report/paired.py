@@ -64,7 +64,9 @@ def paired_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
             "Paired differences between methods: LDS and diagnostics",
             f"Method A minus method B with a paired {_level(df)} percentile bootstrap interval: "
             "every replicate resamples the same queries for both methods (and, for LDS, the "
-            "same retrained subsets). 'Separated' only where the interval excludes 0; "
+            "same retrained subsets; the diagnostics' replicates are recentred on their "
+            "full-data value, since a query drawn twice inflates r1 and r2:5). 'Separated' "
+            "only where the interval excludes 0; "
             "otherwise the data do not order the two methods on that quantity."
             + (" Compared within each stage." if staged else ""),
             df,

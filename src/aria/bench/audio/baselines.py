@@ -97,8 +97,9 @@ def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir:
     if trained:
         from aria.bench.audio.encoders import demo_encoder_configs, train_demo_encoders
 
-        cfgs = {n: c.replace(steps=p.encoder_steps, batch_size=p.encoder_batch)
-                for n, c in demo_encoder_configs().items() if n in trained}
+        sizes = {k: v for k, v in (("steps", p.encoder_steps), ("batch_size", p.encoder_batch))
+                 if v is not None}
+        cfgs = {n: c.replace(**sizes) for n, c in demo_encoder_configs().items() if n in trained}
 
         def _encoders(d: Path) -> dict[str, Any]:
             got = train_demo_encoders(corpus, d, tokenizers=load_tokenizers(tokens_dir /

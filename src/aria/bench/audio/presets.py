@@ -17,7 +17,7 @@ semantic vocabulary        1,024 (MERT k-means)    128                  64
 acoustic RVQ               8 × 1,024 (EnCodec)     8 × 64               8 × 32
 conditioning               12 × 1,024 (CLAP-RVQ)   4 × 16               4 × 8
 stage model                24 layers, d 1,024      2 layers, d 64       2 layers, d 64
-embedding baselines        MERT, CLAP, CLEWS       *-style, 300 steps   *-style, 120 steps
+embedding encoders         MERT, CLAP, CLEWS       3 "-style", full     3 "-style", 120 st.
 =========================  ======================  ===================  ===================
 
 The 12.5 Hz token rate (the paper's rates divided by 4 and 6) keeps the stage sequences at
@@ -27,8 +27,8 @@ The 12.5 Hz token rate (the paper's rates divided by 4 and 6) keeps the stage se
 **Embedding baselines.** The paper's MERT, CLAP and CLEWS are published checkpoints
 (``aria demo audio --encoders`` uses them when given); without them the demo trains encoders
 with the same three objectives on its own training tracks (:mod:`aria.bench.audio.encoders`)
-for ``encoder_steps`` steps of ``encoder_batch`` clips each, the cost that grows with the
-preset (``quick`` trains fewer, smaller steps to stay within its budget).
+(``default``: the step count and batch of :mod:`aria.encoders.offline.config`; ``quick``
+trains 120 steps of 16 clips to stay within its budget, ``tiny`` 3 steps).
 
 **K-sweep.** The paper's K = 20 … 500 are 0.03–0.7 % of its 67,219 tracks; at ~90 tracks the
 same fractions are less than one track. The demo keeps the sweep's seven points and the
@@ -80,10 +80,12 @@ class AudioPreset(Options):
     versions_per_work: int = option(3, help="rendered versions per work", min_value=2)
     planted_works: int = option(6, help="training works with a held-out planted version",
                                 min_value=0)
-    encoder_steps: int = option(300, help="optimiser steps of each demo-trained embedding "
-                                "encoder (clap-/clews-/mert-style)", min_value=1)
-    encoder_batch: int = option(32, help="clips per step of the demo-trained encoders",
-                                min_value=2)
+    encoder_steps: int | None = option(None, kind="int", help="optimiser steps of each "
+                                       "demo-trained embedding encoder (clap-/clews-/mert-"
+                                       "style; default: the encoder config's own)", min_value=1)
+    encoder_batch: int | None = option(None, kind="int", help="clips per step of the "
+                                       "demo-trained encoders (default: the config's own)",
+                                       min_value=2)
     query_audio_iters: int = option(32, help="Griffin-Lim iterations of the query audio "
                                     "(generated tokens -> waveform)", min_value=0)
 

@@ -59,20 +59,20 @@ class ClewsStyleConfig(_Common):
                          min_value=1.0)
     n_bins: int = option(84, help="CQT bins", min_value=12)
     bins_per_octave: int = option(12, help="CQT bins per octave", min_value=1)
-    channels: tuple[int, ...] = option((16, 32, 64, 128), help="conv block channels",
+    channels: tuple[int, ...] = option((8, 16, 32, 64), help="conv block channels",
                                        check=_channels)
     dim: int = option(128, help="embedding dimension", min_value=2)
     temperature: float = option(0.1, help="InfoNCE temperature", min_value=0.0,
                                 min_inclusive=False)
     views: int = option(2, help="views per work in a batch (different versions when it has "
                         "them)", min_value=2)
-    max_shift: int = option(2, help="random pitch shift of a view (CQT bins, ±)", min_value=0)
+    max_shift: int = option(3, help="random pitch shift of a view (CQT bins, ±)", min_value=0)
     stretch: float = option(0.15, help="random time stretch of a view (±fraction)",
                             min_value=0.0, max_value=0.5)
     whiten_bins: int = option(12, help="spectral whitening: subtract the moving average of "
                               "the log-CQT over this many bins in each frame (0: off)",
                               min_value=0)
-    fold_octaves: bool = option(True, help="fold the (whitened) log-CQT into pitch classes "
+    fold_octaves: bool = option(False, help="fold the (whitened) log-CQT into pitch classes "
                                 "(mean over octaves), tiled to two octaves: a timbre-robust, "
                                 "chroma-like input whose transpositions are circular shifts")
     eq_db: float = option(6.0, help="random smooth equalisation of a view (±dB)",

@@ -56,6 +56,17 @@ def _check_signal(y: object, hop: int) -> np.ndarray:
     return a.astype(np.float64)
 
 
+def _centred_frames(x: np.ndarray, hop: int, size: int, n_frames: int) -> np.ndarray:
+    """Read-only view ``(n_frames, size)``: frame i starts at ``i·hop + hop//2 - size//2``
+    (zeros outside the signal)."""
+    left = size // 2 - hop // 2  # zeros before sample 0 (frame 0 starts at -left)
+    lead = max(left, 0)
+    pad = np.zeros(lead + max((n_frames - 1) * hop + size - left, x.size) + size)
+    pad[lead:lead + x.size] = x
+    first = lead - left
+    return np.lib.stride_tricks.sliding_window_view(pad[first:], size)[::hop][:n_frames]
+
+
 def _periodic_hann(n: int) -> np.ndarray:
     return 0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(n) / n)
 
@@ -131,12 +142,7 @@ def cqt(
     re, im = cqt_kernels(int(sr), float(fmin), int(n_bins), int(bins_per_octave))
     size = re.shape[0]
     n_frames = x.size // hop
-    # frame i's kernel window starts at c_i - size//2 with c_i = i*hop + hop//2
-    left = size // 2 - hop // 2
-    need = (n_frames - 1) * hop + size
-    pad = np.zeros(max(need, left + x.size))
-    pad[left:left + x.size] = x
-    windows = np.lib.stride_tricks.sliding_window_view(pad, size)[::hop][:n_frames]
+    windows = _centred_frames(x, hop, size, n_frames)
     out = np.empty((n_frames, re.shape[1]))
     for a in range(0, n_frames, chunk_frames):
         w = windows[a:a + chunk_frames]
@@ -233,10 +239,7 @@ def log_mel(
     fb = mel_filterbank(int(sr), n_fft, int(n_mels))
     win = _periodic_hann(n_fft)
     n_frames = x.size // hop
-    left = n_fft // 2 - hop // 2
-    pad = np.zeros(max((n_frames - 1) * hop + n_fft, left + x.size))
-    pad[left:left + x.size] = x
-    frames = np.lib.stride_tricks.sliding_window_view(pad, n_fft)[::hop][:n_frames]
+    frames = _centred_frames(x, hop, n_fft, n_frames)
     out = np.empty((n_frames, fb.shape[1]))
     for a in range(0, n_frames, chunk_frames):
         spec = np.fft.rfft(frames[a:a + chunk_frames] * win, axis=1)
