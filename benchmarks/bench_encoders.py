@@ -7,10 +7,13 @@ Usage::
 
 Builds (or reuses, from the ARIA cache) the audio demo corpus of the preset, trains the three
 offline encoders on its training split with :func:`aria.bench.audio.encoders.
-train_demo_encoders` (held-out: the last version of every training work), and reports per
-encoder the training time and :func:`~aria.bench.audio.encoders.version_retrieval`: the share
-of held-out versions (plus planted ones) whose nearest training track is a version of their
-own work, with its chance level, and the same on the never-seen test works (leave one out).
+train_demo_encoders` (held-out: the last version of every training work and the planted
+versions; clews-style also trains on the other versions 3..9 of the training works, rendered
+into the cache, ``--clews-versions``), and reports per encoder the training time and
+:func:`~aria.bench.audio.encoders.version_retrieval`: the share of held-out versions (plus
+planted ones), never heard in training, whose nearest track of the demo's training split is a
+version of their own work, with its chance level, the number of queries and the gallery size,
+and the same on the never-seen test works (leave one out).
 Writes ``benchmarks/results/bench_encoders.json``. Checkpoints are kept under the cache, so a
 rerun with the same settings reuses them (``--retrain`` forces training again).
 """
@@ -26,7 +29,12 @@ import time
 from pathlib import Path
 
 from aria.bench.audio.corpus import build_audio_corpus
-from aria.bench.audio.encoders import DEMO_ENCODERS, train_demo_encoders, version_retrieval
+from aria.bench.audio.encoders import (
+    CLEWS_VERSIONS,
+    DEMO_ENCODERS,
+    train_demo_encoders,
+    version_retrieval,
+)
 from aria.bench.audio.presets import audio_preset
 from aria.encoders import load_encoder
 from aria.encoders.offline.checkpoint import read_checkpoint
@@ -40,6 +48,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--retrain", action="store_true")
+    ap.add_argument("--clews-versions", type=int, default=CLEWS_VERSIONS,
+                    help="versions per training work for clews-style (0: the demo's only)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
 
@@ -54,12 +64,14 @@ def main() -> None:
     if args.retrain and enc_dir.exists():
         shutil.rmtree(enc_dir)
     t0 = time.perf_counter()
-    paths = train_demo_encoders(corpus, enc_dir, seed=args.seed, threads=args.threads)
+    paths = train_demo_encoders(corpus, enc_dir, seed=args.seed, threads=args.threads,
+                                clews_versions=args.clews_versions or None)
     wall = time.perf_counter() - t0
     results: dict[str, object] = {
         "preset": args.preset, "seed": args.seed, "threads": args.threads,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
         "corpus": {**corpus.summary(), "seconds": round(corpus_s, 1)},
+        "clews_versions": args.clews_versions or None,
         "train_wall_seconds": round(wall, 1), "encoders": {},
     }
     for name in DEMO_ENCODERS:
@@ -74,12 +86,16 @@ def main() -> None:
             "front_end_seconds": times["front_end_seconds"],
             "steps": header["training"]["steps"],
             "n_train_tracks": header["training"]["n_tracks"],
-            "params": sum(v.numel() for v in enc.model.parameters()),
+            "n_train_works": header["training"].get("n_works"),
+            "train_versions": header["training"].get("versions"),
+            "params": sum(v.numel() for v in enc.model.parameters()),  # type: ignore[attr-defined]
             "dim": enc.dim,
             "loss_first_10pct": round(sum(losses[:k]) / k, 4),
             "loss_last_10pct": round(sum(losses[-k:]) / k, 4),
             "rank1": r["rank1"], "chance": r["chance"], "n_queries": r["n_queries"],
-            "n_gallery": r["n_gallery"], "test_works": r.get("test_works"),
+            "n_gallery": r["n_gallery"], "n_works": r["n_works"],
+            "query_versions": r["query_versions"], "gallery_versions": r["gallery_versions"],
+            "misses_by_family": r["misses_by_family"], "test_works": r.get("test_works"),
             "retrieval_seconds": r["seconds"],
         }
         if "masked_accuracy" in header["training"]:

@@ -23,6 +23,14 @@ queries of :func:`version_retrieval`. The held-out audio is never read by the tr
 be in the demo's tokenizer fit, which only sets the mert-style targets' codebook). The tracks of
 the held-out *works* (split ``test``) are not used either.
 
+clews-style learns what stays the same across the versions of a work, which two versions per
+work cannot teach it (a held-out version's instrument family is never one of its work's
+training versions: with two, it mostly learns the pair's timbres). So by default it trains on
+more renderings of the same training works (:data:`CLEWS_VERSIONS`, :func:`versions_corpus`:
+the same generator, rendered into ``<out_dir>/clews-corpus``), minus every query version
+number (:func:`clews_training_tracks`): with the ``default`` preset, versions 0, 1 and 4-9 of
+the 30 training works (240 tracks).
+
 Resumability and determinism: a checkpoint is reused when its header records the same config,
 seed and training-data digest (sha256 of the training WAVs with their track ids and labels or
 captions, or the tokenizer's codebook); otherwise that encoder is retrained. Training is
@@ -67,8 +75,14 @@ from aria.encoders.offline.train import (
 )
 from aria.errors import DataError, ParameterError, expected
 
-__all__ = ["DEMO_ENCODERS", "caption", "demo_encoder_configs", "encoder_split",
-           "train_demo_encoders", "version_retrieval"]
+__all__ = ["CLEWS_VERSIONS", "DEMO_ENCODERS", "caption", "clews_training_tracks",
+           "demo_encoder_configs", "encoder_split", "train_demo_encoders", "version_retrieval",
+           "versions_corpus"]
+
+#: Versions per training work rendered for the clews-style encoder (the query versions left
+#: out): a work-contrastive encoder needs several renderings of a work, with different
+#: instruments, to learn what stays the same across them.
+CLEWS_VERSIONS = 10
 
 #: The three demo-trained encoders, in table order.
 DEMO_ENCODERS: tuple[str, ...] = ("clews-style", "mert-style", "clap-style")
@@ -133,6 +147,93 @@ def encoder_split(corpus: Any, holdout_versions: int | None = None
     return fit, queries
 
 
+def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int, *,
+                    n_jobs: int = 1, progress: bool | None = None) -> Any:
+    """The demo corpus' works with ``versions`` versions each (the clews-style training data).
+
+    Built with :func:`~aria.bench.audio.corpus.build_audio_corpus` from the demo's config with
+    ``versions_per_work=versions`` and no planted works: the same works, split and versions
+    (version ``k`` of a work is the same rendering whatever ``versions_per_work`` is), plus
+    versions ``versions_per_work..versions-1``. The demo's WAVs are hard-linked (else copied)
+    into ``out_dir/audio`` first, so only the new versions are rendered (0.4-0.6 s per 30 s
+    track on one core); a complete folder is reused as it is.
+
+    Parameters
+    ----------
+    corpus : AudioCorpus
+        The demo corpus.
+    out_dir : path
+        Folder of the extended corpus.
+    versions : int
+        Versions per work (``corpus.config.versions_per_work`` to 10).
+    n_jobs : int
+        Render processes.
+    progress : bool, optional
+        Progress bar on/off.
+
+    Returns
+    -------
+    AudioCorpus
+    """
+    import shutil
+
+    from aria.bench.audio.corpus import build_audio_corpus
+
+    v0 = int(corpus.config.versions_per_work)
+    versions = check_int("clews_versions", versions, min_value=v0, max_value=10)
+    out = Path(out_dir)
+    (out / "audio").mkdir(parents=True, exist_ok=True)
+    for p in corpus.tracks["path"]:
+        src, dst = Path(corpus.root) / str(p), out / str(p)
+        if not dst.exists():
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copyfile(src, dst)
+    ext = build_audio_corpus(out, config=corpus.config.replace(
+        versions_per_work=versions, planted_works=0), n_jobs=n_jobs, progress_bar=progress)
+    cols = ["track_id", "program", "tempo_scale", "transpose"]
+    both = corpus.tracks[cols].merge(ext.tracks[cols], on="track_id", suffixes=("", "_x"))
+    if len(both) < len(corpus.tracks[corpus.tracks["split"] != "planted"]) or any(
+            not np.allclose(both[k], both[k + "_x"]) for k in cols[1:]):
+        raise DataError(expected("clews_versions corpus", "the demo's versions unchanged",
+                                 "other versions (corpus version plan changed?)"))
+    return ext
+
+
+def clews_training_tracks(corpus: Any, extended: Any, holdout_versions: int | None = None
+                          ) -> pd.DataFrame:
+    """The clews-style training tracks: every version of the training works but the queries.
+
+    Parameters
+    ----------
+    corpus : AudioCorpus
+        The demo corpus.
+    extended : AudioCorpus
+        :func:`versions_corpus` of it.
+    holdout_versions : int, optional
+        See :func:`encoder_split`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Rows of ``extended.tracks`` (``path`` relative to ``extended.root``): the training
+        works of :func:`encoder_split`, without any version that is a query there (the
+        held-out and planted versions' *versions*, for every work, so no rendering with a
+        query's instrument, tempo and key of that work is trained on).
+    """
+    fit, queries = encoder_split(corpus, holdout_versions)
+    held = set(queries["version"])
+    t = extended.tracks
+    rows = t[t["work_id"].isin(set(fit["work_id"])) & ~t["version"].isin(held)
+             & (t["split"] == "train")].reset_index(drop=True)
+    if not set(fit["track_id"]) <= set(rows["track_id"]) or set(rows["track_id"]) & set(
+            queries["track_id"]):
+        raise DataError(expected("extended corpus", "the demo's training versions and no query",
+                                 "another corpus"))
+    return rows
+
+
 def _load(corpus: Any, rows: pd.DataFrame, sr: int) -> list[np.ndarray]:
     import soundfile as sf
     from scipy.signal import resample_poly
@@ -187,6 +288,7 @@ def train_demo_encoders(
     names: Sequence[str] = DEMO_ENCODERS,
     configs: Mapping[str, OfflineConfig] | None = None,
     holdout_versions: int | None = None,
+    clews_versions: int | None = CLEWS_VERSIONS,
 ) -> dict[str, Path]:
     """Train (or reuse) the demo's offline encoders on the corpus' training tracks.
 
@@ -214,6 +316,11 @@ def train_demo_encoders(
         Config per encoder name (default :func:`demo_encoder_configs`).
     holdout_versions : int, optional
         See :func:`encoder_split`.
+    clews_versions : int, optional
+        clews-style trains on this many versions of every training work but the query
+        versions (:func:`clews_training_tracks`), rendered into ``<out_dir>/clews-corpus``
+        by :func:`versions_corpus` (``threads`` render processes; cached); default
+        :data:`CLEWS_VERSIONS`. None: on the demo's training tracks only, as the others.
 
     Returns
     -------
@@ -244,9 +351,14 @@ def train_demo_encoders(
         cfg = cfgs[name]
         path = out / f"{name}.pt"
         extra: dict[str, Any] = {}
+        rows, src = fit, corpus
         if isinstance(cfg, ClewsStyleConfig):
-            labels: list[Any] = fit["work_id"].tolist()
-            digest = _digest(corpus, fit, labels)
+            if clews_versions is not None and clews_versions > corpus.config.versions_per_work:
+                src = versions_corpus(corpus, out / "clews-corpus", clews_versions,
+                                      n_jobs=threads, progress=progress)
+                rows = clews_training_tracks(corpus, src, holdout_versions)
+            labels: list[Any] = rows["work_id"].tolist()
+            digest = _digest(src, rows, labels)
         elif isinstance(cfg, ClapStyleConfig):
             labels = [caption(r) for r in fit.to_dict("records")]
             digest = _digest(corpus, fit, labels)
@@ -261,12 +373,13 @@ def train_demo_encoders(
             paths[name] = path
             continue
         t0 = time.perf_counter()
-        feats = [front_end(y, cfg) for y in signals(cfg.sample_rate)]
+        feats = [front_end(y, cfg) for y in (
+            _load(src, rows, cfg.sample_rate) if src is not corpus else signals(cfg.sample_rate))]
         t_front = time.perf_counter() - t0
         if isinstance(cfg, ClewsStyleConfig):
-            groups = pd.factorize(fit["work_id"])[0]
+            groups = pd.factorize(rows["work_id"])[0]
             model, record = train_version_contrastive(
-                feats, groups, config=cfg, rates=fit["tempo_scale"].to_numpy(), seed=seed,
+                feats, groups, config=cfg, rates=rows["tempo_scale"].to_numpy(), seed=seed,
                 threads=threads, progress_bar=progress)
         elif isinstance(cfg, ClapStyleConfig):
             model, record = train_audio_text(feats, labels, config=cfg, seed=seed,
@@ -276,7 +389,8 @@ def train_demo_encoders(
             toks = [tok.tokenize(y).semantic for y in signals(cfg.sample_rate)]
             model, record = train_masked_prediction(feats, toks, config=cfg, seed=seed,
                                                     threads=threads, progress_bar=progress)
-        record["n_works"] = int(fit["work_id"].nunique())
+        record["n_works"] = int(rows["work_id"].nunique())
+        record["versions"] = sorted(int(v) for v in set(rows["version"]))
         times = {"train_seconds": record.pop("seconds"), "front_end_seconds": round(t_front, 3),
                  "threads": threads}
         save_checkpoint(path, name=name, config=cfg, model=model, corpus_digest=digest,
@@ -284,7 +398,7 @@ def train_demo_encoders(
         write_json(out / f"{name}.times.json", times)
         losses = record["losses"]
         k = max(1, len(losses) // 10)
-        _log(f"{name}: trained on {len(fit)} tracks in {times['train_seconds']:.1f} s "
+        _log(f"{name}: trained on {len(rows)} tracks in {times['train_seconds']:.1f} s "
              f"(+{t_front:.1f} s front end), loss {np.mean(losses[:k]):.3f} -> "
              f"{np.mean(losses[-k:]):.3f}; {path}", quiet)
         paths[name] = path
@@ -329,8 +443,11 @@ def version_retrieval(
 ) -> dict[str, Any]:
     """Retrieval sanity check: do held-out versions retrieve a version of their own work?
 
-    Gallery: the encoders' training tracks (:func:`encoder_split`); queries: the held-out
-    versions of training works and the planted versions. Each track's embedding is
+    Gallery: the demo's training tracks but the held-out versions (:func:`encoder_split`;
+    with the ``default`` preset versions 0-1 of 30 works, 60 tracks); queries: the held-out
+    versions of training works and the planted versions, never heard by any encoder (whose
+    instrument family, by the corpus' version plan, is not that of any other version of the
+    work). Each track's embedding is
     :meth:`Encoder.embed` (time average), compared by cosine. A query is a hit when its most
     similar gallery track is a version of the same work; ``chance`` is the hit rate of a random
     ranking (mean over queries of same-work gallery tracks / gallery size). Also, on the
@@ -349,9 +466,11 @@ def version_retrieval(
     Returns
     -------
     dict
-        ``encoder``, ``rank1``, ``chance``, ``n_queries``, ``n_gallery``, ``hits`` (query
-        track id → whether it hit), and ``test_works`` (``rank1``, ``chance``, ``n_queries``)
-        when the test split has a work with two versions.
+        ``encoder``, ``rank1``, ``chance``, ``n_queries``, ``n_gallery``, ``n_works``,
+        ``query_versions``, ``gallery_versions``, ``misses_by_family`` (instrument family of
+        the missed queries → count), ``hits`` (query track id → whether it hit), and
+        ``test_works`` (``rank1``, ``chance``, ``n_queries``) when the test split has a work
+        with two versions.
     """
     fit, queries = encoder_split(corpus, holdout_versions)
     if queries.empty:
@@ -365,7 +484,11 @@ def version_retrieval(
     top = np.argmax(q @ g.T, axis=1)
     out: dict[str, Any] = {
         "encoder": encoder.name, "rank1": round(hit, 4), "chance": round(chance, 4),
-        "n_queries": len(queries), "n_gallery": len(fit),
+        "n_queries": len(queries), "n_gallery": len(fit), "n_works": int(fit["work_id"].nunique()),
+        "query_versions": sorted(int(v) for v in set(queries["version"])),
+        "gallery_versions": sorted(int(v) for v in set(fit["version"])),
+        "misses_by_family": {str(k): int(n) for k, n in queries.loc[
+            gw[top] != qw, "instrument_family"].value_counts().sort_index().items()},
         "hits": {str(t): bool(gw[i] == w) for t, i, w in zip(queries["track_id"], top, qw,
                                                                 strict=True)},
     }
