@@ -7,12 +7,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _lm import per_sample_grads  # noqa: E402
+
 from aria.attribution import (  # noqa: E402
     factgrass,
     logra,
 )
 from aria.errors import ParameterError  # noqa: E402
-from conftest import per_sample_grads  # noqa: E402
 
 
 def _linear_grads(model, state, windows, kind):

@@ -9,6 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _lm import per_sample_grads, project  # noqa: E402
+
 from aria.attribution import (  # noqa: E402
     grad_similarities,
     gradcos,
@@ -16,7 +18,6 @@ from aria.attribution import (  # noqa: E402
     run_method,
     tracin,
 )
-from conftest import per_sample_grads, project  # noqa: E402
 
 
 @pytest.mark.parametrize("engine", ["aria", "dattri"])

@@ -78,7 +78,7 @@ def test_lds_validates_inputs(rng):
 
 
 def test_retrain_outputs_are_query_log_probs_and_resume(tiny, tmp_path):
-    from conftest import train_model
+    from _lm import train_model
 
     calls = []
 

@@ -7,12 +7,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _lm import per_sample_grads  # noqa: E402
+
 from aria.attribution import (  # noqa: E402
     graddot,
     logra,
     trak,
 )
-from conftest import per_sample_grads  # noqa: E402
 
 
 def test_caller_model_is_not_modified(tiny):
@@ -31,7 +32,7 @@ class _BufferedLM(torch.nn.Module):
 
     def __init__(self):
         super().__init__()
-        from conftest import make_model
+        from _lm import make_model
 
         self.body = make_model(0)
         self.drop = torch.nn.Dropout(0.5)

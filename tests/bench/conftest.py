@@ -22,10 +22,10 @@ def tiny_corpus(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny():
     """Windows, a trained tiny token model, its trajectory and a 2-model ensemble (the fixture of
-    tests/attribution/conftest.py, built from the same code)."""
+    tests/attribution/conftest.py, built from the same code in tests/attribution/_lm.py)."""
     pytest.importorskip("torch")
     pytest.importorskip("dattri")
-    path = Path(__file__).resolve().parents[1] / "attribution" / "conftest.py"
+    path = Path(__file__).resolve().parents[1] / "attribution" / "_lm.py"
     spec = importlib.util.spec_from_file_location("_aria_attribution_test_helpers", path)
     assert spec is not None and spec.loader is not None
     helpers = importlib.util.module_from_spec(spec)

@@ -15,9 +15,11 @@ from aria.bench.audio.corpus import build_audio_corpus
 from aria.bench.audio.encoders import (
     DEMO_ENCODERS,
     caption,
+    clews_training_tracks,
     encoder_split,
     train_demo_encoders,
     version_retrieval,
+    versions_corpus,
 )
 from aria.encoders import load_encoder
 from aria.encoders.offline import ClapStyleConfig, ClewsStyleConfig, MertStyleConfig
@@ -34,6 +36,7 @@ CONFIGS = {
                                   vocab=8),
     "clap-style": ClapStyleConfig(**SMALL, channels=(4, 8), dim=8, text_width=8),
 }
+VERSIONS = 5  # clews-style's versions per work (4 works: 7 more 4 s renderings)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,8 @@ def corpus(tmp_path_factory):
 @pytest.fixture(scope="module")
 def trained(corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("encoders")
-    return out, train_demo_encoders(corpus, out, seed=3, configs=CONFIGS, quiet=True)
+    return out, train_demo_encoders(corpus, out, seed=3, configs=CONFIGS, quiet=True,
+                                    clews_versions=VERSIONS)
 
 
 def test_split_holds_out_the_last_version_and_never_a_test_work(corpus):
@@ -90,7 +94,8 @@ def test_train_load_and_embed_each_encoder(trained, corpus):
         assert path == out / f"{name}.pt"
         header = read_checkpoint(path)["header"]
         assert header["name"] == name and header["seed"] == 3
-        assert header["training"]["n_tracks"] == len(fit)
+        n = 3 * fit["work_id"].nunique() if name == "clews-style" else len(fit)
+        assert header["training"]["n_tracks"] == n
         assert len(header["training"]["losses"]) == SMALL["steps"]
         enc = load_encoder(name, weights=path)
         y = np.random.default_rng(0).standard_normal(enc.sample_rate * 2).astype(np.float32)
@@ -106,16 +111,19 @@ def test_train_load_and_embed_each_encoder(trained, corpus):
 def test_resume_trains_nothing_and_seed_is_deterministic(trained, corpus, tmp_path, capsys):
     out, paths = trained
     stamps = {n: p.stat().st_mtime_ns for n, p in paths.items()}
-    again = train_demo_encoders(corpus, out, seed=3, configs=CONFIGS)
+    again = train_demo_encoders(corpus, out, seed=3, configs=CONFIGS, clews_versions=VERSIONS)
     assert again == paths and {n: p.stat().st_mtime_ns for n, p in again.items()} == stamps
     assert capsys.readouterr().out.count("reusing") == 3
     # same seed elsewhere: byte-identical checkpoint; another seed: another one
     other = train_demo_encoders(corpus, tmp_path / "a", seed=3, names=["clews-style"],
-                                configs=CONFIGS, quiet=True)
+                                configs=CONFIGS, quiet=True, clews_versions=VERSIONS)
     digest = hashlib.sha256(paths["clews-style"].read_bytes()).hexdigest()
     assert hashlib.sha256(other["clews-style"].read_bytes()).hexdigest() == digest
     changed = train_demo_encoders(corpus, tmp_path / "a", seed=4, names=["clews-style"],
-                                  configs=CONFIGS, quiet=True)
+                                  configs=CONFIGS, quiet=True, clews_versions=VERSIONS)
+    only_demo = train_demo_encoders(corpus, tmp_path / "b", seed=3, names=["clews-style"],
+                                    configs=CONFIGS, quiet=True, clews_versions=None)
+    assert read_checkpoint(only_demo["clews-style"])["header"]["training"]["versions"] == [0, 1]
     assert hashlib.sha256(changed["clews-style"].read_bytes()).hexdigest() != digest
 
 
@@ -152,6 +160,32 @@ def test_version_retrieval_figure(trained, corpus):
     expected = np.mean([(fit["work_id"] == w).sum() / len(fit) for w in queries["work_id"]])
     assert r["chance"] == pytest.approx(expected, abs=1e-4)
     assert r["test_works"]["n_queries"] == len(corpus.test)
+    assert r["query_versions"] == [2, 3] and r["gallery_versions"] == [0, 1]
+    assert r["n_works"] == fit["work_id"].nunique()
+    n_miss = sum(not h for h in r["hits"].values())
+    assert sum(r["misses_by_family"].values()) == n_miss
+
+
+@pytest.mark.slow
+def test_clews_trains_on_more_versions_but_never_a_query_version(trained, corpus):
+    out, paths = trained
+    ext = versions_corpus(corpus, out / "clews-corpus", VERSIONS)  # reused as it is
+    assert len(ext.tracks) == 4 * VERSIONS and ext.stats["n_reused"] == len(corpus.tracks)
+    rows = clews_training_tracks(corpus, ext)
+    fit, queries = encoder_split(corpus)
+    assert set(rows["version"]) == {0, 1, 4} and set(rows["work_id"]) == set(fit["work_id"])
+    assert set(fit["track_id"]) < set(rows["track_id"])
+    assert not set(rows["track_id"]) & set(queries["track_id"])
+    # the shared versions are the demo's renderings, byte for byte
+    for tid in fit["track_id"]:
+        a = (corpus.root / corpus.tracks.set_index("track_id").loc[tid, "path"]).read_bytes()
+        b = (ext.root / ext.tracks.set_index("track_id").loc[tid, "path"]).read_bytes()
+        assert a == b
+    header = read_checkpoint(paths["clews-style"])["header"]
+    assert header["training"]["versions"] == [0, 1, 4]
+    assert header["training"]["n_tracks"] == len(rows)
+    with pytest.raises(ParameterError, match="clews_versions"):
+        versions_corpus(corpus, out / "x", 11)
 
 
 def test_bad_arguments(corpus, tmp_path):

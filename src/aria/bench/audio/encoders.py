@@ -75,14 +75,16 @@ from aria.encoders.offline.train import (
 )
 from aria.errors import DataError, ParameterError, expected
 
-__all__ = ["CLEWS_VERSIONS", "DEMO_ENCODERS", "caption", "clews_training_tracks",
-           "demo_encoder_configs", "encoder_split", "train_demo_encoders", "version_retrieval",
-           "versions_corpus"]
+__all__ = ["CLEWS_EXTRA_WORKS", "CLEWS_VERSIONS", "DEMO_ENCODERS", "caption",
+           "clews_training_tracks", "demo_encoder_configs", "encoder_split",
+           "train_demo_encoders", "version_retrieval", "versions_corpus"]
 
 #: Versions per training work rendered for the clews-style encoder (the query versions left
 #: out): a work-contrastive encoder needs several renderings of a work, with different
 #: instruments, to learn what stays the same across them.
 CLEWS_VERSIONS = 10
+#: More works per collection that only clews-style trains on (see :func:`versions_corpus`).
+CLEWS_EXTRA_WORKS = 0
 
 #: The three demo-trained encoders, in table order.
 DEMO_ENCODERS: tuple[str, ...] = ("clews-style", "mert-style", "clap-style")
@@ -148,15 +150,17 @@ def encoder_split(corpus: Any, holdout_versions: int | None = None
 
 
 def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int, *,
-                    n_jobs: int = 1, progress: bool | None = None) -> Any:
+                    extra_works: int = 0, n_jobs: int = 1, progress: bool | None = None) -> Any:
     """The demo corpus' works with ``versions`` versions each (the clews-style training data).
 
     Built with :func:`~aria.bench.audio.corpus.build_audio_corpus` from the demo's config with
-    ``versions_per_work=versions`` and no planted works: the same works, split and versions
-    (version ``k`` of a work is the same rendering whatever ``versions_per_work`` is), plus
-    versions ``versions_per_work..versions-1``. The demo's WAVs are hard-linked (else copied)
-    into ``out_dir/audio`` first, so only the new versions are rendered (0.4-0.6 s per 30 s
-    track on one core); a complete folder is reused as it is.
+    ``versions_per_work=versions``, ``works_per_collection`` + ``extra_works`` and no planted
+    works: the demo's works with the same versions (version ``k`` of a work is the same
+    rendering whatever ``versions_per_work`` is), plus versions
+    ``versions_per_work..versions-1``, plus ``extra_works`` more works of each collection (the
+    next ones of its seeded order, in no split of the demo). The demo's WAVs are hard-linked
+    (else copied) into ``out_dir/audio`` first, so only the new tracks are rendered (0.4-0.6 s
+    per 30 s track on one core); a complete folder is reused as it is.
 
     Parameters
     ----------
@@ -166,6 +170,8 @@ def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int,
         Folder of the extended corpus.
     versions : int
         Versions per work (``corpus.config.versions_per_work`` to 10).
+    extra_works : int
+        More works per collection.
     n_jobs : int
         Render processes.
     progress : bool, optional
@@ -190,8 +196,11 @@ def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int,
                 os.link(src, dst)
             except OSError:
                 shutil.copyfile(src, dst)
+    extra_works = check_int("clews_extra_works", extra_works, min_value=0)
     ext = build_audio_corpus(out, config=corpus.config.replace(
-        versions_per_work=versions, planted_works=0), n_jobs=n_jobs, progress_bar=progress)
+        versions_per_work=versions, planted_works=0,
+        works_per_collection=corpus.config.works_per_collection + extra_works),
+        n_jobs=n_jobs, progress_bar=progress)
     cols = ["track_id", "program", "tempo_scale", "transpose"]
     both = corpus.tracks[cols].merge(ext.tracks[cols], on="track_id", suffixes=("", "_x"))
     if len(both) < len(corpus.tracks[corpus.tracks["split"] != "planted"]) or any(
@@ -203,7 +212,8 @@ def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int,
 
 def clews_training_tracks(corpus: Any, extended: Any, holdout_versions: int | None = None
                           ) -> pd.DataFrame:
-    """The clews-style training tracks: every version of the training works but the queries.
+    """The clews-style training tracks: every version of the training works but the queries'
+    version numbers, and every track of the works that are not in the demo corpus.
 
     Parameters
     ----------
@@ -220,13 +230,15 @@ def clews_training_tracks(corpus: Any, extended: Any, holdout_versions: int | No
         Rows of ``extended.tracks`` (``path`` relative to ``extended.root``): the training
         works of :func:`encoder_split`, without any version that is a query there (the
         held-out and planted versions' *versions*, for every work, so no rendering with a
-        query's instrument, tempo and key of that work is trained on).
+        query's instrument, tempo and key of that work is trained on); and all versions of the
+        extended corpus' works that are in no split of the demo (never its test works).
     """
     fit, queries = encoder_split(corpus, holdout_versions)
     held = set(queries["version"])
     t = extended.tracks
-    rows = t[t["work_id"].isin(set(fit["work_id"])) & ~t["version"].isin(held)
-             & (t["split"] == "train")].reset_index(drop=True)
+    other = ~t["work_id"].isin(set(corpus.tracks["work_id"]))
+    rows = t[(t["work_id"].isin(set(fit["work_id"])) & ~t["version"].isin(held)
+              & (t["split"] == "train")) | other].reset_index(drop=True)
     if not set(fit["track_id"]) <= set(rows["track_id"]) or set(rows["track_id"]) & set(
             queries["track_id"]):
         raise DataError(expected("extended corpus", "the demo's training versions and no query",
@@ -289,6 +301,7 @@ def train_demo_encoders(
     configs: Mapping[str, OfflineConfig] | None = None,
     holdout_versions: int | None = None,
     clews_versions: int | None = CLEWS_VERSIONS,
+    clews_extra_works: int = CLEWS_EXTRA_WORKS,
 ) -> dict[str, Path]:
     """Train (or reuse) the demo's offline encoders on the corpus' training tracks.
 
@@ -321,6 +334,10 @@ def train_demo_encoders(
         versions (:func:`clews_training_tracks`), rendered into ``<out_dir>/clews-corpus``
         by :func:`versions_corpus` (``threads`` render processes; cached); default
         :data:`CLEWS_VERSIONS`. None: on the demo's training tracks only, as the others.
+    clews_extra_works : int
+        With ``clews_versions``, clews-style also trains on all versions of this many more
+        works per collection (works in no split of the demo); default
+        :data:`CLEWS_EXTRA_WORKS`.
 
     Returns
     -------
@@ -355,7 +372,8 @@ def train_demo_encoders(
         if isinstance(cfg, ClewsStyleConfig):
             if clews_versions is not None and clews_versions > corpus.config.versions_per_work:
                 src = versions_corpus(corpus, out / "clews-corpus", clews_versions,
-                                      n_jobs=threads, progress=progress)
+                                      extra_works=clews_extra_works, n_jobs=threads,
+                                      progress=progress)
                 rows = clews_training_tracks(corpus, src, holdout_versions)
             labels: list[Any] = rows["work_id"].tolist()
             digest = _digest(src, rows, labels)

@@ -17,7 +17,7 @@ semantic vocabulary        1,024 (MERT k-means)    128                  64
 acoustic RVQ               8 × 1,024 (EnCodec)     8 × 64               8 × 32
 conditioning               12 × 1,024 (CLAP-RVQ)   4 × 16               4 × 8
 stage model                24 layers, d 1,024      2 layers, d 64       2 layers, d 64
-embedding encoders         MERT, CLAP, CLEWS       3 "-style", full     3 "-style", 120 st.
+embedding encoders         MERT, CLAP, CLEWS       3 "-style", full     3 "-style", 80 st.
 =========================  ======================  ===================  ===================
 
 The 12.5 Hz token rate (the paper's rates divided by 4 and 6) keeps the stage sequences at
@@ -28,7 +28,7 @@ The 12.5 Hz token rate (the paper's rates divided by 4 and 6) keeps the stage se
 (``aria demo audio --encoders`` uses them when given); without them the demo trains encoders
 with the same three objectives on its own training tracks (:mod:`aria.bench.audio.encoders`)
 (``default``: the step count and batch of :mod:`aria.encoders.offline.config`; ``quick``
-trains 120 steps of 16 clips to stay within its budget, ``tiny`` 3 steps).
+trains 80 steps of 16 clips to stay within its budget, ``tiny`` 3 steps).
 
 **K-sweep.** The paper's K = 20 … 500 are 0.03–0.7 % of its 67,219 tracks; at ~90 tracks the
 same fractions are less than one track. The demo keeps the sweep's seven points and the
@@ -121,7 +121,7 @@ AUDIO_PRESETS: dict[str, AudioPreset] = {
     "quick": AudioPreset(
         name="quick", epochs=4, n_ensemble=2, works_per_collection=3, versions_per_work=3,
         planted_works=4, semantic_k=64, rvq_codebook=32, cond_codebook=8, B=100,
-        n_bootstrap=500, n_lds_subsets=32, encoder_steps=120, encoder_batch=16,
+        n_bootstrap=500, n_lds_subsets=32, encoder_steps=80, encoder_batch=16,
     ),
     "tiny": AudioPreset(
         name="tiny", epochs=2, n_ensemble=1, works_per_collection=2, versions_per_work=2,

@@ -62,8 +62,10 @@ class ClewsStyleConfig(_Common):
     channels: tuple[int, ...] = option((8, 16, 32, 64), help="conv block channels",
                                        check=_channels)
     dim: int = option(128, help="embedding dimension", min_value=2)
-    temperature: float = option(0.1, help="InfoNCE temperature", min_value=0.0,
+    temperature: float = option(0.2, help="InfoNCE temperature", min_value=0.0,
                                 min_inclusive=False)
+    steps: int = option(600, help="optimiser steps (more than the others: several versions "
+                        "per work to contrast)", min_value=1)
     views: int = option(2, help="views per work in a batch (different versions when it has "
                         "them)", min_value=2)
     max_shift: int = option(3, help="random pitch shift of a view (CQT bins, ±)", min_value=0)
