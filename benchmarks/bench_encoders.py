@@ -90,6 +90,7 @@ def main() -> None:
             "train_versions": header["training"].get("versions"),
             "params": sum(v.numel() for v in enc.model.parameters()),  # type: ignore[attr-defined]
             "dim": enc.dim,
+            "n_models": enc.info().get("n_models", 1),
             "loss_first_10pct": round(sum(losses[:k]) / k, 4),
             "loss_last_10pct": round(sum(losses[-k:]) / k, 4),
             "rank1": r["rank1"], "chance": r["chance"], "n_queries": r["n_queries"],

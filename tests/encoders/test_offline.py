@@ -7,6 +7,7 @@ sequences), each played by two "instruments" (harmonic envelopes) at two tempi a
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,8 +34,10 @@ from aria.encoders.offline.train import (
 )
 from aria.errors import DataError, FileFormatError, ParameterError
 
-SMALL = {"window_seconds": 1.0, "window_hop_seconds": 0.5, "batch_size": 8, "lr": 3e-3}
-CLEWS = ClewsStyleConfig(**SMALL, steps=30, channels=(4, 8), dim=16, n_bins=48, hop=320)
+SMALL: dict[str, Any] = {"window_seconds": 1.0, "window_hop_seconds": 0.5, "batch_size": 8,
+                         "lr": 3e-3}
+CLEWS = ClewsStyleConfig(**SMALL, steps=30, channels=(4, 8), dim=16, n_bins=48, hop=320,
+                         n_models=1)
 MERT = MertStyleConfig(**SMALL, steps=30, d_model=16, n_layers=2, n_heads=2, d_ff=32,
                        vocab=6, n_mels=16, n_fft=512)
 CLAP = ClapStyleConfig(**SMALL, steps=30, channels=(4, 8), dim=16, n_mels=16, n_fft=512,
@@ -277,3 +280,26 @@ def test_folded_multi_view_training_runs():
     assert len(record["losses"]) == 3 and np.all(np.isfinite(record["losses"]))
     enc = OfflineEncoder("clews-style", cfg, model)
     assert enc.embed_frames(ys[0]).shape == (3, 16)
+
+
+def test_ensemble_checkpoint_concatenates_its_members(clews_trained, tmp_path):
+    cfg = CLEWS.replace(n_models=2, steps=5)
+    ys, groups = _tracks(cfg.sample_rate)
+    feats = [front_end(y, cfg) for y in ys]
+    model, record = train_version_contrastive(feats, groups, config=cfg, seed=1)
+    assert record["n_models"] == 2 and len(record["losses"]) == 5
+    single, _ = train_version_contrastive(feats, groups, config=cfg.replace(n_models=1), seed=2)
+    path = _save(tmp_path, "clews-style", cfg, model)
+    enc = load_encoder("clews-style", weights=path)
+    assert enc.dim == 32 and enc.info()["n_models"] == 2 and enc.info()["dim"] == 32
+    frames = enc.embed_frames(ys[0])
+    assert frames.shape == (3, 32)
+    assert np.allclose(np.linalg.norm(frames, axis=1), 1.0, atol=1e-5)
+    # member 1 is the model of seed 2 alone; the cosine is the members' mean cosine
+    second = OfflineEncoder("clews-style", cfg.replace(n_models=1), single).embed_frames(ys[0])
+    np.testing.assert_allclose(frames[:, 16:] * np.sqrt(2), second, atol=1e-5)
+    assert load_encoder("clews-style", weights=_save(tmp_path / "one", "clews-style", CLEWS,
+                                                     clews_trained[0])).info()["n_models"] == 1
+    wrong = _save(tmp_path / "wrong", "clews-style", CLEWS, model)
+    with pytest.raises(FileFormatError, match="does not fit"):
+        load_encoder("clews-style", weights=wrong)

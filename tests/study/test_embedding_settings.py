@@ -59,6 +59,7 @@ def test_embedding_setting_runs_cached_and_track_level(tmp_path, rng, planted_st
     s = meta["settings"][0]
     assert s["name"] == "toy-enc" and s["method"] == "toy-enc"  # the encoder's name
     assert s["normalize"] == "none" and s["train_embeddings"].endswith("emb_train")
+    assert s["kind"] == "embedding"  # the report's Table 3 picks these settings
     cached = out / ".cache" / "_embedding_scores" / "toy-enc.npy"
     assert s["scores"] == str(cached) and cached.is_file()
     hom = read_table(out, "homogeneity")

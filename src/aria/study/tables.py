@@ -203,7 +203,8 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
     return {
         "study": spec.params(),
         "settings": [
-            {"name": s.name, "method": s.method, "stage": s.stage, "normalize": s.normalize,
+            {"name": s.name, "method": s.method, "stage": s.stage,
+             "kind": "embedding" if s.is_embedding else "scores", "normalize": s.normalize,
              "normalize_used": results[s.name]["diagnostics"].get("normalize_used", s.normalize),
              "scores": str(s.scores), "segments": None if s.segments is None else str(s.segments),
              "transpose": s.transpose, "verdict": verdicts[s.name].label,

@@ -7,6 +7,7 @@ the three encoders trained for a few steps at toy sizes, loaded back through the
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,7 +30,8 @@ from aria.errors import ParameterError
 CORPUS = {"collections": ("ryansMammoth", "bach"), "works_per_collection": 2,
           "versions_per_work": 3, "planted_works": 1, "test_fraction": 0.5,
           "track_seconds": 4.0}
-SMALL = {"window_seconds": 1.5, "window_hop_seconds": 1.0, "batch_size": 4, "steps": 6}
+SMALL: dict[str, Any] = {"window_seconds": 1.5, "window_hop_seconds": 1.0, "batch_size": 4,
+                         "steps": 6}
 CONFIGS = {
     "clews-style": ClewsStyleConfig(**SMALL, channels=(4, 8), dim=8),
     "mert-style": MertStyleConfig(**SMALL, d_model=16, n_layers=1, n_heads=2, d_ff=16,

@@ -28,7 +28,12 @@ from aria.encoders.offline.config import (
     OfflineConfig,
 )
 from aria.encoders.offline.frontends import cqt, log_mel
-from aria.encoders.offline.models import ConvEncoder, MaskedFrameModel, TextTower
+from aria.encoders.offline.models import (
+    ConvEncoder,
+    EnsembleEncoder,
+    MaskedFrameModel,
+    TextTower,
+)
 from aria.errors import ParameterError, expected
 
 __all__ = ["OfflineEncoder", "build_model", "frames_per_second", "front_end", "input_bins"]
@@ -112,11 +117,15 @@ def build_model(config: OfflineConfig, *, vocab_size: int = 0) -> torch.nn.Modul
     Returns
     -------
     torch.nn.Module
-        :class:`ConvEncoder` (clews-style), :class:`MaskedFrameModel` (mert-style), or a
+        :class:`ConvEncoder` (clews-style; :class:`EnsembleEncoder` of ``n_models`` of them
+        when ``n_models > 1``), :class:`MaskedFrameModel` (mert-style), or a
         ``ModuleDict`` with ``audio`` (:class:`ConvEncoder`), ``text`` (:class:`TextTower`)
         and the learned ``log_scale`` inside ``scale`` (clap-style).
     """
     if isinstance(config, ClewsStyleConfig):
+        if config.n_models > 1:
+            return EnsembleEncoder([ConvEncoder(input_bins(config), config.channels, config.dim)
+                                    for _ in range(config.n_models)])
         return ConvEncoder(input_bins(config), config.channels, config.dim)
     if isinstance(config, MertStyleConfig):
         return MaskedFrameModel(config.n_mels, config.stem_stride, config.d_model,
@@ -182,7 +191,8 @@ class OfflineEncoder(Encoder):
             if layer is not None:
                 raise ParameterError(expected("layer", f"None ({name} has one output)", layer))
             self.layer = None
-            self.dim = config.dim
+            n_models = config.n_models if isinstance(config, ClewsStyleConfig) else 1
+            self.dim = config.dim * n_models
         self._info = dict(info or {})
         fps = frames_per_second(config)
         self._win = max(1, round(config.window_seconds * fps))
@@ -248,6 +258,8 @@ class OfflineEncoder(Encoder):
             "frame_rate": (frames_per_second(self.config) / self.config.stem_stride
                            if isinstance(self.config, MertStyleConfig) else None),
             "dim": self.dim,
+            "n_models": (self.config.n_models if isinstance(self.config, ClewsStyleConfig)
+                         else 1),
             "config": self.config.to_dict(),
             "training": self._info.get("training"),
             "versions": {"aria": package_version(),

@@ -4,6 +4,9 @@ r"""Architectures of the offline encoders (small torch modules, sized for two CP
   pooling over time and frequency (CLEWS pools with GeM too), a linear projection and L2
   normalisation: one vector per clip. The audio tower of clews-style (on the CQT) and
   clap-style (on log-mel).
+- :class:`EnsembleEncoder` — several independently trained encoders (clews-style's
+  ``n_models``): their L2-normalised outputs concatenated and scaled by :math:`1/\sqrt{n}`, so
+  the cosine of two ensemble embeddings is the mean of the members' cosines.
 - :class:`MaskedFrameModel` — HuBERT/MERT's shape at toy size: a conv stem that brings 50 Hz
   log-mel frames to the token rate (stride ``stem_stride``), a learned mask embedding that
   replaces masked frames, sinusoidal positions, a transformer encoder, and a linear head that
@@ -24,7 +27,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-__all__ = ["ConvEncoder", "MaskedFrameModel", "TextTower", "standardise"]
+__all__ = ["ConvEncoder", "EnsembleEncoder", "MaskedFrameModel", "TextTower", "standardise"]
 
 
 def standardise(x: torch.Tensor, dims: Sequence[int]) -> torch.Tensor:
@@ -93,6 +96,31 @@ class ConvEncoder(nn.Module):
             Input images.
         """
         return nn.functional.normalize(self.proj(self.pooled(x)), dim=-1)
+
+
+class EnsembleEncoder(nn.Module):
+    """Members ``(B, n_bins, T)`` → ``(B, dim)`` each, concatenated: ``(B, n·dim)``, unit norm.
+
+    Parameters
+    ----------
+    members : sequence of torch.nn.Module
+        Encoders with L2-normalised outputs of one size (e.g. :class:`ConvEncoder`).
+    """
+
+    def __init__(self, members: Sequence[nn.Module]):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.dim = sum(int(getattr(m, "dim", 0)) for m in self.members)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The members' embeddings concatenated and divided by :math:`\\sqrt{n}`.
+
+        Parameters
+        ----------
+        x : torch.Tensor [shape=(B, n_bins, T)]
+            Input images.
+        """
+        return torch.cat([m(x) for m in self.members], dim=-1) / math.sqrt(len(self.members))
 
 
 def _sinusoids(n: int, d: int) -> torch.Tensor:

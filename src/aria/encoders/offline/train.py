@@ -16,6 +16,8 @@ Objectives
   two views, NT-Xent): for view :math:`i` with positives :math:`P(i)` (the other views of its
   group), :math:`\ell_i = -\frac{1}{|P(i)|}\sum_{j \in P(i)} \log \frac{e^{s_{ij}/\tau}}
   {\sum_{k \ne i} e^{s_{ik}/\tau}}`, :math:`s` the cosine similarity.
+  With ``n_models > 1``, that many members are trained alike, member ``k`` with seed
+  ``seed + k``, into an :class:`~aria.encoders.offline.models.EnsembleEncoder`.
 - :func:`train_masked_prediction` (HuBERT/MERT): spans of ``mask_span`` token frames start at
   each frame with probability ``mask_prob / mask_span``; their stem outputs are replaced by the
   mask embedding; cross-entropy of the frame's token on the masked frames only.
@@ -40,6 +42,7 @@ from torch import nn
 from aria._progress import progress
 from aria.encoders.offline.config import ClapStyleConfig, ClewsStyleConfig, MertStyleConfig
 from aria.encoders.offline.encoder import build_model, frames_per_second, input_bins
+from aria.encoders.offline.models import EnsembleEncoder
 from aria.errors import DataError, ParameterError, expected
 
 __all__ = ["caption_vocab", "train_audio_text", "train_masked_prediction",
@@ -157,9 +160,10 @@ def train_version_contrastive(
     Returns
     -------
     (torch.nn.Module, dict)
-        The trained :class:`~aria.encoders.offline.models.ConvEncoder` (eval mode) and the
-        training record: ``losses`` per step, ``seconds``, ``steps``, ``n_tracks``,
-        ``n_groups``.
+        The trained :class:`~aria.encoders.offline.models.ConvEncoder` (an
+        :class:`~aria.encoders.offline.models.EnsembleEncoder` of them with ``n_models > 1``;
+        eval mode) and the training record: ``losses`` per step (the members' mean),
+        ``seconds`` (all members), ``steps``, ``n_tracks``, ``n_groups``, ``n_models``.
     """
     feats = _check_features(features, input_bins(config))
     g = np.asarray(groups)
@@ -174,10 +178,11 @@ def train_version_contrastive(
     size = max(4, round(config.window_seconds * frames_per_second(config)))
     n_views = config.views
     n_groups = min(len(members), max(2, config.batch_size // n_views))
-    rng = np.random.default_rng([seed, 11])
-    with _torch_threads(threads):
-        torch.manual_seed(seed)
-        model = build_model(config)
+
+    def train_one(member_seed: int) -> tuple[nn.Module, list[float], float]:
+        rng = np.random.default_rng([member_seed, 11])
+        torch.manual_seed(member_seed)
+        model = build_model(config.replace(n_models=1))
         model.train()
 
         def view(track: int, at: float | None = None) -> tuple[np.ndarray, int]:
@@ -212,9 +217,20 @@ def train_version_contrastive(
         losses, secs = _fit(list(model.parameters()), loss_of, steps=config.steps, lr=config.lr,
                             weight_decay=config.weight_decay, progress_bar=progress_bar,
                             desc="clews-style")
-    model.eval()
+        model.eval()
+        return model, losses, secs
+
+    with _torch_threads(threads):
+        runs = [train_one(seed + k) for k in range(config.n_models)]
+    if config.n_models == 1:
+        model, losses, secs = runs[0]
+    else:
+        model = EnsembleEncoder([m for m, _, _ in runs]).eval()
+        losses = [float(v) for v in np.mean([lo for _, lo, _ in runs], axis=0)]
+        secs = sum(t for _, _, t in runs)
     return model, {"losses": losses, "seconds": round(secs, 3), "steps": config.steps,
-                   "n_tracks": len(feats), "n_groups": len(members)}
+                   "n_tracks": len(feats), "n_groups": len(members),
+                   "n_models": config.n_models}
 
 
 def train_masked_prediction(
