@@ -66,7 +66,7 @@ def generate(path: Path, m: int, t: int, seed: int) -> dict[str, Any]:
             block = rng.standard_normal((n, t), dtype=np.float32)
             block += rng.standard_normal((n, 5), dtype=np.float32) @ v
             block += offsets
-            fh.write(memoryview(block))
+            fh.write(block.tobytes())
     tmp.replace(path)
     meta.write_text(json.dumps(want))
     return {"reused": False, "bytes": path.stat().st_size, "seconds": time.perf_counter() - t0}

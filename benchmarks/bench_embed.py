@@ -79,7 +79,7 @@ def child_gen(path: str, n: int, d: int, seed: int) -> dict[str, Any]:
         np.lib.format.write_array_header_2_0(fh, header)
         for s in range(0, n, GEN_ROWS):
             block = rng.standard_normal((min(GEN_ROWS, n - s), d), dtype=np.float32) + mean
-            fh.write(memoryview(block))
+            fh.write(block.tobytes())
     return {"bytes": os.path.getsize(path)}
 
 
@@ -217,7 +217,7 @@ def part_b(args: argparse.Namespace) -> dict[str, Any]:
             enc = load_encoder(name, weights=path)
             r = _time_encoder(enc, args.track_seconds, args.reps)
             r["checkpoint"] = str(path)
-            model = getattr(enc, "model", None)
+            model: Any = getattr(enc, "model", None)
             r["n_parameters"] = (int(sum(q.numel() for q in model.parameters()))
                                  if hasattr(model, "parameters") else None)
             out["encoders"][name] = r
