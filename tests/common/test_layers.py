@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "aria._stages",
             "aria.results",
             "aria._options",
+            "aria._dask",
         ),
     ),
     (1, ("aria.scores", "aria.features")),

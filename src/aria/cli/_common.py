@@ -192,6 +192,21 @@ def add_score_reading_flags(parser: argparse.ArgumentParser) -> None:
                         help="array to read from an .npz, a torch dict or a zarr group")
 
 
+def add_scheduler_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--scheduler ADDRESS|local:N`` (maps to ``scheduler=...``; see :mod:`aria._dask`).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The sub-command's parser.
+    """
+    parser.add_argument(
+        "--scheduler", default=None, metavar="ADDRESS|local:N",
+        help="run on a Dask cluster: 'local:N' starts N worker processes on this machine for "
+        "the run, 'tcp://HOST:PORT' uses a running scheduler whose workers see the same files "
+        "(pip install 'aria-tda[scale]'; default: no cluster)")
+
+
 def add_transpose_flag(parser: argparse.ArgumentParser) -> None:
     """Add ``--transpose`` (maps to ``transpose=True``: the matrix is queries x training)."""
     parser.add_argument(
