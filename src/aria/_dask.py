@@ -135,6 +135,9 @@ def open_client(scheduler: Any, *, memory_limit: str | None = "auto",
         with distributed.LocalCluster(
             n_workers=n, threads_per_worker=1, processes=True, host="127.0.0.1",
             protocol="tcp", dashboard_address=None, memory_limit=memory_limit,
+            # the scheduler's health/metrics HTTP server: a free loopback port, not 8787
+            # (taken by any other cluster: Dask would warn on the terminal)
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             silence_logs=logging.WARNING if silence_logs else logging.INFO,
         ) as cluster, distributed.Client(cluster) as client:
             yield client

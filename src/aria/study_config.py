@@ -16,6 +16,8 @@ sizes, the null size and the seed. Paths are relative to the study file. Example
     queries = "queries.csv"          # optional per-query metadata (column `query` + labels)
     confound = ["composer"]          # query metadata columns to stratify z by
     max_missing_fraction = 0.5       # error when more tracks than this lack features
+    scheduler = "local:4"            # optional: settings in parallel on a Dask cluster
+                                     # ("local:N" worker processes or "tcp://HOST:PORT")
 
     [[setting]]
     name = "TRAK"                    # unique; shown in tables
@@ -135,6 +137,12 @@ def _optional_channel_names(name: str, value: Any) -> tuple[str, ...] | None:
     if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
         raise ParameterError(expected(name, "a list of channel names", value))
     return tuple(value)
+
+
+def _scheduler(name: str, value: Any) -> str | None:
+    from aria._dask import check_scheduler
+
+    return check_scheduler(value, name=name)
 
 
 def _settings(name: str, value: Any) -> tuple[SettingSpec, ...]:
@@ -326,6 +334,12 @@ class StudySpec(Options):
     )
     chunk_rows: int | None = _opt(None, recorded=False, kind="int", min_value=1,
                                   help="rows per streamed block (default: about 64 MB)")
+    scheduler: str | None = _opt(
+        None, recorded=False, check=_scheduler,
+        help="run the settings on a Dask cluster: 'local:N' (N worker processes on this "
+        "machine) or a scheduler address 'tcp://HOST:PORT' whose workers see the same files "
+        "(default: no cluster; 'aria run --scheduler' overrides it)",
+    )
     max_missing_fraction: float = _opt(
         0.5, min_value=0.0, max_value=1.0,
         help="error when more than this fraction of tracks lack features",

@@ -143,7 +143,7 @@ def test_file_keys_params_and_toml_are_derived_from_the_fields(tmp_path):
     setting = SettingSpec(scores="s.npy", segments="m.csv", key="arr")
     embedding = SettingSpec(train_embeddings="emb/train", query_embeddings="emb/queries")
     s = _spec(queries=tmp_path / "q.csv", channels=("harmony",), chunk_rows=7,
-              settings=(setting, embedding))
+              scheduler="local:2", settings=(setting, embedding))
     text = study_to_toml(s)  # every key set: None values are left out of the file
     keys = {line.split(" = ")[0] for line in text.splitlines() if " = " in line}
     for cls in (StudySpec, SettingSpec):
@@ -153,11 +153,12 @@ def test_file_keys_params_and_toml_are_derived_from_the_fields(tmp_path):
                 assert (f.metadata.get("key") or f.name) in keys | {"setting"}, f.name
     recorded = {f.name for f in dataclasses.fields(StudySpec) if f.metadata.get("recorded")}
     assert set(s.params()) == recorded
-    assert {"output", "chunk_rows", "report", "settings"}.isdisjoint(s.params())
+    assert {"output", "chunk_rows", "report", "settings", "scheduler"}.isdisjoint(s.params())
     back = parse_study(text)
     assert back.params() == s.params() | {"feature_store": back.params()["feature_store"],
                                           "queries": str(tmp_path / "q.csv")}
     assert back.chunk_rows == 7 and back.settings[0].transpose is False
+    assert back.scheduler == "local:2"
 
 
 def test_validate_study_checks_the_spec_itself():

@@ -1,7 +1,10 @@
 """``aria diagnose SCORES``: reliability diagnostics κ, r_i, p of a score matrix (paper §3.2).
 
 The table and the JSON end with the verdict of :func:`aria.verdict.classify` (collapsed /
-suspect / ok, with the reason).
+suspect / ok, with the reason). ``--scheduler local:N`` (or a scheduler address) runs the
+pass as Dask tasks over row ranges (:mod:`aria.scores.distributed`); that path sums the exact
+in-memory ``T x T`` Gram, so it refuses ``--approx``, ``--exact-tiled``, ``--device`` and a
+Gram larger than ``--memory`` with a one-line error.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from typing import Any
 
 from aria.cli._common import (
     add_progress_flag,
+    add_scheduler_flag,
     add_score_reading_flags,
     add_transpose_flag,
     print_json,
@@ -90,6 +94,12 @@ def register(subparsers: Any) -> None:
         help="columns sampled for kappa in --approx (default 1000)",
     )
     many.add_argument("--seed", type=int, default=0, help="seed of --approx (default 0)")
+    add_scheduler_flag(p)
+    p.epilog = (
+        "--scheduler runs the exact pass (the in-memory T x T Gram) as Dask tasks over row "
+        "ranges; it cannot be combined with --approx, --exact-tiled or --device (one-line "
+        "error)."
+    )
     add_progress_flag(p)
     p.set_defaults(func=run)
 
@@ -178,29 +188,46 @@ def run(args: argparse.Namespace) -> int:
     """
     import sys
 
+    from aria._dask import check_scheduler, open_client
     from aria.diagnostics import ApproxOptions, choose_mode, diagnose
+    from aria.errors import ParameterError
     from aria.scores.readers import as_source
 
+    scheduler = check_scheduler(getattr(args, "scheduler", None), name="--scheduler")
+    if scheduler is not None:
+        other = "--approx" if args.approx else "--exact-tiled" if args.exact_tiled else None
+        if other is None and args.device is not None:
+            other = "--device"
+        if other is not None:
+            raise ParameterError(
+                f"--scheduler: the Dask path runs the exact in-memory Gram on the workers' "
+                f"CPUs; drop {other} or --scheduler")
     mode = "approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto"
     src = as_source(args.scores, key=args.key, transpose=args.transpose)
     mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
+    if scheduler is not None and mode != "exact":
+        raise ParameterError(
+            f"--scheduler: the Dask path needs the in-memory T x T Gram, but mode {reason}; "
+            "raise --memory or drop --scheduler")
     if mode != "exact":  # the usual in-memory path stays quiet
         print(f"aria diagnose: mode {reason}", file=sys.stderr, flush=True)
     approx = ApproxOptions(max_passes=args.approx_passes, sample_columns=args.sample_columns)
-    d = diagnose(
-        src,
-        chunk_rows=args.chunk_rows,
-        n_energy=args.n_energy,
-        key=None,
-        compute_dtype=args.compute_dtype,
-        device=args.device,
-        progress=args.progress,
-        mode=mode,
-        memory=args.memory,
-        spill_dir=args.spill_dir,
-        seed=args.seed,
-        approx=approx,
-    )
+    with open_client(scheduler) as client:
+        d = diagnose(
+            src,
+            chunk_rows=args.chunk_rows,
+            n_energy=args.n_energy,
+            key=None,
+            compute_dtype=args.compute_dtype,
+            device=args.device,
+            progress=args.progress,
+            mode=mode,
+            memory=args.memory,
+            spill_dir=args.spill_dir,
+            seed=args.seed,
+            approx=approx,
+            client=client,
+        )
     if args.json:
         print_json(to_record(d))
     else:

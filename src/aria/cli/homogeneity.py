@@ -3,6 +3,10 @@
 The command builds a one-setting :class:`~aria.study_config.StudySpec` and runs it. Its flags
 are fields of the spec: their help and defaults come from the fields (a flag left out leaves
 the field at its default, e.g. ``K``, ``K_report``, ``B``, ``n_bootstrap``).
+
+``--scheduler local:N`` (or a scheduler address) is checked here (a bad value is a one-line
+error) and handed to the study runner (``run_study(scheduler=)``), which opens the client
+(:func:`aria._dask.open_client`) and runs the setting on the cluster.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import argparse
 from typing import Any
 
 from aria._options import option_help
-from aria.cli._common import add_progress_flag
+from aria.cli._common import add_progress_flag, add_scheduler_flag
 from aria.study_config import NORMALIZE, SettingSpec, StudySpec, field_default
 
 #: flag destination -> (spec class, field) for the flags that set a spec field.
@@ -92,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-report", dest="report", action="store_false", default=None,
                    help=_help("report"))
     p.add_argument("--out", required=True, help="results folder")
+    add_scheduler_flag(p)
     add_progress_flag(p)
     p.set_defaults(func=run)
 
@@ -116,10 +121,14 @@ def run(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
+    from aria._dask import check_scheduler
     from aria.features.store import FeatureStore
     from aria.study import run_study
     from aria.study_config import validate_study
 
+    scheduler = args.scheduler
+    if scheduler is not None:  # named as the flag in the error; "" forces no cluster
+        scheduler = check_scheduler(scheduler, name="--scheduler") or ""
     store = FeatureStore.open(args.features)
     method = args.method or Path(args.scores).stem
     setting = SettingSpec(name=method, method=method, scores=Path(args.scores),
@@ -133,5 +142,5 @@ def run(args: argparse.Namespace) -> int:
         **_given(args, StudySpec),
     )
     run_study(validate_study(spec, source="aria homogeneity"), progress=args.progress,
-              command="aria homogeneity")
+              command="aria homogeneity", scheduler=scheduler)
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from aria.cli._common import add_progress_flag
+from aria.cli._common import add_progress_flag, add_scheduler_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Run every analysis of a study file for every setting it names and write a results "
             "folder (results.json + CSV/Parquet tables) and report.html. Finished settings are "
             "cached and reused when their inputs and parameters are unchanged. See "
-            "'aria.study_config' for the study file format."
+            "'aria.study_config' for the study file format. With --scheduler (or the study's "
+            "'scheduler' key) the settings run in parallel on a Dask cluster, each null "
+            "computed once; the results are those of the single-machine run."
         ),
     )
     p.add_argument("study", metavar="STUDY.toml", help="the study file")
@@ -35,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="do not write report.html")
     p.add_argument("--quiet", action="store_true", help="no log lines")
     add_progress_flag(p)
+    add_scheduler_flag(p)
     p.set_defaults(func=run)
 
 
@@ -46,8 +49,12 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed command line.
     """
+    from aria._dask import check_scheduler
     from aria.study import run_study
 
+    scheduler = args.scheduler
+    if scheduler is not None:  # named as the flag in the error; "" forces no cluster
+        scheduler = check_scheduler(scheduler, name="--scheduler") or ""
     run_study(args.study, output=args.output, report=args.report, progress=args.progress,
-              quiet=args.quiet, command="aria run")
+              quiet=args.quiet, command="aria run", scheduler=scheduler)
     return 0

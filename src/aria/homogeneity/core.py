@@ -10,7 +10,7 @@ query's evidence pairs. :func:`homogeneity_reference` is the exact reference of
 :func:`homogeneity` (every query's group evaluated on its own, every pair summed directly,
 evidence pairs by a full sort).
 
-The module is a little over 600 lines: :class:`HomogeneityResult` (with the joint
+The module is a little under 700 lines: :class:`HomogeneityResult` (with the joint
 query + null bootstrap behind its summary), the fast path, its reference and the
 :func:`run_homogeneity` driver (with ``B="auto"``) share the checked-call object ``_Call``;
 splitting them would spread one contract over several files.
@@ -398,6 +398,7 @@ def homogeneity(
     n_jobs: int | None = None,
     progress: bool | None = None,
     constant: Any = None,
+    client: Any = None,
 ) -> HomogeneityResult:
     r"""Within-group homogeneity :math:`g_d(q)` and :math:`z_c(q)` for every ``K`` in one pass.
 
@@ -424,6 +425,10 @@ def homogeneity(
         Queries whose score column is constant (:func:`constant_queries`): excluded, with
         one :class:`~aria.errors.AriaWarning` (their groups would be the first rows by the
         tie rule, not an attribution).
+    client : dask.distributed.Client, optional
+        Evaluate the distinct groups as Dask tasks over blocks of groups
+        (:func:`aria.homogeneity.distributed.evaluate_groups_dask`, the features scattered
+        once); the standardisation against the null runs here. Same result as without.
 
     Returns
     -------
@@ -440,8 +445,16 @@ def homogeneity(
     uniq, inverse = np.unique(call.grp, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     evidence = call.evidence
-    sums, pi, pv = _evaluate_groups(call.feats, call.chan, uniq, call.ks, n_jobs=n_jobs,
-                                    evidence=evidence, desc="homogeneity", progress=progress)
+    if client is None:
+        sums, pi, pv = _evaluate_groups(call.feats, call.chan, uniq, call.ks, n_jobs=n_jobs,
+                                        evidence=evidence, desc="homogeneity",
+                                        progress=progress)
+    else:
+        from aria.homogeneity.distributed import evaluate_groups_dask
+
+        (sums, pi, pv), = evaluate_groups_dask(client, call.feats, call.chan, [(uniq, call.ks)],
+                                               evidence=evidence, progress=progress,
+                                               desc="homogeneity")
     if evidence is not None:  # a channel without an informative feature has no evidence pairs
         pi[:, call.n_used == 0] = -1
     g_u = sums.transpose(1, 2, 0) / _pairs_per_k(call.ks)[None, :, None]  # (nF, nK, U)
@@ -495,6 +508,7 @@ def homogeneity_reference(
     n_jobs: int | None = None,
     progress: bool | None = None,
     constant: Any = None,
+    client: Any = None,
 ) -> HomogeneityResult:
     r"""Exact reference of :func:`homogeneity`: every query's group on its own, every
     :math:`g_d` summed pair by pair (:func:`~aria.homogeneity.sweep.group_sums_reference`),
@@ -522,6 +536,8 @@ def homogeneity_reference(
         Ignored.
     constant : np.ndarray [shape=(T,), dtype=bool], optional
         Queries to exclude.
+    client : dask.distributed.Client, optional
+        Ignored.
     """
     call = _check_call(groups, prepared, null, ks, evidence_k, n_pairs, constant)
     t, n_c, n_f = call.grp.shape[0], len(call.channels), len(call.feats)
@@ -569,6 +585,7 @@ def run_homogeneity(
     n_jobs: int | None = None,
     max_missing_fraction: float = 0.5,
     progress: bool | None = None,
+    client: Any = None,
 ) -> tuple[HomogeneityResult, NullDistribution, np.ndarray]:
     """Groups, null (unless given) and homogeneity of one ``S_track`` (original or residual).
 
@@ -607,6 +624,11 @@ def run_homogeneity(
         See :func:`feature_pool`.
     progress : bool, optional
         Draw progress bars.
+    client : dask.distributed.Client, optional
+        Run on a Dask cluster: the null (when not given) once, its random groups evaluated
+        as tasks; the top-K groups and the constant queries in one pass of tasks over blocks
+        of query columns; the queries' groups as tasks over blocks of groups
+        (:mod:`aria.homogeneity.distributed`). Same result as without.
 
     Returns
     -------
@@ -627,25 +649,32 @@ def run_homogeneity(
     if null is None:
         null = null_distribution(prepared, ks=ks_arr.tolist(), pool=mask,
                                  B=AUTO_B_START if auto else B, seed=seed, n_jobs=n_jobs,
-                                 progress=progress)
+                                 progress=progress, client=client)
     else:
         null.check(prepared, pool=mask)
-    groups = top_k_groups(s_track, int(ks_arr[-1]), pool=mask, chunk_rows=chunk_rows,
-                          progress=progress)
-    constant = constant_queries(s_track, pool=mask, chunk_rows=chunk_rows)
+    if client is None:
+        groups = top_k_groups(s_track, int(ks_arr[-1]), pool=mask, chunk_rows=chunk_rows,
+                              progress=progress)
+        constant = constant_queries(s_track, pool=mask, chunk_rows=chunk_rows)
+    else:
+        from aria.homogeneity.distributed import groups_and_constant_dask
+
+        groups, constant = groups_and_constant_dask(s_track, int(ks_arr[-1]), mask, client,
+                                                    chunk_rows=chunk_rows, progress=progress)
     res = homogeneity(groups, prepared, null, ks=ks_arr.tolist(), evidence_k=evidence_k,
-                      n_pairs=n_pairs, n_jobs=n_jobs, progress=progress, constant=constant)
+                      n_pairs=n_pairs, n_jobs=n_jobs, progress=progress, constant=constant,
+                      client=client)
     if auto:
         first = null
         null = _auto_null(prepared, ks=ks_arr.tolist(), pool=mask, B="auto", seed=seed,
                           n_jobs=n_jobs, progress=progress, query_se=_query_se(res.z),
-                          first=first)
+                          first=first, client=client)
         if null.B != first.B:
             with warnings.catch_warnings():  # the first pass has already warned
                 warnings.simplefilter("ignore", AriaWarning)
                 res = homogeneity(groups, prepared, null, ks=ks_arr.tolist(),
                                   evidence_k=evidence_k, n_pairs=n_pairs, n_jobs=n_jobs,
-                                  progress=progress, constant=constant)
+                                  progress=progress, constant=constant, client=client)
     return res, null, groups  # type: ignore[return-value]
 
 

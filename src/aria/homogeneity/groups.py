@@ -82,6 +82,7 @@ def top_k_groups(
     chunk_rows: int | None = None,
     return_scores: bool = False,
     progress: bool | None = None,
+    client: Any = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     r"""Attributed groups :math:`A_{K_{max}}(q)`: the top ``k_max`` rows of every column.
 
@@ -102,6 +103,11 @@ def top_k_groups(
         Also return the scores of the selected rows.
     progress : bool, optional
         Draw a progress bar (``None``: decided by the environment).
+    client : dask.distributed.Client, optional
+        Run as Dask tasks over blocks of query columns
+        (:func:`aria.homogeneity.distributed.top_k_dask`): a file-backed ``s_track`` is
+        re-opened by path in the workers, anything else read here and scattered once. The
+        groups (tie order included) are those of the single-machine path.
 
     Returns
     -------
@@ -127,6 +133,12 @@ def top_k_groups(
     if k_max > n_pool:
         raise ParameterError(expected(
             "k_max", f"at most the pool size {n_pool} (of {n} tracks)", k_max))
+    if client is not None:
+        from aria.homogeneity.distributed import top_k_dask
+
+        groups, scores, _ = top_k_dask(src, k_max, mask, client, chunk_rows=chunk_rows,
+                                       progress=progress)
+        return (groups, scores) if return_scores else groups
     hv = np.full((t, k_max), -np.inf)
     hi = np.full((t, k_max), -1, dtype=np.int64)
     count = np.zeros(t, dtype=np.int64)
@@ -172,6 +184,7 @@ def top_k_groups_reference(
     chunk_rows: int | None = None,
     return_scores: bool = False,
     progress: bool | None = None,
+    client: Any = None,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Exact reference of :func:`top_k_groups`: the whole matrix in memory, one stable sort
     per column (decreasing score, then increasing row index). ``chunk_rows`` and
@@ -190,6 +203,8 @@ def top_k_groups_reference(
     return_scores : bool
         Also return the scores of the selected rows.
     progress : bool, optional
+        Ignored.
+    client : dask.distributed.Client, optional
         Ignored.
     """
     n, t, src = _row_source(s_track)

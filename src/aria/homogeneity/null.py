@@ -327,6 +327,7 @@ def null_distribution(
     n_jobs: int | None = None,
     progress: bool | None = None,
     query_se: Any = None,
+    client: Any = None,
 ) -> NullDistribution:
     r"""Null distribution of homogeneity from ``B`` random groups per ``K`` (Eqs. g_d, z_c).
 
@@ -358,6 +359,10 @@ def null_distribution(
         The query-resampling SE of :math:`\bar z` to compare with (required by ``"auto"``;
         :func:`~aria.homogeneity.run_homogeneity` measures it on the queries; ``1/sqrt(T)``
         is its value for ``T`` queries of unit-variance ``z``).
+    client : dask.distributed.Client, optional
+        Evaluate the random groups as Dask tasks
+        (:func:`aria.homogeneity.distributed.evaluate_groups_dask`; the features scattered
+        once). The groups are drawn here as without a client, so the null is the same.
 
     Returns
     -------
@@ -365,9 +370,9 @@ def null_distribution(
     """
     if isinstance(B, str):
         return _auto_null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs,
-                          progress=progress, query_se=query_se)
+                          progress=progress, query_se=query_se, client=client)
     return _null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs, progress=progress,
-                 exact=False)
+                 exact=False, client=client)
 
 
 def _auto_ratio(null: NullDistribution, query_se: Any) -> float:
@@ -381,7 +386,7 @@ def _auto_ratio(null: NullDistribution, query_se: Any) -> float:
 
 def _auto_null(prepared: Any, *, ks: Sequence[int], pool: Any, B: str, seed: int,
                n_jobs: int | None, progress: bool | None, query_se: Any,
-               first: NullDistribution | None = None) -> NullDistribution:
+               first: NullDistribution | None = None, client: Any = None) -> NullDistribution:
     """``B="auto"``: double ``B`` until the null's MC error is small (see
     :func:`null_distribution`); ``first`` is an already computed null to start from."""
     import dataclasses
@@ -400,7 +405,7 @@ def _auto_null(prepared: Any, *, ks: Sequence[int], pool: Any, B: str, seed: int
     while True:
         if null is None:
             null = _null(prepared, ks=ks, pool=pool, B=b, seed=seed, n_jobs=n_jobs,
-                         progress=progress, exact=False)
+                         progress=progress, exact=False, client=client)
         ratio = _auto_ratio(null, se)
         if ratio <= AUTO_FRACTION:
             break
@@ -425,6 +430,7 @@ def null_distribution_reference(
     n_jobs: int | None = None,
     progress: bool | None = None,
     query_se: Any = None,
+    client: Any = None,
 ) -> NullDistribution:
     """Exact reference of :func:`null_distribution`: the same random groups, each group's
     ``g_d`` from every pair's similarity summed directly (:func:`group_sums_reference`).
@@ -447,13 +453,16 @@ def null_distribution_reference(
         Ignored.
     query_se : float or np.ndarray, optional
         Ignored (only used by ``B="auto"``).
+    client : dask.distributed.Client, optional
+        Ignored.
     """
     return _null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=1, progress=False,
                  exact=True)
 
 
 def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: int,
-          n_jobs: int | None, progress: bool | None, exact: bool) -> NullDistribution:
+          n_jobs: int | None, progress: bool | None, exact: bool,
+          client: Any = None) -> NullDistribution:
     channels, feats, chan = _flatten(prepared)
     ks_arr = _check_ks(ks)
     if isinstance(B, str):
@@ -471,11 +480,19 @@ def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: in
     rng = np.random.default_rng(seed)
     n_f, n_k = len(feats), ks_arr.size
     g = np.empty((n_k, n_f, B))
-    for a, k in enumerate(ks_arr):
-        grp = np.stack([rng.choice(rows, int(k), replace=False) for _ in range(B)])
-        grp = grp.astype(np.int64)
+    grps = [np.stack([rng.choice(rows, int(k), replace=False) for _ in range(B)]).astype(np.int64)
+            for k in ks_arr]  # drawn first, in the order of the generator, on every path
+    if client is not None and not exact:
+        from aria.homogeneity.distributed import evaluate_groups_dask
+
+        jobs = [(grp, np.array([k])) for grp, k in zip(grps, ks_arr, strict=True)]
+        done = evaluate_groups_dask(client, feats, chan, jobs, progress=progress, desc="null")
+        all_sums = [d[0] for d in done]
+    for a, (k, grp) in enumerate(zip(ks_arr, grps, strict=True)):
         if exact:
             sums = group_sums_reference(feats, grp, np.array([k]))
+        elif client is not None:
+            sums = all_sums[a]
         else:
             sums, _, _ = _evaluate_groups(feats, chan, grp, np.array([k]), n_jobs=n_jobs,
                                           desc=f"null K={k}", progress=progress)

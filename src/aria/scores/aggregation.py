@@ -307,6 +307,7 @@ def aggregate(
     tmp_dir: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
     transpose: bool = False,
+    client: Any = None,
 ) -> ScoreSource:
     r"""``S_track`` ``(N, T)``: normalise each query's column, then average segments per track.
 
@@ -339,6 +340,11 @@ def aggregate(
         ``scores`` is stored queries x training segments (captum TracInCP, LogIX): aggregate
         its transpose. A matrix whose columns, not rows, match the segment map is refused
         with "looks transposed".
+    client : dask.distributed.Client, optional
+        Run the passes as Dask tasks (:mod:`aria.scores.distributed_aggregate`): per row
+        range for the residual, the moments and the z-score sums (merged in float64 here),
+        per block of query columns for rank. A file is re-opened by path in the workers, an
+        in-memory matrix scattered once. Equal to the single-machine result up to rounding.
 
     Returns
     -------
@@ -366,15 +372,24 @@ def aggregate(
         and Path(out).absolute() == Path(source_path).absolute()
     ):
         raise FileFormatError(f"out: refusing to overwrite the matrix being read: {str(out)!r}")
-    if residual:
-        src = _residual(src, chunk_rows=chunk_rows, progress=progress)
-    chosen, moments, details = resolve_method(
-        src,
-        normalize,
-        kurtosis_threshold=kurtosis_threshold,
-        chunk_rows=chunk_rows,
-        progress=progress,
-    )
+    job = None
+    if client is not None:
+        from aria.scores.distributed_aggregate import DaskAggregation
+
+        job = DaskAggregation(src, client, chunk_rows=chunk_rows, progress=progress)
+        chosen, moments, details = job.resolve(
+            normalize, residual=residual, kurtosis_threshold=kurtosis_threshold
+        )
+    else:
+        if residual:
+            src = _residual(src, chunk_rows=chunk_rows, progress=progress)
+        chosen, moments, details = resolve_method(
+            src,
+            normalize,
+            kurtosis_threshold=kurtosis_threshold,
+            chunk_rows=chunk_rows,
+            progress=progress,
+        )
     params = {
         **details,
         "residual": residual,
@@ -386,6 +401,9 @@ def aggregate(
     shape = (n_tracks, src.n_cols)
 
     def fill(target: np.ndarray) -> None:
+        if job is not None:
+            job.fill(target, chosen, moments, codes, counts, identity)
+            return
         _fill(
             target,
             src,
@@ -486,6 +504,7 @@ def aggregate_reference(
     tmp_dir: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
     transpose: bool = False,
+    client: Any = None,
 ) -> ScoreSource:
     r"""In-memory reference of :func:`aggregate` (Eq. track-agg) on the whole matrix.
 
@@ -518,6 +537,8 @@ def aggregate_reference(
         Ignored.
     transpose : bool
         Aggregate the transpose of ``scores``.
+    client : dask.distributed.Client, optional
+        Ignored.
     """
     src = as_source(scores, key=key, transpose=transpose)
     if not isinstance(residual, bool):

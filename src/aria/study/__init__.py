@@ -21,6 +21,8 @@ Layout
 - :mod:`aria.study.inputs` — checks before any work, queries file, track ↔ feature matching;
 - :mod:`aria.study.setting` — one setting's tables, cached as a stage;
 - :mod:`aria.study.tables` — the results folder's tables, published in one step.
+- :mod:`aria.study.cluster` — with a ``scheduler``: the uncached settings as parallel Dask
+  tasks, each null computed once (results equal the single-machine run's).
 
 The study file itself is :mod:`aria.study_config`.
 

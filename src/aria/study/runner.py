@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aria._dask import check_scheduler
 from aria._io import remove_path
 from aria._stages import file_fingerprint
-from aria.errors import ParameterError
+from aria.errors import ParameterError, expected
 from aria.study.inputs import check_inputs, embedding_scores
 from aria.study.setting import run_setting, slug
 from aria.study.tables import publish, write_tables
@@ -59,6 +60,16 @@ def _remove_empty(dirs: list[Path]) -> None:
             pass
 
 
+def _check_scheduler(scheduler: Any) -> Any:
+    """A scheduler string checked (``None``: no cluster), or a Dask client as it is."""
+    if scheduler is None or isinstance(scheduler, str):
+        return check_scheduler(scheduler, name="scheduler")
+    if hasattr(scheduler, "submit") and hasattr(scheduler, "gather"):
+        return scheduler
+    raise ParameterError(expected("scheduler", "'local:N', an address or a dask Client",
+                                  scheduler))
+
+
 def run_study(
     study: StudySpec | str | os.PathLike[str],
     *,
@@ -68,6 +79,7 @@ def run_study(
     quiet: bool = False,
     extra_meta: dict[str, Any] | None = None,
     command: str = "aria run",
+    scheduler: Any = None,
 ) -> Path:
     """Run every analysis of a study and write its results folder.
 
@@ -87,6 +99,11 @@ def run_study(
         Merged into ``results.json`` (e.g. the demo's sizes and timings).
     command : str
         The name log lines are shown under (``[aria run] ...``).
+    scheduler : str or dask.distributed.Client, optional
+        Run the settings that are not cached as tasks of a Dask cluster, in parallel, each
+        null computed once (:mod:`aria.study.cluster`): ``"local:N"``, a scheduler address
+        ``"tcp://HOST:PORT"`` or a client (default: the study's ``scheduler``; ``""``: none).
+        The results equal the single-machine run's.
 
     Returns
     -------
@@ -100,6 +117,7 @@ def run_study(
     if out.exists() and not out.is_dir():
         raise ParameterError(f"output: expected a results folder, got a file: {str(out)!r}")
     log = _logger(command, quiet)
+    scheduler = _check_scheduler(spec.scheduler if scheduler is None else scheduler)
     t_start = time.perf_counter()
 
     store = FeatureStore.open(spec.feature_store)
@@ -110,7 +128,7 @@ def run_study(
     out.mkdir(parents=True, exist_ok=True)
     try:
         _run(spec, out, store, queries, t_start, report=report, progress=progress,
-             extra_meta=extra_meta, log=log)
+             extra_meta=extra_meta, log=log, scheduler=scheduler)
     except BaseException:
         _remove_empty([out / CACHE, *created])
         raise
@@ -119,7 +137,7 @@ def run_study(
 
 def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *,
          report: bool | None, progress: bool | None, extra_meta: dict[str, Any] | None,
-         log: Callable[[str], None]) -> None:
+         log: Callable[[str], None], scheduler: Any = None) -> None:
     from aria.results import write_results_meta
 
     # embedding settings: their cosine matrix, computed into the cache (or reused) first
@@ -129,12 +147,22 @@ def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *
         for s in spec.settings
     ))
     store_fp = file_fingerprint(spec.feature_store)
-    nulls: dict[str, Any] = {}
-    prepared_cache: dict[bytes, Any] = {}
-    results: dict[str, dict[str, Any]] = {}
-    for setting in spec.settings:
-        results[setting.name] = run_setting(setting, spec, store, store_fp, out / CACHE, nulls,
-                                            prepared_cache, progress=progress, log=log)
+    if scheduler is not None:
+        from aria.study.cluster import run_on_cluster
+
+        results, execution = run_on_cluster(scheduler, spec, out / CACHE, store, store_fp,
+                                             log=log)
+    else:
+        nulls: dict[str, Any] = {}
+        prepared_cache: dict[bytes, Any] = {}
+        results = {}
+        for setting in spec.settings:
+            results[setting.name] = run_setting(setting, spec, store, store_fp, out / CACHE,
+                                                nulls, prepared_cache, progress=progress,
+                                                log=log)
+        execution = {"scheduler": None, "workers": None,
+                     "settings_computed": sum("nulls_computed" in r for r in results.values()),
+                     "nulls_computed": len(nulls)}
 
     staging = out / f".staging-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
@@ -143,7 +171,7 @@ def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *
         publish(staging, out)
     finally:
         remove_path(staging)
-    write_results_meta(out, {**meta, **(extra_meta or {})})
+    write_results_meta(out, {**meta, "execution": execution, **(extra_meta or {})})
     want_report = spec.report if report is None else report
     if want_report:
         from aria.report import write_report

@@ -30,7 +30,19 @@ from aria.study.inputs import (
 )
 from aria.study_config import SettingSpec, StudySpec
 
-__all__ = ["N_PAIRS", "TABLES", "run_setting", "slug"]
+__all__ = [
+    "N_PAIRS",
+    "TABLES",
+    "compute_stage",
+    "planned_rows",
+    "prepared_for",
+    "read_cached",
+    "rows_key",
+    "run_setting",
+    "setting_stage",
+    "shared_null",
+    "slug",
+]
 
 #: Contributing track pairs kept per query, channel and variant (the report's evidence).
 N_PAIRS = 10
@@ -49,6 +61,20 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "setting"
 
 
+def _segments_of(setting: SettingSpec, src: Any, store: Any) -> Any:
+    """The segment map of ``setting`` (its file, else the store's ids matched by position)."""
+    segments: Any = setting.segments
+    if segments is None and src.row_ids is None:
+        if src.shape[0] != len(store):
+            raise DataError(
+                f"setting {setting.name!r}: the score matrix has {src.shape[0]} rows and no row "
+                f"ids, and no segment map was given; the feature store has {len(store)} tracks. "
+                "Give segments = a segment -> track map, or save the scores with row ids"
+            )
+        segments = np.asarray(store.track_ids).astype(str)
+    return segments
+
+
 def _s_track(setting: SettingSpec, store: Any, *, normalize: str, residual: bool, out: Path,
              chunk_rows: int | None, progress: bool | None) -> Any:
     """S_track (original or residual) written under ``out``; returns its ScoreSource.
@@ -62,15 +88,7 @@ def _s_track(setting: SettingSpec, store: Any, *, normalize: str, residual: bool
     from aria.scores import residual as residual_source
 
     src = open_setting_scores(setting)
-    segments: Any = setting.segments
-    if segments is None and src.row_ids is None:
-        if src.shape[0] != len(store):
-            raise DataError(
-                f"setting {setting.name!r}: the score matrix has {src.shape[0]} rows and no row "
-                f"ids, and no segment map was given; the feature store has {len(store)} tracks. "
-                "Give segments = a segment -> track map, or save the scores with row ids"
-            )
-        segments = np.asarray(store.track_ids).astype(str)
+    segments = _segments_of(setting, src, store)
     if normalize == "none":
         if setting.segments is not None:
             raise ParameterError(
@@ -116,6 +134,105 @@ def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.nd
         nulls[key] = null_distribution(prepared, ks=list(spec.K), pool=pool, B=spec.B,
                                        seed=spec.seed, progress=progress, query_se=query_se)
     return nulls[key]
+
+
+def planned_rows(setting: SettingSpec, spec: StudySpec,
+                 store: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Store rows and presence mask of the setting's S_track rows, and its query count.
+
+    What :func:`_compute` finds after writing S_track (its track ids matched to the store),
+    found here from the segment map alone, without a pass over the scores: a study run on a
+    cluster uses it to compute each null (and the prepared features) once, before the
+    settings' tasks start. The residual has the rows of the original.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting (its score matrix already made, for an embedding setting).
+    spec : StudySpec
+        The study (``max_missing_fraction``).
+    store : FeatureStore
+        The study's feature store.
+    """
+    from aria.scores import segment_codes
+
+    src = open_setting_scores(setting)
+    segments = _segments_of(setting, src, store)
+    if setting.normalize == "none":
+        track_ids = track_ids_of(src, store, setting.name)
+    else:
+        _, ids = segment_codes(segments, n_rows=src.n_rows, row_ids=src.row_ids,
+                               n_cols=src.n_cols)
+        track_ids = np.asarray(ids).astype(str)
+    rows, present = align_tracks(track_ids, store, max_missing=spec.max_missing_fraction,
+                                 setting=setting.name)
+    return rows, present, int(src.n_cols)
+
+
+def rows_key(rows: np.ndarray, present: np.ndarray) -> bytes:
+    """The key of :func:`prepared_for`'s cache: the store row of each S_track row (-1: none).
+
+    Parameters
+    ----------
+    rows : numpy.ndarray
+        Store row of each S_track row (:func:`aria.study.inputs.align_tracks`).
+    present : numpy.ndarray
+        Which rows have features.
+    """
+    return np.where(present, rows, -1).tobytes()
+
+
+def prepared_for(prepared_cache: dict[bytes, Any], store: Any, rows: np.ndarray,
+                 present: np.ndarray, spec: StudySpec) -> tuple[dict[str, list[Any]], np.ndarray]:
+    """The features re-indexed to these rows (prepared once per run) and the track pool.
+
+    Parameters
+    ----------
+    prepared_cache : dict
+        Prepared features computed so far in this run, by :func:`rows_key` (filled in here).
+    store : FeatureStore
+        The study's feature store.
+    rows, present : numpy.ndarray
+        Store row of each S_track row and which rows have features.
+    spec : StudySpec
+        The study (``channels``, ``max_missing_fraction``).
+    """
+    from aria.homogeneity import feature_pool
+    from aria.similarity import prepare_channels
+
+    key = rows_key(rows, present)
+    if key not in prepared_cache:
+        channels = list(spec.channels) if spec.channels else None
+        prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0),
+                                               channels=channels)
+    prepared = prepared_cache[key]
+    pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
+    return prepared, pool
+
+
+def shared_null(store: Any, rows: np.ndarray, present: np.ndarray, spec: StudySpec,
+                n_queries: int) -> tuple[dict[bytes, Any], dict[str, Any]]:
+    """The prepared features and the null of one track pool, as :func:`_compute` makes them.
+
+    Returns the ``prepared_cache`` and ``nulls`` entries (one each) that a setting with these
+    rows finds instead of computing them (:func:`run_setting`'s dictionaries).
+
+    Parameters
+    ----------
+    store : FeatureStore
+        The study's feature store.
+    rows, present : numpy.ndarray
+        From :func:`planned_rows`.
+    spec : StudySpec
+        The study (K, B, seed, channels).
+    n_queries : int
+        Query count of the first setting that uses this null (for ``B = "auto"``).
+    """
+    prepared_cache: dict[bytes, Any] = {}
+    nulls: dict[str, Any] = {}
+    prepared, pool = prepared_for(prepared_cache, store, rows, present, spec)
+    _null_for(nulls, prepared, pool, rows, spec, False, n_queries)
+    return prepared_cache, nulls
 
 
 def _variant_tables(
@@ -175,7 +292,14 @@ def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndar
     return out
 
 
-def _read_cached(stage: Stage) -> dict[str, Any]:
+def read_cached(stage: Stage) -> dict[str, Any]:
+    """The tables of a complete stage, as :func:`run_setting` returns them.
+
+    Parameters
+    ----------
+    stage : Stage
+        A complete stage (:meth:`~aria._stages.Stage.is_complete`).
+    """
     import pandas as pd
 
     out = {"diagnostics": read_json(stage.path / "diagnostics.json"),
@@ -227,6 +351,36 @@ def run_setting(
         ``diagnostics`` and ``alignment`` (JSON-able), ``timings`` and one DataFrame per name
         in :data:`TABLES`.
     """
+    stage = setting_stage(setting, spec, store_fp, cache_root)
+    if stage.is_complete():
+        log(f"{setting.name}: reusing cached results ({stage.path})")
+        return read_cached(stage)
+    reason = stage.stale_reason()
+    if reason:
+        log(f"{setting.name}: recomputing ({reason})")
+    return compute_stage(stage, setting, spec, store, nulls, prepared_cache, progress=progress,
+                         log=log)
+
+
+def setting_stage(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any],
+                  cache_root: Path) -> Stage:
+    """The cache stage of a setting: its folder and the parameters it must have been made with.
+
+    The parameters are the setting, the fingerprints of its files and of the feature store,
+    and the study's recorded parameters; where the study runs (``scheduler``) is not one of
+    them, so a setting computed on one machine is reused on a cluster and the other way round.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting.
+    spec : StudySpec
+        The study.
+    store_fp : dict
+        Fingerprint of the feature store.
+    cache_root : Path
+        ``OUTPUT/.cache``.
+    """
     check_setting_files(setting)
     params = {
         "setting": dataclasses.asdict(setting) | {
@@ -238,13 +392,32 @@ def run_setting(
                   if k not in {"name", "confound", "queries"}},
         "n_pairs": N_PAIRS,
     }
-    stage = Stage(cache_root, slug(setting.name), params)
-    if stage.is_complete():
-        log(f"{setting.name}: reusing cached results ({stage.path})")
-        return _read_cached(stage)
-    reason = stage.stale_reason()
-    if reason:
-        log(f"{setting.name}: recomputing ({reason})")
+    return Stage(cache_root, slug(setting.name), params)
+
+
+def compute_stage(
+    stage: Stage,
+    setting: SettingSpec,
+    spec: StudySpec,
+    store: Any,
+    nulls: dict[str, Any],
+    prepared_cache: dict[bytes, Any],
+    *,
+    progress: bool | None,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Compute a setting into its (cleared) stage and mark it complete; see :func:`run_setting`.
+
+    A failure removes the stage (never left "running"); the S_track files are removed either
+    way.
+
+    Parameters
+    ----------
+    stage : Stage
+        From :func:`setting_stage`.
+    setting, spec, store, nulls, prepared_cache, progress, log
+        As for :func:`run_setting`.
+    """
     work = stage.begin()
     try:
         result = _compute(setting, spec, store, work, nulls, prepared_cache,
@@ -274,8 +447,7 @@ def _compute(
     import pandas as pd
 
     from aria.diagnostics import diagnose
-    from aria.homogeneity import constant_queries, feature_pool
-    from aria.similarity import prepare_channels
+    from aria.homogeneity import constant_queries
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -291,7 +463,7 @@ def _compute(
     variants = ("original", "residual") if spec.residual else ("original",)
     normalize_used: str = setting.normalize
     d["normalize_used"] = normalize_used
-    channels = list(spec.channels) if spec.channels else None
+    n_nulls = len(nulls)
     degenerate: np.ndarray | None = None
     for variant in variants:
         t0 = time.perf_counter()
@@ -306,12 +478,7 @@ def _compute(
         track_ids = track_ids_of(src, store, setting.name)
         rows, present = align_tracks(track_ids, store, max_missing=spec.max_missing_fraction,
                                      setting=setting.name)
-        key = np.where(present, rows, -1).tobytes()
-        if key not in prepared_cache:  # features re-indexed to these rows, prepared once per run
-            prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0),
-                                                   channels=channels)
-        prepared = prepared_cache[key]
-        pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
+        prepared, pool = prepared_for(prepared_cache, store, rows, present, spec)
         timings[f"s_track_{variant}"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
@@ -335,7 +502,8 @@ def _compute(
                                         spec.chunk_rows)
             timings["alignment"] = time.perf_counter() - t0
 
-    result: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings}
+    result: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings,
+                              "nulls_computed": len(nulls) - n_nulls}
     write_json(work / "diagnostics.json", d)
     write_json(work / "alignment.json", alignment)
     for name, parts in tables.items():

@@ -1,0 +1,169 @@
+"""Top-K groups, the null and homogeneity on a real Dask cluster equal the single-machine path.
+
+A LocalCluster of two worker *processes* on loopback; identical groups (tie order included),
+identical null and homogeneity arrays; a worker killed mid-task changes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from aria.errors import DataError
+from aria.homogeneity import (
+    constant_queries,
+    homogeneity,
+    null_distribution,
+    run_homogeneity,
+    top_k_groups,
+)
+from aria.homogeneity.distributed import groups_and_constant_dask
+from aria.scores import save_scores
+from aria.scores.distributed import TASK_DELAY_ENV
+
+from ._helpers import make_features, topk_reference
+
+distributed = pytest.importorskip("dask.distributed")
+
+RESULT_FIELDS = ("g", "z_feature", "g_channel", "z", "pair_rows", "pair_contribution",
+                 "pair_similarity", "constant", "null_g", "null_used")
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes, one thread each, TCP on loopback."""
+    with (
+        warnings.catch_warnings(),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        warnings.simplefilter("ignore", UserWarning)  # "port already in use" of a dashboard
+        yield c
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    n, t = 140, 23
+    prepared, _ = make_features(rng, n, clusters=rng.integers(0, 5, n))
+    s = rng.standard_normal((n, t))
+    s[:, 4] = 2.5  # constant query
+    s[:9, 5] = 3.0  # ties: the lower rows win
+    s[::3, 6] = np.round(s[::3, 6])
+    return prepared, s
+
+
+def _same_result(a, b):
+    for f in RESULT_FIELDS:
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+    assert (a.ks, a.channels, a.features, a.evidence_k, a.n_unique_groups, a.B) == (
+        b.ks, b.channels, b.features, b.evidence_k, b.n_unique_groups, b.B)
+
+
+def test_top_k_identical_with_ties_pool_and_files(data, tmp_path, client):
+    _, s = data
+    pool = np.ones(s.shape[0], dtype=bool)
+    pool[[0, 3, 50]] = False
+    for src in (s, save_scores(s.astype(np.float32), tmp_path / "st.npy")):
+        for kw in ({}, {"pool": pool}, {"chunk_rows": 13}):
+            want, wscores = top_k_groups(src, 12, return_scores=True, **kw)
+            got, gscores = top_k_groups(src, 12, return_scores=True, client=client, **kw)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(gscores, wscores)
+    np.testing.assert_array_equal(top_k_groups(s, 12, client=client), topk_reference(s, 12))
+    got, const = groups_and_constant_dask(s, 12, pool, client)
+    np.testing.assert_array_equal(const, constant_queries(s, pool=pool))
+    assert const[4] and const.sum() == 1
+
+
+def test_top_k_nan_is_the_local_error(data, client):
+    _, s = data
+    bad = s.copy()
+    bad[30, 17] = np.nan
+    with pytest.raises(DataError) as local:
+        top_k_groups(bad, 5)
+    with pytest.raises(DataError) as dist:
+        top_k_groups(bad, 5, client=client)
+    assert str(dist.value) == str(local.value)
+
+
+def test_null_and_homogeneity_identical(data, client):
+    prepared, s = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = null_distribution(prepared, ks=[3, 8, 15], B=25, seed=4)
+        got = null_distribution(prepared, ks=[3, 8, 15], B=25, seed=4, client=client)
+    for f in ("g", "mu", "sigma", "used", "g_channel", "mu_c", "sigma_c", "pool"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f), err_msg=f)
+    groups = top_k_groups(s, 15)
+    const = constant_queries(s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = homogeneity(groups, prepared, want, evidence_k=8, n_pairs=5, constant=const)
+        b = homogeneity(groups, prepared, want, evidence_k=8, n_pairs=5, constant=const,
+                        client=client)
+    _same_result(b, a)
+
+
+def test_run_homogeneity_identical(data, tmp_path, client):
+    prepared, s = data
+    path = save_scores(s, tmp_path / "st.npy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want, wnull, wgroups = run_homogeneity(s, prepared, ks=[4, 10], B=20, seed=2,
+                                               n_pairs=4)
+        got, gnull, ggroups = run_homogeneity(path, prepared, ks=[4, 10], B=20, seed=2,
+                                              n_pairs=4, client=client)
+    np.testing.assert_array_equal(ggroups, wgroups)
+    np.testing.assert_array_equal(gnull.g, wnull.g)
+    _same_result(got, want)
+    assert got.n_constant_excluded == 1
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_task(data, client):
+    prepared, s = data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want, wnull, _ = run_homogeneity(s, prepared, ks=[4, 10], B=20, seed=2)
+    pids = client.run(os.getpid)
+    client.run(lambda: os.environ.__setitem__(TASK_DELAY_ENV, "0.3"))
+    box: dict[str, object] = {}
+
+    def target():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                box["value"] = run_homogeneity(s, prepared, ks=[4, 10], B=20, seed=2,
+                                               client=client)
+        except BaseException as exc:  # handed to the test
+            box["error"] = exc
+
+    th = threading.Thread(target=target)
+    th.start()
+    victim = None
+    deadline = time.monotonic() + 60
+    while victim is None and time.monotonic() < deadline and th.is_alive():
+        busy = {w: len(ts) for w, ts in client.processing().items() if ts}
+        victim = max(busy, key=busy.__getitem__) if busy else None
+        time.sleep(0.01)
+    assert victim is not None, "no task was processing"
+    os.kill(pids[victim], signal.SIGKILL)
+    th.join(120)
+    client.wait_for_workers(2, timeout=60)
+    client.run(lambda: os.environ.pop(TASK_DELAY_ENV, None))
+    assert not th.is_alive()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    got, gnull, _ = box["value"]  # type: ignore[misc]
+    np.testing.assert_array_equal(gnull.g, wnull.g)
+    _same_result(got, want)

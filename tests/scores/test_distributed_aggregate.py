@@ -1,0 +1,175 @@
+"""S_track aggregation on a real Dask cluster (worker processes on loopback) equals the local path.
+
+Also the task runner under it (:func:`aria.scores.distributed.run_ordered`): results in task
+order, and workers killed mid-task — Dask reruns their tasks, lost scattered inputs are
+scattered again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from aria.errors import DataError
+from aria.scores import save_scores
+from aria.scores.aggregation import aggregate
+from aria.scores.distributed import TASK_DELAY_ENV, run_ordered
+
+distributed = pytest.importorskip("dask.distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes, one thread each, TCP on loopback."""
+    with (
+        warnings.catch_warnings(),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        warnings.simplefilter("ignore", UserWarning)  # "port already in use" of a dashboard
+        yield c
+
+
+def _matrix(rng, m=240, t=9):
+    """Rank-1-dominated scores with noise, as attribution matrices are."""
+    return (np.outer(rng.random(m) + 1.0, rng.random(t) + 0.5) * 3.0
+            + rng.standard_normal((m, t)))
+
+
+def _segments(rng, m, n_tracks):
+    """Each track's segments mostly together, a few scattered over the matrix."""
+    seg = np.repeat(np.arange(n_tracks), -(-m // n_tracks))[:m]
+    swap = rng.choice(m, 20, replace=False)
+    seg[swap] = seg[rng.permutation(swap)]
+    return np.array([f"t{i}" for i in seg])
+
+
+def _same(got, ref):
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("normalize", ["zscore", "rank", "auto"])
+@pytest.mark.parametrize("residual", [False, True])
+def test_file_backed_equals_local(rng, tmp_path, client, normalize, residual):
+    s = _matrix(rng)
+    if normalize == "auto":  # heavy tails: auto must pick rank on both paths
+        s[:, :6] = rng.lognormal(0.0, 2.5, (s.shape[0], 6))
+    path = save_scores(s.astype(np.float32), tmp_path / "s.npy")
+    seg = _segments(rng, s.shape[0], 31)
+    kw = {"segments": seg, "normalize": normalize, "residual": residual, "chunk_rows": 16}
+    ref = aggregate(path, **kw)
+    got = aggregate(path, client=client, **kw)
+    _same(got.to_numpy(), ref.to_numpy())
+    assert list(got.row_ids) == list(ref.row_ids)
+    assert got.manifest["parameters"]["normalize"] == ref.manifest["parameters"]["normalize"]
+    if normalize == "rank":  # whole columns per task: the very same numbers
+        np.testing.assert_array_equal(got.to_numpy(), ref.to_numpy())
+
+
+def test_in_memory_identity_transposed_and_written(rng, tmp_path, client):
+    s = _matrix(rng, 150, 7)
+    for normalize in ("zscore", "rank"):
+        ref = aggregate(s.T, transpose=True, normalize=normalize, chunk_rows=20)
+        got = aggregate(s.T, transpose=True, normalize=normalize, chunk_rows=20, client=client)
+        _same(got.to_numpy(), ref.to_numpy())
+    seg = _segments(rng, 150, 12)
+    out = aggregate(s, segments=seg, out=tmp_path / "track.zarr", client=client, chunk_rows=32)
+    _same(out.to_numpy(), aggregate(s, segments=seg, chunk_rows=32).to_numpy())
+    assert out.manifest["kind"] == "track_scores"
+
+
+def test_bad_values_raise_the_local_error(rng, tmp_path, client):
+    s = _matrix(rng, 120, 5)
+    s[77, 3] = np.nan
+    path = save_scores(s, tmp_path / "nan.npy")
+    for normalize in ("zscore", "rank"):
+        with pytest.raises(DataError) as local:
+            aggregate(path, normalize=normalize, chunk_rows=16)
+        with pytest.raises(DataError) as dist:
+            aggregate(path, normalize=normalize, chunk_rows=16, client=client)
+        assert str(dist.value) == str(local.value)
+        assert "row 77" in str(dist.value)
+
+
+def _square(i, *, base):
+    return float(base[i]) ** 2
+
+
+def test_run_ordered_consumes_in_order(client):
+    seen = []
+    base = np.arange(12.0)
+    run_ordered(client, _square, [(i,) for i in range(12)], lambda i, r: seen.append((i, r)),
+                shared={"base": base})
+    assert seen == [(i, float(i) ** 2) for i in range(12)]
+
+
+def _kill_during(client, fn, *, kill_all=False, delay="0.4"):
+    """Run ``fn()`` in a thread with slow tasks; SIGKILL worker process(es) once tasks are
+    processing; return ``fn()``'s result (Dask restarts the workers through their nannies)."""
+    pids = client.run(os.getpid)
+    client.run(lambda: os.environ.__setitem__(TASK_DELAY_ENV, delay))
+    box: dict[str, object] = {}
+
+    def target():
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the test
+            box["error"] = exc
+
+    th = threading.Thread(target=target)
+    th.start()
+    victims: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and th.is_alive():
+        busy = {w: len(ts) for w, ts in client.processing().items() if ts}
+        if busy:
+            victims = list(busy) if kill_all else [max(busy, key=busy.__getitem__)]
+            break
+        time.sleep(0.01)
+    assert victims, "no task was processing"
+    for w in victims:
+        os.kill(pids[w], signal.SIGKILL)
+    th.join(120)
+    client.wait_for_workers(2, timeout=60)
+    client.run(lambda: os.environ.pop(TASK_DELAY_ENV, None))
+    assert not th.is_alive()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]
+
+
+@pytest.mark.slow
+def test_worker_killed_mid_task(rng, tmp_path, client):
+    s = _matrix(rng, 320, 8)
+    path = save_scores(s, tmp_path / "s.npy")
+    seg = _segments(rng, 320, 40)
+    kw = {"segments": seg, "residual": True, "chunk_rows": 16}
+    ref = aggregate(path, **kw).to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = _kill_during(client, lambda: aggregate(path, client=client, **kw).to_numpy())
+    _same(got, ref)
+
+
+@pytest.mark.slow
+def test_scattered_input_lost_with_every_worker(rng, client):
+    """Both workers die while the in-memory matrix lives only on them: it is scattered again."""
+    s = _matrix(rng, 200, 6)
+    ref = aggregate(s, normalize="rank", chunk_rows=16).to_numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = _kill_during(
+            client, lambda: aggregate(s, normalize="rank", client=client).to_numpy(),
+            kill_all=True)
+    np.testing.assert_array_equal(got, ref)
