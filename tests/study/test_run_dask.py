@@ -225,3 +225,17 @@ def test_worker_killed_mid_task(tmp_path, study, client, monkeypatch):
     assert read_results_meta(out)["execution"]["settings_computed"] == 4
     records = [p.read_text() for p in (out / ".cache").glob("*/stage.json")]
     assert len(records) == 4 and all('"complete"' in r for r in records)
+
+
+@pytest.mark.slow
+def test_single_setting_spreads_its_passes_and_equals_local(tmp_path, rng, planted_study,
+                                                            client, capsys):
+    path = planted_study(tmp_path, rng)  # one setting: its passes, not settings, in parallel
+    local = run_study(path, output=tmp_path / "local")
+    out = run_study(path, output=tmp_path / "dask", scheduler=client)
+    log = capsys.readouterr().out
+    assert "its passes as tasks on" in log
+    assert_same_results(local, out)
+    execution = read_results_meta(out)["execution"]
+    assert execution["split"] == "passes" and execution["settings_computed"] == 1
+    assert execution["nulls_computed"] == read_results_meta(local)["execution"]["nulls_computed"]

@@ -18,6 +18,13 @@ r"""A study's settings on a Dask cluster: independent settings in parallel, each
    others, and its error is raised on the client as the single-machine run raises it (its
    stage removed by the task, as on one machine).
 
+A study with a single setting to compute (one large matrix, say) gains nothing from step 3:
+that setting runs on the client instead, with its passes spread over the workers — the
+diagnostics' Gram pass per row range (when its ``T x T`` Gram fits in 2 GB), S_track per row
+range, the null's random groups and the per-query homogeneity per block, top-K per query
+block (:mod:`aria.scores.distributed`, :mod:`aria.homogeneity.distributed`).
+``execution.split`` in ``results.json`` says which (``"settings"`` or ``"passes"``).
+
 The tables equal the single-machine run's (same code, same seeds, same null; floating-point
 sums may differ in the last bits where a worker's BLAS uses other threads). A worker that dies
 mid-task costs only its tasks: Dask reruns them on another worker (and recomputes a null that
@@ -191,6 +198,16 @@ def run_on_cluster(
         label = _label(scheduler, client)
         n_workers = len(client.nthreads())
         execution.update(scheduler=label, workers=n_workers)
+        if len(pending) == 1:  # nothing to run side by side: spread the setting's passes
+            setting, stage = pending[0]
+            log(f"{setting.name}: its passes as tasks on {label} ({n_workers} workers)")
+            result = compute_stage(stage, setting, spec, store, {}, {}, progress=None,
+                                   log=log, client=client)
+            results[setting.name] = result
+            execution.update(nulls_computed=int(result.get("nulls_computed", 0)),
+                             split="passes")
+            return results, execution
+        execution["split"] = "settings"
         null_futures = {
             key: client.submit(_null_task, remote, rows, present, n_queries, pure=False,
                                key=f"aria-null-{i}-{token}")

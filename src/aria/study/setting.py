@@ -76,7 +76,7 @@ def _segments_of(setting: SettingSpec, src: Any, store: Any) -> Any:
 
 
 def _s_track(setting: SettingSpec, store: Any, *, normalize: str, residual: bool, out: Path,
-             chunk_rows: int | None, progress: bool | None) -> Any:
+             chunk_rows: int | None, progress: bool | None, client: Any = None) -> Any:
     """S_track (original or residual) written under ``out``; returns its ScoreSource.
 
     ``normalize`` is the method actually applied (``auto`` is resolved once on the original and
@@ -103,7 +103,17 @@ def _s_track(setting: SettingSpec, store: Any, *, normalize: str, residual: bool
                     row_ids=src.row_ids)
         return open_scores(out)
     return aggregate(src, segments=segments, normalize=normalize, residual=residual, out=out,
-                     chunk_rows=chunk_rows, progress=progress)
+                     chunk_rows=chunk_rows, progress=progress, client=client)
+
+
+def _gram_fits(scores: Any) -> bool:
+    """Whether the exact Dask diagnostics pass fits: its T x T float64 Gram under 2 GB.
+
+    The distributed pass (:func:`aria.diagnostics.diagnose` with a client) is exact-mode only;
+    a wider matrix keeps the single-machine pass, which picks a tiled/approximate mode itself.
+    """
+    t = int(scores.shape[1])
+    return 8 * t * t <= 2 * 1024**3
 
 
 def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k: int) -> Any:
@@ -121,7 +131,7 @@ def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k
 
 def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.ndarray,
               rows: np.ndarray, spec: StudySpec, progress: bool | None,
-              n_queries: int = 1) -> Any:
+              n_queries: int = 1, client: Any = None) -> Any:
     """The null of this track pool and feature order, computed once per study run."""
     from aria.homogeneity import null_distribution
 
@@ -132,7 +142,8 @@ def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.nd
         # B = "auto": compare with the query SE of z-bar for unit-variance z, 1/sqrt(T)
         query_se = 1.0 / np.sqrt(n_queries) if spec.B == "auto" else None
         nulls[key] = null_distribution(prepared, ks=list(spec.K), pool=pool, B=spec.B,
-                                       seed=spec.seed, progress=progress, query_se=query_se)
+                                       seed=spec.seed, progress=progress, query_se=query_se,
+                                       client=client)
     return nulls[key]
 
 
@@ -244,13 +255,14 @@ def _variant_tables(
     spec: StudySpec,
     progress: bool | None,
     constant: np.ndarray,
+    client: Any = None,
 ) -> dict[str, Any]:
     from aria.homogeneity import homogeneity, top_k_groups
 
     groups, scores = top_k_groups(s_track, max(spec.K), pool=pool, chunk_rows=spec.chunk_rows,
-                                  return_scores=True, progress=progress)
+                                  return_scores=True, progress=progress, client=client)
     res = homogeneity(groups, prepared, null, ks=list(spec.K), evidence_k=spec.K_report,
-                      n_pairs=N_PAIRS, progress=progress, constant=constant)
+                      n_pairs=N_PAIRS, progress=progress, constant=constant, client=client)
     summary = res.summary(n_boot=spec.n_bootstrap, seed=spec.seed)
     return {
         "homogeneity": summary,
@@ -405,6 +417,7 @@ def compute_stage(
     *,
     progress: bool | None,
     log: Callable[[str], None],
+    client: Any = None,
 ) -> dict[str, Any]:
     """Compute a setting into its (cleared) stage and mark it complete; see :func:`run_setting`.
 
@@ -417,11 +430,15 @@ def compute_stage(
         From :func:`setting_stage`.
     setting, spec, store, nulls, prepared_cache, progress, log
         As for :func:`run_setting`.
+    client : dask.distributed.Client, optional
+        Run the setting's passes (diagnostics, S_track, null, top-K, homogeneity) as Dask
+        tasks over row ranges / query blocks (:mod:`aria.study.cluster` does this for a study
+        with a single setting to compute); the tables are the same.
     """
     work = stage.begin()
     try:
         result = _compute(setting, spec, store, work, nulls, prepared_cache,
-                          progress=progress, log=log)
+                          progress=progress, log=log, client=client)
     except BaseException:  # a failed stage is not left "running": the next run redoes it
         remove_path(stage.path)
         raise
@@ -442,6 +459,7 @@ def _compute(
     *,
     progress: bool | None,
     log: Callable[[str], None],
+    client: Any = None,
 ) -> dict[str, Any]:
     """The body of :func:`run_setting`: compute and write every table into ``work``."""
     import pandas as pd
@@ -452,7 +470,11 @@ def _compute(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     log(f"{setting.name}: reliability diagnostics")
-    diag = diagnose(open_setting_scores(setting), chunk_rows=spec.chunk_rows, progress=progress)
+    scores = open_setting_scores(setting)
+    if client is not None and _gram_fits(scores):
+        diag = diagnose(scores, chunk_rows=spec.chunk_rows, client=client)
+    else:
+        diag = diagnose(scores, chunk_rows=spec.chunk_rows, progress=progress)
     d = diag.to_dict() if hasattr(diag, "to_dict") else dataclasses.asdict(diag)
     d = {k: v for k, v in d.items() if k not in {"v1", "u1", "constant_indices"}}
     d["v1_constancy"] = float(diag.v1_constancy)
@@ -470,7 +492,7 @@ def _compute(
         log(f"{setting.name}: S_track ({variant})")
         src = _s_track(setting, store, normalize=normalize_used, residual=variant == "residual",
                        out=work / f"s_track_{variant}.npy", chunk_rows=spec.chunk_rows,
-                       progress=progress)
+                       progress=progress, client=client)
         if variant == "original" and normalize_used == "auto":
             params = (src.manifest or {}).get("parameters") or {}
             normalize_used = str(params.get("normalize", "auto"))
@@ -482,14 +504,16 @@ def _compute(
         timings[f"s_track_{variant}"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
-        null = _null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]))
+        null = _null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]),
+                         client=client)
         # a query that is degenerate on the original matrix stays excluded on its residual
         # (the residual of a constant column is not constant, but it ranks nothing real)
         constant = constant_queries(src, pool=pool, chunk_rows=spec.chunk_rows)
         if degenerate is not None and degenerate.shape == constant.shape:
             constant = constant | degenerate
         degenerate = constant
-        vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress, constant)
+        vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress, constant,
+                             client=client)
         vt["null"] = null.to_frame()
         for name, df in vt.items():
             df.insert(0, "variant", variant)
