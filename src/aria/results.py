@@ -21,7 +21,10 @@ Vocabulary used in the columns:
 ``study`` (parameters: ``modality``, ``K`` list, ``K_report``, ``B``, ``seed``,
 ``n_bootstrap``, ``feature_store``, …), ``settings`` (list of objects with at least ``name``,
 ``method``, ``stage``, ``normalize``, ``scores``), ``channels`` (channel → feature names),
-``versions`` (package → version), ``timings`` (stage → seconds), ``notes`` (list of strings).
+``versions`` (package → version), ``timings`` (stage → seconds), ``notes`` (list of strings),
+``execution`` (where the study ran: ``scheduler`` — ``null`` on one machine —, ``workers``,
+``settings_computed``, ``nulls_computed``, and on a cluster ``split``: ``"settings"`` or
+``"passes"``).
 
 The schema below is the contract between the writers (:mod:`aria.study`, :mod:`aria.bench`)
 and the reader (:mod:`aria.report`). Writers must provide the required columns and may add

@@ -24,7 +24,8 @@ from aria.encoders.offline import (
     read_checkpoint,
     save_checkpoint,
 )
-from aria.encoders.offline.encoder import input_bins
+from aria.encoders.offline.encoder import build_model, clews_input, input_bins
+from aria.encoders.offline.models import ConvEncoder
 from aria.encoders.offline.frontends import cqt, log_mel
 from aria.encoders.offline.train import (
     caption_vocab,
@@ -130,6 +131,42 @@ def test_clews_front_end_whitens_and_folds_octaves():
     # a transposition by one semitone rolls the pitch classes by one
     up = front_end(_melody(0, 0, 1.0, 1, 16_000), fold)[:, :12]
     assert np.corrcoef(np.roll(folded[:, :12], 1, axis=1).ravel(), up.ravel())[0, 1] > 0.9
+
+
+def test_clews_harmonic_summation_folds_overtones_onto_the_fundamental():
+    cfg = CLEWS.replace(whiten_bins=0, harmonics=4)
+    mags = np.zeros((2, 48))
+    mags[:, 5] = 1.0  # a note at bin 5 ...
+    mags[:, 17], mags[:, 24], mags[:, 29] = 0.5, 0.4, 0.3  # ... its harmonics 2, 3 (19 st), 4
+    out = clews_input(mags, cfg)
+    want = 1.0 + 0.8 * 0.5 + 0.64 * 0.4 + 0.512 * 0.3
+    np.testing.assert_allclose(out[:, 5], 20 * np.log10(want), rtol=1e-6)
+    assert out[0].argmax() == 5
+    np.testing.assert_array_equal(clews_input(mags, cfg.replace(harmonics=1)),
+                                  clews_input(mags, CLEWS.replace(whiten_bins=0)))
+    # harmonics beyond the top bin add nothing: the top bin keeps its own magnitude
+    np.testing.assert_allclose(clews_input(np.ones((1, 48)), cfg)[0, -1], 0.0, atol=1e-6)
+    y = _melody(0, 0, 1.0, 0, 16_000)
+    np.testing.assert_array_equal(front_end(y, cfg), clews_input(
+        cqt(y, sr=cfg.sample_rate, hop=cfg.hop, fmin=cfg.fmin, n_bins=cfg.n_bins), cfg))
+
+
+def test_bin_norm_removes_a_static_spectrum():
+    torch.manual_seed(0)
+    x = torch.randn(3, 48, 40)
+    tilt = torch.linspace(-6, 6, 48)[None, :, None]  # a fixed equalisation over the clip
+    for norm, same in (("mean", True), ("std", True), ("none", False)):
+        torch.manual_seed(1)
+        model = ConvEncoder(48, (4, 8), 16, bin_norm=norm).eval()
+        with torch.no_grad():
+            a, b = model(x), model(x + tilt)
+        assert torch.allclose(a, b, atol=1e-5) == same, norm
+    with pytest.raises(ParameterError, match="bin_norm"):
+        ConvEncoder(48, (4, 8), 16, bin_norm="max")
+    with pytest.raises(ParameterError, match="bin_norm"):
+        CLEWS.replace(bin_norm="max")
+    model = build_model(CLEWS.replace(bin_norm="mean", n_models=2))
+    assert all(m.bin_norm == "mean" for m in model.members)
 
 
 # training loops -----------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 ::
 
     aria embed INPUT_DIR_OR_LIST --encoder NAME [--weights PATH] [--layer L]
-               [--segment-seconds S] [--workers N] [--device D] --out STORE
+               [--segment-seconds S] [--workers N | --scheduler ADDRESS|local:N]
+               [--device D] --out STORE
 
 Each flag is a keyword of :func:`aria.embed.embed_to_store`. Resumable (tracks already in
-STORE are skipped), parallel over processes, and unreadable audio is recorded in the store's
+STORE are skipped), parallel over local processes or a Dask cluster (``--scheduler``; not
+together with ``--workers`` > 1), and unreadable audio is recorded in the store's
 errors table (``aria features errors STORE`` lists it). ``aria retrieve`` turns two stores
 into a cosine score matrix.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria.cli._common import add_progress_flag, print_json
+from aria.cli._common import add_progress_flag, add_scheduler_flag, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -56,7 +58,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--segment-seconds", type=float, default=None, metavar="S",
                    help="one row per S-second segment (ids TRACK#0000, ...) instead of per track")
     p.add_argument("--workers", type=int, default=1, metavar="N",
-                   help="worker processes, each loading the encoder once (default 1)")
+                   help="local worker processes, each loading the encoder once (default 1); "
+                   "not with --scheduler, whose cluster's workers do the work (both: an error)")
+    add_scheduler_flag(p)
     p.add_argument("--device", default="cpu", metavar="D",
                    help="torch device of the encoder (default cpu)")
     p.add_argument("--metadata", metavar="TABLE",
@@ -78,21 +82,24 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed command line.
     """
+    from aria.cli.features import open_cluster
     from aria.embed import embed_to_store
 
-    summary = embed_to_store(
-        args.input,
-        args.out,
-        encoder=args.encoder,
-        weights=args.weights,
-        layer=args.layer,
-        segment_seconds=args.segment_seconds,
-        workers=args.workers,
-        overwrite=args.overwrite,
-        metadata=args.metadata,
-        progress=args.progress,
-        device=args.device,
-    )
+    with open_cluster(args) as client:
+        summary = embed_to_store(
+            args.input,
+            args.out,
+            encoder=args.encoder,
+            weights=args.weights,
+            layer=args.layer,
+            segment_seconds=args.segment_seconds,
+            workers=args.workers,
+            overwrite=args.overwrite,
+            metadata=args.metadata,
+            progress=args.progress,
+            device=args.device,
+            client=client,
+        )
     if args.json:
         print_json(summary)
     else:

@@ -2,14 +2,17 @@
 
 ::
 
-    aria features symbolic INPUT_DIR_OR_LIST --out STORE [--workers N] [--form paper|jsymbolic]
+    aria features symbolic INPUT_DIR_OR_LIST --out STORE [--workers N | --scheduler ADDRESS|local:N]
+                           [--form paper|jsymbolic]
                            [--segment-seconds S [--hop H] | --segment-notes N]
                            [--param KEY=VALUE ...]
-    aria features audio    INPUT_DIR_OR_LIST --out STORE [--workers N] [--param KEY=VALUE ...]
+    aria features audio    INPUT_DIR_OR_LIST --out STORE [--workers N | --scheduler ...]
+                           [--param KEY=VALUE ...]
     aria features errors   STORE [--json]
     aria features jsymbolic FILE.mid [--json] [--d4-divisor notes|changes]
 
-Extraction is resumable (tracks already in STORE are skipped), parallel over processes, and a
+Extraction is resumable (tracks already in STORE are skipped), parallel over local processes
+(``--workers``) or a Dask cluster (``--scheduler``, one task per file; the two are exclusive), and a
 corrupt, silent or empty file — or one a worker process died on — is recorded in the store's
 errors table and skipped; ``aria features errors STORE`` lists them. Each flag maps onto a
 keyword of :func:`aria.features.extract.extract_to_store` /
@@ -23,7 +26,7 @@ import json
 import sys
 from typing import Any
 
-from aria.cli._common import add_progress_flag, print_json
+from aria.cli._common import add_progress_flag, add_scheduler_flag, print_json
 from aria.errors import ParameterError, expected
 
 
@@ -52,8 +55,14 @@ def _add_extract_args(p: argparse.ArgumentParser) -> None:
         help="feature-store directory (created, or resumed)",
     )
     p.add_argument(
-        "--workers", type=int, default=1, metavar="N", help="worker processes (default 1)"
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="local worker processes (default 1); not with --scheduler, whose cluster's "
+        "workers do the work (both given: an error)",
     )
+    add_scheduler_flag(p)
     p.add_argument(
         "--param",
         action="append",
@@ -221,18 +230,20 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(
                 expected("--hop", "--segment-seconds or --segment-notes", "--hop alone")
             )
-    summary = extract_to_store(
-        args.input,
-        args.out,
-        modality=args.features_command,
-        params=params,
-        segments=segments,
-        workers=args.workers,
-        flush_every=args.flush_every,
-        overwrite=args.overwrite,
-        metadata=args.metadata,
-        progress=args.progress,
-    )
+    with open_cluster(args) as client:
+        summary = extract_to_store(
+            args.input,
+            args.out,
+            modality=args.features_command,
+            params=params,
+            segments=segments,
+            workers=args.workers,
+            flush_every=args.flush_every,
+            overwrite=args.overwrite,
+            metadata=args.metadata,
+            progress=args.progress,
+            client=client,
+        )
     if args.json:
         print_json(summary)
     else:
@@ -242,6 +253,30 @@ def run(args: argparse.Namespace) -> int:
             f"failed (aria features errors STORE lists them) -> {summary['store']}"
         )
     return 0
+
+
+def open_cluster(args: argparse.Namespace) -> Any:
+    """The Dask client of ``--scheduler`` (a context manager; ``None`` without the flag).
+
+    ``--workers`` above 1 together with ``--scheduler`` is refused: the cluster's workers do
+    the work, so a local worker count would be silently ignored.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``scheduler``, ``workers``).
+    """
+    from aria._checks import check_int
+    from aria._dask import check_scheduler, open_client
+
+    scheduler = check_scheduler(args.scheduler, name="--scheduler")
+    workers = check_int("--workers", args.workers, min_value=1)
+    if scheduler is not None and workers > 1:
+        raise ParameterError(
+            expected("--workers", "1 (or no --workers) with --scheduler, whose cluster's "
+                     "workers do the work", workers)
+        )
+    return open_client(scheduler)
 
 
 def _run_errors(args: argparse.Namespace) -> int:

@@ -4,9 +4,9 @@
 (:func:`aria.features.extract.extract_to_store`) with a pluggable extractor
 (:mod:`aria.embed.extractor`): the same inputs (an audio folder, a ``.txt`` list or a tracks
 CSV with ``path[,track_id,metadata...]``), the same resumable Parquet store (tracks already in
-it are skipped), the same worker processes (a file a worker dies on is recorded, the run goes
-on) and the same errors table for unreadable audio. The store has modality ``"embedding"``
-and one vector feature ``"embedding"`` (:mod:`aria.features.embeddings`).
+it are skipped), the same worker processes or Dask cluster (``client=``; a file a worker dies
+on is recorded, the run goes on) and the same errors table for unreadable audio. The store has
+modality ``"embedding"`` and one vector feature ``"embedding"`` (:mod:`aria.features.embeddings`).
 
 Per file (paper, appendix "Embedding baselines"): the audio is read and mixed to mono,
 resampled to the encoder's rate (:mod:`aria.embed.audio`), windowed as the encoder expects
@@ -46,6 +46,7 @@ def embed_to_store(
     metadata: Any = None,
     progress: bool | None = None,
     device: str = "cpu",
+    client: Any = None,
 ) -> dict[str, Any]:
     """Embed every audio file of ``source`` with ``encoder`` into the embedding store ``out``.
 
@@ -76,6 +77,11 @@ def embed_to_store(
         Progress bar (default: on a terminal).
     device : str
         Torch device of the encoder (``"cpu"``, ``"cuda"``, ...).
+    client : dask.distributed.Client, optional
+        Embed on this Dask cluster instead (:func:`aria._dask.open_client`; ``workers`` is
+        then not used): one task per file, each worker process loads the encoder once (its
+        torch threads as Dask's worker environment sets them) and reads the checkpoint and
+        the audio files itself, so all must see these paths.
 
     Returns
     -------
@@ -106,10 +112,10 @@ def embed_to_store(
         "loader": spec.loader, "weights": None if weights is None else str(weights),
         "layer": layer, "device": device, "name": encoder,
     }
-    if workers == 1:  # the run is in this process: reuse this encoder
+    if workers == 1 and client is None:  # the run is in this process: reuse this encoder
         extractor.remember(enc, **how)
     del enc  # with workers, each loads its own; this copy is not kept alive beside them
-    threads = max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
+    threads = max(1, (os.cpu_count() or 1) // workers) if workers > 1 and client is None else None
     summary = extract_to_store(
         source,
         out,
@@ -123,5 +129,6 @@ def embed_to_store(
         progress=progress,
         extractor="aria.embed.extractor",
         options={**how, "threads": threads},
+        client=client,
     )
     return {**summary, "encoder": info}

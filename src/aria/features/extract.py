@@ -3,8 +3,10 @@
 :func:`collect_inputs` resolves ``INPUT_DIR_OR_LIST`` to track ids, paths and metadata rows;
 :func:`extract_to_store` runs the modality's per-file extractor
 (``aria.features.<modality>.extract_file`` / ``extract_file_record`` /
-``extract_file_segments``) over them, in this process or in worker processes
-(:mod:`aria.features._pool`), and appends the results to a resumable feature store through
+``extract_file_segments``) over them, in this process, in worker processes
+(:mod:`aria.features._pool`) or on a Dask cluster (``client=``, :mod:`aria.features._dask_extract`:
+one task per file, results written in file order, so every path writes the same store), and
+appends the results to a resumable feature store through
 :class:`~aria.features.store.StoreWriter` (the store format lives in :mod:`aria.features.store`).
 
 Pluggable extractors: ``extractor="package.module"`` runs another module with the same
@@ -307,6 +309,7 @@ def extract_to_store(
     progress: bool | None = None,
     extractor: str | None = None,
     options: Mapping[str, Any] | None = None,
+    client: Any = None,
 ) -> dict[str, Any]:
     """Extract the features of a corpus into a feature store (resumable, process-parallel).
 
@@ -345,6 +348,11 @@ def extract_to_store(
     options : mapping, optional
         Keyword arguments passed to the extractor beside ``params``, not recorded in the
         store (so a resumed run may change them).
+    client : dask.distributed.Client, optional
+        Extract on this cluster (:func:`aria._dask.open_client`): one task per pending file,
+        a lost worker's files rescheduled by Dask, a file Dask gives up on recorded as an
+        error (:mod:`aria.features._dask_extract`); ``workers`` is then not used. The
+        workers must see the input paths.
 
     Returns
     -------
@@ -420,7 +428,7 @@ def extract_to_store(
 
     tasks = [t for t, _ in todo]
     prepare = getattr(mod, "prepare_workers", None)
-    if tasks and callable(prepare):
+    if tasks and callable(prepare) and client is None:  # cluster workers prepare themselves
         prepare(params)
     deaths = {"n": 0}
 
@@ -431,13 +439,17 @@ def extract_to_store(
             stacklevel=2,
         )
         deaths["n"] += 1
-        if deaths["n"] == 1 and callable(prepare):
+        if deaths["n"] == 1 and callable(prepare) and client is None:
             prepare(params, force=True)  # a corrupt JIT cache is detected and rebuilt here
 
     with bar(total=len(tasks), desc=f"{modality} features", unit="file", enabled=progress) as pbar:
+        results: Iterable[Any] = ()
         try:
-            results: Iterable[Any]
-            if workers == 1 or len(tasks) <= 1:
+            if client is not None:
+                from aria.features._dask_extract import run_dask
+
+                results = run_dask(client, [(t[1], t) for t in tasks], on_death=on_death)
+            elif workers == 1 or len(tasks) <= 1:
                 results = map(_extract_task, tasks)
             else:
                 from aria.features._pool import run_pool
@@ -460,7 +472,12 @@ def extract_to_store(
                 if n_buf >= flush_every:
                     flush()
         finally:
-            flush()
+            try:
+                flush()
+            finally:
+                close = getattr(results, "close", None)
+                if callable(close):  # stop the workers / cancel the cluster's tasks now
+                    close()
     return {"n_inputs": len(ids), "n_skipped": n_skipped, **stats, "store": str(out_path)}
 
 

@@ -86,6 +86,16 @@ class ClewsStyleConfig(_Common):
                                 "chroma-like input whose transpositions are circular shifts")
     eq_db: float = option(6.0, help="random smooth equalisation of a view (±dB)",
                           min_value=0.0)
+    harmonics: int = option(1, help="harmonic summation: each CQT bin's magnitude becomes "
+                            "the weighted sum (weights 0.8^(h-1)) of the magnitudes at its "
+                            "harmonics h = 1..harmonics (1: off), a pitch-salience input that "
+                            "folds a note's overtones, part of its timbre, onto its pitch",
+                            min_value=1, max_value=16)
+    bin_norm: str = option("none", help="per-bin normalisation over time of each window: "
+                           "'mean' subtracts each bin's mean over the window's frames (its "
+                           "long-term spectrum, the static part of the timbre and of the "
+                           "equalisation), 'std' also divides by its standard deviation",
+                           choices=("none", "mean", "std"))
     n_models: int = option(2, help="ensemble size: members trained alike with seeds seed, "
                            "seed+1, ...; the embedding concatenates their L2-normalised "
                            "outputs (n_models·dim values; cosine = the members' mean cosine)",

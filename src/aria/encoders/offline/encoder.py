@@ -36,7 +36,8 @@ from aria.encoders.offline.models import (
 )
 from aria.errors import ParameterError, expected
 
-__all__ = ["OfflineEncoder", "build_model", "frames_per_second", "front_end", "input_bins"]
+__all__ = ["OfflineEncoder", "build_model", "clews_input", "frames_per_second", "front_end",
+           "input_bins"]
 
 _CQT_FLOOR = 1e-5
 
@@ -44,10 +45,7 @@ _CQT_FLOOR = 1e-5
 def front_end(y: np.ndarray, config: OfflineConfig) -> np.ndarray:
     """The model input of one mono signal at ``config.sample_rate``: ``(n_frames, n_bins)``.
 
-    clews-style: ``20·log10(max(CQT, 1e-5))`` (dB), whitened (minus its moving average over
-    ``whiten_bins`` bins in each frame: the spectral envelope, i.e. much of the timbre, goes)
-    and, with ``fold_octaves``, averaged over octaves into pitch classes tiled twice
-    (``2·bins_per_octave`` values); the others: log-mel in dB.
+    clews-style: :func:`clews_input` of the signal's CQT magnitudes; the others: log-mel in dB.
 
     Parameters
     ----------
@@ -57,19 +55,53 @@ def front_end(y: np.ndarray, config: OfflineConfig) -> np.ndarray:
         The encoder's config.
     """
     if isinstance(config, ClewsStyleConfig):
-        c = cqt(y, sr=config.sample_rate, hop=config.hop, fmin=config.fmin,
-                n_bins=config.n_bins, bins_per_octave=config.bins_per_octave)
-        db = 20.0 * np.log10(np.maximum(c, _CQT_FLOOR))
-        if config.whiten_bins > 1:
-            db = db - _moving_average(db, config.whiten_bins)
-        if config.fold_octaves:
-            b = config.bins_per_octave
-            n_oct = config.n_bins // b
-            pc = db[:, : n_oct * b].reshape(len(db), n_oct, b).mean(axis=1)
-            db = np.concatenate([pc, pc], axis=1)
-        return db.astype(np.float32)
+        return clews_input(cqt(y, sr=config.sample_rate, hop=config.hop, fmin=config.fmin,
+                               n_bins=config.n_bins, bins_per_octave=config.bins_per_octave),
+                           config)
     return log_mel(y, sr=config.sample_rate, hop=config.hop, n_fft=config.n_fft,
                    n_mels=config.n_mels).astype(np.float32)
+
+
+def clews_input(magnitudes: np.ndarray, config: ClewsStyleConfig) -> np.ndarray:
+    r"""clews-style's model input from CQT magnitudes ``(n_frames, n_bins)``, float32.
+
+    With ``harmonics = H > 1``, bin ``k`` first becomes :math:`\sum_{h=1}^{H} 0.8^{h-1}
+    X[k + \mathrm{round}(B \log_2 h)]` (zero above the top bin; ``B`` bins per octave): a
+    pitch salience. Then ``20·log10(max(·, 1e-5))`` (dB), whitened (minus its moving average
+    over ``whiten_bins`` bins in each frame: the spectral envelope, i.e. much of the timbre,
+    goes) and, with ``fold_octaves``, averaged over octaves into pitch classes tiled twice
+    (``2·bins_per_octave`` values).
+
+    Parameters
+    ----------
+    magnitudes : numpy.ndarray [shape=(n_frames, n_bins)]
+        :func:`~aria.encoders.offline.frontends.cqt` of a signal with the config's settings.
+    config : ClewsStyleConfig
+        The encoder's config.
+    """
+    c = np.asarray(magnitudes, dtype=np.float64)
+    if config.harmonics > 1:
+        c = _harmonic_sum(c, config.harmonics, config.bins_per_octave)
+    db = 20.0 * np.log10(np.maximum(c, _CQT_FLOOR))
+    if config.whiten_bins > 1:
+        db = db - _moving_average(db, config.whiten_bins)
+    if config.fold_octaves:
+        b = config.bins_per_octave
+        n_oct = config.n_bins // b
+        pc = db[:, : n_oct * b].reshape(len(db), n_oct, b).mean(axis=1)
+        db = np.concatenate([pc, pc], axis=1)
+    return db.astype(np.float32)
+
+
+def _harmonic_sum(c: np.ndarray, n_harmonics: int, bins_per_octave: int) -> np.ndarray:
+    """Weighted sum over harmonics ``h = 1..n_harmonics`` of the bins ``k + round(B log2 h)``."""
+    out = np.zeros_like(c)
+    n = c.shape[1]
+    for h in range(1, n_harmonics + 1):
+        off = round(bins_per_octave * math.log2(h))
+        if off < n:
+            out[:, : n - off] += 0.8 ** (h - 1) * c[:, off:]
+    return out
 
 
 def _moving_average(x: np.ndarray, width: int) -> np.ndarray:
@@ -123,10 +155,13 @@ def build_model(config: OfflineConfig, *, vocab_size: int = 0) -> torch.nn.Modul
         and the learned ``log_scale`` inside ``scale`` (clap-style).
     """
     if isinstance(config, ClewsStyleConfig):
+        def member() -> ConvEncoder:
+            return ConvEncoder(input_bins(config), config.channels, config.dim,
+                               bin_norm=config.bin_norm)
+
         if config.n_models > 1:
-            return EnsembleEncoder([ConvEncoder(input_bins(config), config.channels, config.dim)
-                                    for _ in range(config.n_models)])
-        return ConvEncoder(input_bins(config), config.channels, config.dim)
+            return EnsembleEncoder([member() for _ in range(config.n_models)])
+        return member()
     if isinstance(config, MertStyleConfig):
         return MaskedFrameModel(config.n_mels, config.stem_stride, config.d_model,
                                 config.n_layers, config.n_heads, config.d_ff, config.vocab)

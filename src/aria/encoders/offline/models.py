@@ -27,6 +27,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from aria.errors import ParameterError, expected
+
 __all__ = ["ConvEncoder", "EnsembleEncoder", "MaskedFrameModel", "TextTower", "standardise"]
 
 
@@ -58,10 +60,18 @@ class ConvEncoder(nn.Module):
         Output dimension.
     gem_p : float
         Initial exponent of the (learned) GeM pooling.
+    bin_norm : {"none", "mean", "std"}
+        Per-bin normalisation of the input over time, before the per-clip standardisation:
+        subtract each bin's mean over the frames (``"mean"``), and divide by its standard
+        deviation too (``"std"``).
     """
 
-    def __init__(self, n_bins: int, channels: Sequence[int], dim: int, gem_p: float = 3.0):
+    def __init__(self, n_bins: int, channels: Sequence[int], dim: int, gem_p: float = 3.0,
+                 bin_norm: str = "none"):
         super().__init__()
+        if bin_norm not in ("none", "mean", "std"):
+            raise ParameterError(expected("bin_norm", "'none', 'mean' or 'std'", bin_norm))
+        self.bin_norm = bin_norm
         layers: list[nn.Module] = []
         c_in = 1
         for c in channels:
@@ -83,6 +93,10 @@ class ConvEncoder(nn.Module):
         x : torch.Tensor [shape=(B, n_bins, T)]
             Input images (standardised here).
         """
+        if self.bin_norm == "std":
+            x = standardise(x, (2,))
+        elif self.bin_norm == "mean":
+            x = x - x.mean(dim=2, keepdim=True)
         h = self.body(standardise(x, (1, 2)).unsqueeze(1))
         p = self.gem_p.clamp(min=1.0)
         return h.clamp(min=1e-6).pow(p).mean(dim=(2, 3)).pow(1.0 / p)

@@ -123,8 +123,8 @@ def _stretch_shift(x: np.ndarray, size: int, rate: float, shift: int) -> np.ndar
 
 def _supcon(z: torch.Tensor, labels: np.ndarray, temperature: float) -> torch.Tensor:
     """Supervised contrastive loss (Khosla et al. 2020, "out"): NT-Xent with two views."""
-    lab = torch.from_numpy(labels)
-    eye = torch.eye(len(lab), dtype=torch.bool)
+    lab = torch.from_numpy(labels).to(z.device)
+    eye = torch.eye(len(lab), dtype=torch.bool, device=z.device)
     pos = (lab[:, None] == lab[None, :]) & ~eye
     logp = torch.log_softmax((z @ z.T / temperature).masked_fill(eye, float("-inf")), dim=1)
     return -(logp.masked_fill(~pos, 0.0).sum(dim=1) / pos.sum(dim=1)).mean()
@@ -133,7 +133,7 @@ def _supcon(z: torch.Tensor, labels: np.ndarray, temperature: float) -> torch.Te
 def train_version_contrastive(
     features: Sequence[np.ndarray], groups: Sequence[int], *, config: ClewsStyleConfig,
     rates: Sequence[float] | None = None, seed: int = 0, threads: int = 1,
-    progress_bar: bool | None = None,
+    progress_bar: bool | None = None, device: str = "cpu",
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Train a clews-style encoder: views of the same group (work) are positives.
 
@@ -156,6 +156,9 @@ def train_version_contrastive(
         Torch threads.
     progress_bar : bool, optional
         Draw a progress bar.
+    device : str
+        Torch device of the training (the batches are made on the CPU either way; the model
+        comes back on the CPU). Default CPU, which the checkpoints of the demo are trained on.
 
     Returns
     -------
@@ -182,7 +185,7 @@ def train_version_contrastive(
     def train_one(member_seed: int) -> tuple[nn.Module, list[float], float]:
         rng = np.random.default_rng([member_seed, 11])
         torch.manual_seed(member_seed)
-        model = build_model(config.replace(n_models=1))
+        model = build_model(config.replace(n_models=1)).to(dev)
         model.train()
 
         def view(track: int, at: float | None = None) -> tuple[np.ndarray, int]:
@@ -211,15 +214,16 @@ def train_version_contrastive(
                     b = int(m[k % len(m)])
                     at = None if r is None else start * r[a] / r[b]
                     xs.append(view(b, at)[0])
-            z = model(torch.from_numpy(np.stack(xs)))
+            z = model(torch.from_numpy(np.stack(xs)).to(dev))
             return _supcon(z, np.repeat(np.arange(len(pick)), n_views), config.temperature)
 
         losses, secs = _fit(list(model.parameters()), loss_of, steps=config.steps, lr=config.lr,
                             weight_decay=config.weight_decay, progress_bar=progress_bar,
                             desc="clews-style")
         model.eval()
-        return model, losses, secs
+        return model.cpu(), losses, secs
 
+    dev = torch.device(device)
     with _torch_threads(threads):
         runs = [train_one(seed + k) for k in range(config.n_models)]
     if config.n_models == 1:
