@@ -115,7 +115,8 @@ def open_client(scheduler: Any, *, memory_limit: str | None = "auto",
         Per-worker memory limit of a local cluster (Dask's ``"auto"`` shares the machine's
         memory among the workers).
     silence_logs : bool
-        Keep the local cluster's log lines off the terminal (warnings and errors still show).
+        Keep the local cluster's log lines off the terminal (its workers' own log records,
+        heartbeat hiccups under load included; a task's failure still reaches the caller).
     """
     if scheduler is not None and not isinstance(scheduler, str):
         if hasattr(scheduler, "submit") and hasattr(scheduler, "gather"):
@@ -138,7 +139,7 @@ def open_client(scheduler: Any, *, memory_limit: str | None = "auto",
             # the scheduler's health/metrics HTTP server: a free loopback port, not 8787
             # (taken by any other cluster: Dask would warn on the terminal)
             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            silence_logs=logging.WARNING if silence_logs else logging.INFO,
+            silence_logs=logging.CRITICAL if silence_logs else logging.INFO,
         ) as cluster, distributed.Client(cluster) as client:
             yield client
         return
