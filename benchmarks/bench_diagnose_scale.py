@@ -93,6 +93,22 @@ def child(mode: str, path: str, memory: str, rows: int | None, spill: str) -> di
     return rec
 
 
+def errors(approx: dict[str, Any], exact: dict[str, Any]) -> dict[str, Any]:
+    """r1 relative error, kappa absolute error, and whether exact lies in approx's intervals."""
+    out: dict[str, Any] = {
+        "r1_rel_error": abs(approx["r1"] - exact["r1"]) / exact["r1"],
+        "kappa_abs_error": abs(approx["kappa"] - exact["kappa"]),
+    }
+    lo, hi = approx["kappa_ci"]
+    out["kappa_in_ci"] = bool(lo <= exact["kappa"] <= hi)
+    lo, hi = approx["r1_interval"]
+    out["r1_in_interval"] = bool(lo <= exact["r1"] <= hi)
+    print(f"r1 relative error {out['r1_rel_error']:.2e} (in interval: "
+          f"{out['r1_in_interval']}); kappa error {out['kappa_abs_error']:.2e} "
+          f"(in CI: {out['kappa_in_ci']})", flush=True)
+    return out
+
+
 def run_child(*args: Any) -> dict[str, Any]:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(args)]
     env = {**os.environ, "ARIA_PROGRESS": "0"}
@@ -122,6 +138,9 @@ def main() -> None:
     ap.add_argument("--data", default=None, help="folder of the generated matrix")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(HERE / "results" / "bench_diagnose_scale.json"))
+    ap.add_argument("--reuse", action="store_true",
+                    help="take the approx and exact-tiled records from an earlier --out of the "
+                    "same shape (only the runs it lacks are made)")
     opts = ap.parse_args()
     data = Path(opts.data) if opts.data else default_data_dir()
     data.mkdir(parents=True, exist_ok=True)
@@ -137,14 +156,23 @@ def main() -> None:
         "shape": [opts.rows, opts.cols], "memory": opts.memory, "data": str(path),
         "generate": gen,
     }
-    approx = run_child("approx", str(path), opts.memory, None, spill)
+    old: dict[str, Any] = {}
+    if opts.reuse and Path(opts.out).exists():
+        old = json.loads(Path(opts.out).read_text())
+        if old.get("shape") != [opts.rows, opts.cols]:
+            old = {}
+        else:
+            res.update({k: old[k] for k in ("started", "machine", "generate") if k in old})
+    approx = old.get("approx") or run_child("approx", str(path), opts.memory, None, spill)
     res["approx"] = approx
     print(f"approx       {approx['wall_s']:8.1f} s  peak RSS {approx['peak_rss_mb']:7.0f} MB  "
           f"passes {approx['details']['passes']}  r1 {approx['r1']:.6f} "
           f"{approx['r1_interval']}  kappa {approx['kappa']:.4f} CI {approx['kappa_ci']}",
           flush=True)
     if not opts.skip_exact:
-        exact = run_child("exact-tiled", str(path), opts.memory, opts.exact_rows, spill)
+        exact = old.get("exact_tiled")
+        if exact is None or (opts.exact_rows or opts.rows) != exact["rows_used"]:
+            exact = run_child("exact-tiled", str(path), opts.memory, opts.exact_rows, spill)
         res["exact_tiled"] = exact
         full = exact["rows_used"] == opts.rows
         est = exact["wall_s"]
@@ -165,15 +193,18 @@ def main() -> None:
                      f"{est:.0f} s)")
         print(line)
         if full:
-            res["r1_rel_error"] = abs(approx["r1"] - exact["r1"]) / exact["r1"]
-            res["kappa_abs_error"] = abs(approx["kappa"] - exact["kappa"])
-            lo, hi = approx["kappa_ci"]
-            res["kappa_in_ci"] = bool(lo <= exact["kappa"] <= hi)
-            lo, hi = approx["r1_interval"]
-            res["r1_in_interval"] = bool(lo <= exact["r1"] <= hi)
-            print(f"r1 relative error {res['r1_rel_error']:.2e} (in interval: "
-                  f"{res['r1_in_interval']}); kappa error {res['kappa_abs_error']:.2e} "
-                  f"(in CI: {res['kappa_in_ci']})")
+            res.update(errors(approx, exact))
+        else:
+            # the error of approx mode at this T: both modes on the same (first) rows
+            same = old.get("approx_same_rows")
+            if same is None or same["rows_used"] != exact["rows_used"]:
+                same = run_child("approx", str(path), opts.memory, exact["rows_used"], spill)
+            res["approx_same_rows"] = same
+            res["same_rows"] = {"rows": exact["rows_used"], **errors(same, exact),
+                                "speedup": exact["wall_s"] / same["wall_s"]}
+            print(f"on rows 0:{exact['rows_used']}: approx {same['wall_s']:.1f} s, peak RSS "
+                  f"{same['peak_rss_mb']:.0f} MB ({res['same_rows']['speedup']:.1f}x faster "
+                  "than exact-tiled there)")
         print(f"speed-up approx vs exact-tiled: {res['speedup']:.1f}x (goal >= 20x)")
     os.rmdir(spill) if os.path.isdir(spill) and not os.listdir(spill) else None
     out = Path(opts.out)
