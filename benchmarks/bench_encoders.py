@@ -8,8 +8,9 @@ Usage::
 Builds (or reuses, from the ARIA cache) the audio demo corpus of the preset, trains the three
 offline encoders on its training split with :func:`aria.bench.audio.encoders.
 train_demo_encoders` (held-out: the last version of every training work and the planted
-versions; clews-style also trains on the other versions 3..9 of the training works, rendered
-into the cache, ``--clews-versions``), and reports per encoder the training time and
+versions; clews-style also trains on the other versions 4..9 of the training works, rendered
+into the cache, ``--clews-versions``; its settings were chosen on a validation split by
+``bench_encoders_select.py``, never on these queries), and reports per encoder the training time and
 :func:`~aria.bench.audio.encoders.version_retrieval`: the share of held-out versions (plus
 planted ones), never heard in training, whose nearest track of the demo's training split is a
 version of their own work, with its chance level, the number of queries and the gallery size,

@@ -25,8 +25,8 @@ from aria.encoders.offline import (
     save_checkpoint,
 )
 from aria.encoders.offline.encoder import build_model, clews_input, input_bins
-from aria.encoders.offline.models import ConvEncoder
 from aria.encoders.offline.frontends import cqt, log_mel
+from aria.encoders.offline.models import ConvEncoder
 from aria.encoders.offline.train import (
     caption_vocab,
     train_audio_text,

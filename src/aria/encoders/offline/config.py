@@ -1,8 +1,9 @@
 """Sizes, front ends and training settings of the three offline encoders (one dataclass each).
 
 Every field is part of a checkpoint's header, and a checkpoint is reused only when its config
-matches (:mod:`aria.bench.audio.encoders`). Defaults are sized so each encoder trains in about
-a minute or two on the audio demo's ``default`` corpus on one or two busy CPU cores.
+matches (:mod:`aria.bench.audio.encoders`). Defaults are sized so each encoder trains in a few
+minutes on the audio demo's ``default`` corpus on one busy CPU core (clews-style, two nets of
+1000 steps, the longest).
 
 ============  ===========  ==============================  ===================================
 name          input rate   front end                       objective
@@ -54,10 +55,17 @@ class ClewsStyleConfig(_Common):
     """clews-style: log-CQT → conv net → GeM → 128-d; versions of a work are positives.
 
     By default an ensemble of ``n_models=2`` such nets (seeds ``seed`` and ``seed + 1``), the
-    embedding their two normalised 128-d outputs side by side (256 values): on the demo, with
-    version 4 of every training work held out as a validation query set (training on versions
-    0, 1, 5-9), one net retrieved a version of the same work at rank 1 for 24/30 queries (each
-    of seeds 0 and 1) and the pair for 27/30.
+    embedding their two normalised 128-d outputs side by side (256 values), each trained for
+    1000 steps on the log-CQT whitened over 24 bins, with each bin's mean over a window's frames
+    removed (``bin_norm="mean"``). These settings were chosen on a validation split of the
+    demo (``benchmarks/bench_encoders_select.py``; every config tried is in
+    ``benchmarks/results/bench_encoders_select.json``): version 4 of every training work held
+    out as the query set (30 queries, gallery versions 0-1, training on versions 0, 1, 5-9).
+    There, over seeds 0-5 trained on a GPU, pairs of nets retrieved a version of the query's
+    work at rank 1 for 30/30 (five pairs; 29-30 in a repeat) and single nets for 28.5/30 on
+    average, against 25-27 and 24.2 for the former defaults (600 steps, whitening over 12
+    bins, no ``bin_norm``); trained on the CPU as the demo does, seeds 0 and 1 gave 28/30 each
+    and 28/30 as the pair (the former defaults 24, 25 and 28/30).
     """
 
     sample_rate: int = option(16_000, help="input rate (Hz), CLEWS's", min_value=4000)
@@ -71,14 +79,14 @@ class ClewsStyleConfig(_Common):
     dim: int = option(128, help="embedding dimension", min_value=2)
     temperature: float = option(0.2, help="InfoNCE temperature", min_value=0.0,
                                 min_inclusive=False)
-    steps: int = option(600, help="optimiser steps (more than the others: several versions "
+    steps: int = option(1000, help="optimiser steps (more than the others: several versions "
                         "per work to contrast)", min_value=1)
     views: int = option(2, help="views per work in a batch (different versions when it has "
                         "them)", min_value=2)
     max_shift: int = option(3, help="random pitch shift of a view (CQT bins, ±)", min_value=0)
     stretch: float = option(0.15, help="random time stretch of a view (±fraction)",
                             min_value=0.0, max_value=0.5)
-    whiten_bins: int = option(12, help="spectral whitening: subtract the moving average of "
+    whiten_bins: int = option(24, help="spectral whitening: subtract the moving average of "
                               "the log-CQT over this many bins in each frame (0: off)",
                               min_value=0)
     fold_octaves: bool = option(False, help="fold the (whitened) log-CQT into pitch classes "
@@ -91,7 +99,7 @@ class ClewsStyleConfig(_Common):
                             "harmonics h = 1..harmonics (1: off), a pitch-salience input that "
                             "folds a note's overtones, part of its timbre, onto its pitch",
                             min_value=1, max_value=16)
-    bin_norm: str = option("none", help="per-bin normalisation over time of each window: "
+    bin_norm: str = option("mean", help="per-bin normalisation over time of each window: "
                            "'mean' subtracts each bin's mean over the window's frames (its "
                            "long-term spectrum, the static part of the timbre and of the "
                            "equalisation), 'std' also divides by its standard deviation",

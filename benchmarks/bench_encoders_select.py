@@ -1,0 +1,284 @@
+"""Choose clews-style's settings on a validation split, never on the benchmark's queries.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_encoders_select.py features          # cache the CQTs
+    .venv/bin/python benchmarks/bench_encoders_select.py trial NAME '{"steps": 1000}' \\
+        --seeds 0 1                                                        # train + score
+    .venv/bin/python benchmarks/bench_encoders_select.py export DIR        # for another machine
+    python3 benchmarks/bench_encoders_select.py sweep DIR GRID.json --device cuda --workers 16
+
+The benchmark (``bench_encoders.py``) asks: does a held-out version (version 2 of the 30
+training works of the audio demo's ``default`` preset, plus the 6 planted versions, version 3)
+retrieve a version of its own work among the 60 training tracks (versions 0-1)? Settings chosen
+by looking at those 36 queries would overfit them, so every setting is chosen here instead, on
+a validation split of the same shape: version 4 of every training work is held out too (the
+validation queries, 30), clews-style trains on versions 0, 1 and 5-9 (210 tracks; never on 2,
+3 or 4), the gallery is versions 0-1 (60 tracks), and the figure is the number of validation
+queries whose most cosine-similar gallery track (time-averaged embeddings, as the benchmark)
+is a version of their own work.
+
+An ensemble of ``n_models`` members with seeds ``s, s+1, ...`` is exactly its members trained
+alone (:func:`~aria.encoders.offline.train.train_version_contrastive` seeds member ``k`` with
+``seed + k``), so each member is trained once (``n_models=1``) and its track embeddings kept;
+ensembles are scored from them (the members' normalised window embeddings concatenated and
+scaled by ``1/sqrt(n)``, averaged over windows = the members' averages concatenated).
+
+Every trial (its config overrides, seeds, machine, the members' and ensembles' scores) is
+appended to ``benchmarks/results/bench_encoders_select.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+OUT = Path(__file__).resolve().parent / "results" / "bench_encoders_select.json"
+CACHE = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
+VALIDATION_VERSION = 4
+
+
+def _split(preset: str, seed: int) -> dict[str, Any]:
+    """Corpus, extended corpus and the validation split's rows (train / queries / gallery)."""
+    from aria.bench.audio.corpus import build_audio_corpus
+    from aria.bench.audio.encoders import (
+        CLEWS_VERSIONS,
+        clews_training_tracks,
+        encoder_split,
+        versions_corpus,
+    )
+    from aria.bench.audio.presets import audio_preset
+
+    cfg = audio_preset(preset).corpus_config(seed)
+    corpus = build_audio_corpus(CACHE / "bench-audio-corpus" / f"{preset}-{cfg.digest()}",
+                                config=cfg, n_jobs=1)
+    enc_dir = CACHE / "bench-encoders" / f"{preset}-{cfg.digest()}-s{seed}"
+    ext = versions_corpus(corpus, enc_dir / "clews-corpus", CLEWS_VERSIONS)
+    fit, queries = encoder_split(corpus)
+    rows = clews_training_tracks(corpus, ext)
+    assert VALIDATION_VERSION not in set(queries["version"])
+    train = rows[rows["version"] != VALIDATION_VERSION].reset_index(drop=True)
+    val = rows[rows["version"] == VALIDATION_VERSION].reset_index(drop=True)
+    t = ext.tracks.set_index("track_id")
+    gallery = t.loc[fit["track_id"]].reset_index()
+    return {"ext": ext, "train": train, "val": val, "gallery": gallery,
+            "key": f"{preset}-{cfg.digest()}-s{seed}"}
+
+
+def features(preset: str, seed: int) -> Path:
+    """CQT magnitudes (clews-style's default CQT) of every track of the validation split."""
+    from aria.bench.audio.encoders import _load
+    from aria.encoders.offline import ClewsStyleConfig
+    from aria.encoders.offline.frontends import cqt
+
+    s = _split(preset, seed)
+    path = CACHE / "bench-encoders-select" / s["key"] / "cqt.npz"
+    if path.is_file():
+        return path
+    c = ClewsStyleConfig()
+    parts = {k: s[k] for k in ("train", "val", "gallery")}
+    mags, ids = {}, []
+    for rows in parts.values():
+        for tid, y in zip(rows["track_id"], _load(s["ext"], rows, c.sample_rate), strict=True):
+            if tid not in mags:
+                mags[tid] = cqt(y, sr=c.sample_rate, hop=c.hop, fmin=c.fmin, n_bins=c.n_bins,
+                                bins_per_octave=c.bins_per_octave).astype(np.float32)
+                ids.append(tid)
+    meta = {part: {"track_id": rows["track_id"].tolist(), "work_id": rows["work_id"].tolist(),
+                   "tempo_scale": rows["tempo_scale"].astype(float).tolist(),
+                   "instrument_family": rows["instrument_family"].tolist(),
+                   "version": rows["version"].astype(int).tolist()}
+            for part, rows in parts.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, ids=np.array(ids), mags=np.stack([mags[i] for i in ids]),
+             meta=np.array(json.dumps(meta)))
+    return path
+
+
+def _load_features(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    z = np.load(path)
+    if "mags" in z:
+        mags = z["mags"]
+    else:  # exported: dB in float16
+        mags = (10.0 ** (z["db"].astype(np.float32) / 20.0)).astype(np.float32)
+    return dict(zip(z["ids"].tolist(), mags, strict=True)), json.loads(str(z["meta"]))
+
+
+def train_member(path: str, overrides: dict[str, Any], seed: int,
+                 device: str = "cpu") -> dict[str, Any]:
+    """Train one member (``n_models=1``) and embed the validation queries and the gallery."""
+    import pandas as pd
+    import torch
+
+    from aria.encoders.offline import ClewsStyleConfig, OfflineEncoder
+    from aria.encoders.offline.encoder import clews_input
+    from aria.encoders.offline.train import train_version_contrastive
+
+    if device.startswith("cuda"):
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    mags, meta = _load_features(Path(path))
+    cfg = ClewsStyleConfig().replace(**{**overrides, "n_models": 1})
+    tr = meta["train"]
+    feats = [clews_input(mags[t], cfg) for t in tr["track_id"]]
+    groups = pd.factorize(pd.Series(tr["work_id"]))[0]
+    model, rec = train_version_contrastive(feats, groups, config=cfg,
+                                           rates=list(tr["tempo_scale"]), seed=seed,
+                                           threads=1, progress_bar=False, device=device)
+    enc = OfflineEncoder("clews-style", cfg, model, device=device)
+    emb = {part: np.stack([enc.embed_features(clews_input(mags[t], cfg)).mean(axis=0)
+                           for t in meta[part]["track_id"]]) for part in ("val", "gallery")}
+    k = max(1, len(rec["losses"]) // 10)
+    return {"seed": seed, "train_seconds": rec["seconds"],
+            "loss_last_10pct": round(float(np.mean(rec["losses"][-k:])), 4), **emb}
+
+
+def score(members: list[dict[str, Any]], meta: dict[str, Any]) -> tuple[int, list[str]]:
+    """Hits of the ensemble of ``members`` and the instrument families of its misses."""
+    def emb(part: str) -> np.ndarray:
+        e = np.concatenate([m[part] for m in members], axis=1)
+        return e / np.linalg.norm(e, axis=1, keepdims=True)
+
+    q, g = emb("val"), emb("gallery")
+    top = np.argmax(q @ g.T, axis=1)
+    qw = np.asarray(meta["val"]["work_id"])
+    gw = np.asarray(meta["gallery"]["work_id"])
+    hit = gw[top] == qw
+    fams = np.asarray(meta["val"]["instrument_family"])
+    return int(hit.sum()), sorted(fams[~hit].tolist())
+
+
+def _summary(name: str, overrides: dict[str, Any], members: list[dict[str, Any]],
+             meta: dict[str, Any], machine: str) -> dict[str, Any]:
+    n_q = len(meta["val"]["track_id"])
+    by_seed = {m["seed"]: m for m in members}
+    seeds = sorted(by_seed)
+    ens: dict[str, Any] = {}
+    for n in (2, 3):
+        for combo in combinations(seeds, n):
+            if list(combo) == list(range(combo[0], combo[0] + n)):  # consecutive: an n_models
+                hits, miss = score([by_seed[s] for s in combo], meta)
+                ens[f"n_models={n} seed={combo[0]}"] = {"hits": hits, "misses": miss}
+    single = {str(s): score([by_seed[s]], meta)[0] for s in seeds}
+    return {
+        "name": name, "overrides": overrides, "machine": machine, "n_queries": n_q,
+        "single": single, "ensembles": ens,
+        "train_seconds_per_member": {str(s): by_seed[s]["train_seconds"] for s in seeds},
+        "loss_last_10pct": {str(s): by_seed[s]["loss_last_10pct"] for s in seeds},
+    }
+
+
+def _machine(device: str) -> str:
+    import torch
+
+    return (f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+            f"training on {device}" + (f" ({torch.cuda.get_device_name()})"
+                                       if device.startswith("cuda") else ""))
+
+
+def _record(rows: list[dict[str, Any]], out: Path) -> None:
+    data: dict[str, Any] = json.loads(out.read_text()) if out.is_file() else {
+        "protocol": " ".join(p.replace("\n", " ") for p in (__doc__ or "").split("\n\n")
+                             if p.startswith(("The benchmark", "An ensemble"))),
+        "trials": []}
+    data["trials"] = [*data["trials"], *rows]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def _member_cache(path: Path, overrides: dict[str, Any], seed: int, device: str) -> Path:
+    key = json.dumps([overrides, seed, device, path.stat().st_size], sort_keys=True)
+    return path.parent / "members" / (hashlib.sha256(key.encode()).hexdigest()[:16] + ".npz")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("mode", choices=("features", "trial", "export", "sweep"))
+    ap.add_argument("args", nargs="*")
+    ap.add_argument("--preset", default="default")
+    ap.add_argument("--seed", type=int, default=0, help="corpus seed")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="member seeds")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=OUT)
+    a = ap.parse_args()
+    if a.mode == "features":
+        print(features(a.preset, a.seed))
+        return
+    if a.mode == "export":
+        path = features(a.preset, a.seed)
+        mags, meta = _load_features(path)
+        ids = list(mags)
+        db = np.stack([20.0 * np.log10(np.maximum(mags[i], 1e-7)) for i in ids])
+        dst = Path(a.args[0])
+        dst.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(dst / "cqt.npz", ids=np.array(ids), db=db.astype(np.float16),
+                            meta=np.array(json.dumps(meta)))
+        print(dst / "cqt.npz")
+        return
+    if a.mode == "trial":
+        name, overrides = a.args[0], json.loads(a.args[1] if len(a.args) > 1 else "{}")
+        path = features(a.preset, a.seed)
+        _, meta = _load_features(path)
+        members = []
+        for s in a.seeds:
+            cache = _member_cache(path, overrides, s, a.device)
+            if cache.is_file():
+                z = np.load(cache)
+                members.append({k: (z[k] if z[k].ndim else z[k].item()) for k in z.files})
+                continue
+            m = train_member(str(path), overrides, s, a.device)
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            np.savez(cache, **m)
+            members.append(m)
+            print(f"{name} seed {s}: {score([m], meta)[0]}/{len(meta['val']['track_id'])} "
+                  f"({m['train_seconds']:.0f} s)", flush=True)
+        row = _summary(name, overrides, members, meta, _machine(a.device))
+        print(json.dumps({k: row[k] for k in ("name", "single", "ensembles")}), flush=True)
+        _record([row], a.out)
+        return
+    # sweep: a grid {name: overrides} x seeds, members in parallel processes (another machine);
+    # every finished member is saved at once (a run cut short keeps what it finished)
+    src, grid_path = Path(a.args[0]) / "cqt.npz", Path(a.args[1])
+    grid = json.loads(grid_path.read_text())
+    _, meta = _load_features(src)
+    jobs = [(name, s) for s in a.seeds for name in grid]  # every config's first seeds first
+    t0 = time.perf_counter()
+    results: dict[str, list[dict[str, Any]]] = {n: [] for n in grid}
+    a.out.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(a.workers) as pool:
+        futs = {pool.submit(train_member, str(src), grid[n], s, a.device): (n, s)
+                for n, s in jobs}
+        for f in as_completed(futs):
+            n, s = futs[f]
+            try:
+                m = f.result()
+            except Exception as e:  # record, go on
+                print(f"{n} seed {s} failed: {e!r}", file=sys.stderr, flush=True)
+                continue
+            results[n].append(m)
+            print(f"{time.perf_counter() - t0:6.0f} s  {n} seed {s}: {score([m], meta)[0]}/30 "
+                  f"({m['train_seconds']:.0f} s)", flush=True)
+            arrays = {f"{k}|{mm['seed']}|{part}": mm[part] for k, ms in results.items()
+                      for mm in ms for part in ("val", "gallery")}
+            np.savez(a.out / "members.tmp.npz", **arrays)
+            os.replace(a.out / "members.tmp.npz", a.out / "members.npz")
+            rows = [_summary(k, grid[k], ms, meta, _machine(a.device))
+                    for k, ms in results.items() if ms]
+            (a.out / "sweep.json").write_text(json.dumps(
+                {"trials": rows, "wall_seconds": round(time.perf_counter() - t0, 1)},
+                indent=1) + "\n")
+
+if __name__ == "__main__":
+    main()
