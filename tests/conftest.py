@@ -100,3 +100,24 @@ normalize = "zscore"
 """
     )
     return tmp_path / "study.toml"
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A real Dask cluster for the distributed-equals-local tests: two single-threaded worker
+    *processes* on loopback TCP, started once per session (tests that kill a worker leave it
+    to the nanny to restart)."""
+    import warnings
+
+    distributed = pytest.importorskip("dask.distributed")
+    with (
+        warnings.catch_warnings(),
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+            protocol="tcp", dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        warnings.simplefilter("ignore", UserWarning)
+        yield c

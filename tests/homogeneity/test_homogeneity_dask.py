@@ -35,19 +35,10 @@ RESULT_FIELDS = ("g", "z_feature", "g_channel", "z", "pair_rows", "pair_contribu
                  "pair_similarity", "constant", "null_g", "null_used")
 
 
-@pytest.fixture(scope="module")
-def client():
-    """Two worker processes, one thread each, TCP on loopback."""
-    with (
-        warnings.catch_warnings(),
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        warnings.simplefilter("ignore", UserWarning)  # "port already in use" of a dashboard
-        yield c
+@pytest.fixture
+def client(dask_client):
+    """The session's LocalCluster (two worker processes on loopback; tests/conftest.py)."""
+    return dask_client
 
 
 @pytest.fixture(scope="module")

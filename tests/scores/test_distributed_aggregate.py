@@ -24,19 +24,10 @@ from aria.scores.distributed import TASK_DELAY_ENV, run_ordered
 distributed = pytest.importorskip("dask.distributed")
 
 
-@pytest.fixture(scope="module")
-def client():
-    """Two worker processes, one thread each, TCP on loopback."""
-    with (
-        warnings.catch_warnings(),
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        warnings.simplefilter("ignore", UserWarning)  # "port already in use" of a dashboard
-        yield c
+@pytest.fixture
+def client(dask_client):
+    """The session's LocalCluster (two worker processes on loopback; tests/conftest.py)."""
+    return dask_client
 
 
 def _matrix(rng, m=240, t=9):

@@ -57,17 +57,10 @@ normalize = "zscore"
 """
 
 
-@pytest.fixture(scope="module")
-def client():
-    """Two single-threaded worker processes on loopback, for the whole module."""
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-            protocol="tcp", dashboard_address=None,
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
-        yield c
+@pytest.fixture
+def client(dask_client):
+    """The session's LocalCluster (two worker processes on loopback; tests/conftest.py)."""
+    return dask_client
 
 
 @pytest.fixture

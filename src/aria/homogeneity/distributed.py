@@ -28,9 +28,11 @@ from typing import Any
 import numpy as np
 
 import aria._simkernels as _k
-from aria._checks import check_int
-from aria.errors import ParameterError, expected
-from aria.homogeneity.groups import _constant_from_range, _pool_mask, _raise_nan, _row_source
+from aria.homogeneity.groups import (
+    _constant_from_range,
+    _raise_nan,
+    _topk_args,
+)
 from aria.homogeneity.sweep import _evaluate_groups, _Evidence
 from aria.scores.distributed import _n_parts, open_part, run_ordered, source_args
 from aria.scores.source import ArraySource, ScoreSource
@@ -183,15 +185,7 @@ def groups_and_constant_dask(
     groups : numpy.ndarray [shape=(T, k_max), dtype=int64]
     constant : numpy.ndarray [shape=(T,), dtype=bool]
     """
-    k_max = check_int("k_max", k_max, min_value=1)
-    if chunk_rows is not None:
-        chunk_rows = check_int("chunk_rows", chunk_rows, min_value=1)
-    n, _, src = _row_source(s_track)
-    mask = _pool_mask(pool, n)
-    n_pool = int(mask.sum())
-    if k_max > n_pool:
-        raise ParameterError(expected(
-            "k_max", f"at most the pool size {n_pool} (of {n} tracks)", k_max))
+    k_max, chunk_rows, _, _, src, mask = _topk_args(s_track, k_max, pool, chunk_rows)
     groups, _, constant = top_k_dask(src, k_max, mask, client, chunk_rows=chunk_rows,
                                      progress=progress)
     return groups, constant

@@ -74,6 +74,21 @@ def _pool_mask(pool: Any, n: int) -> np.ndarray:
     return mask
 
 
+def _topk_args(s_track: Any, k_max: Any, pool: Any, chunk_rows: Any
+               ) -> tuple[int, int | None, int, int, Any, np.ndarray]:
+    """Checked ``k_max``/``chunk_rows``, the matrix's size and row source, and the pool mask."""
+    k_max = check_int("k_max", k_max, min_value=1)
+    if chunk_rows is not None:
+        chunk_rows = check_int("chunk_rows", chunk_rows, min_value=1)
+    n, t, src = _row_source(s_track)
+    mask = _pool_mask(pool, n)
+    n_pool = int(mask.sum())
+    if k_max > n_pool:
+        raise ParameterError(expected(
+            "k_max", f"at most the pool size {n_pool} (of {n} tracks)", k_max))
+    return k_max, chunk_rows, n, t, src, mask
+
+
 def top_k_groups(
     s_track: Any,
     k_max: int,
@@ -124,15 +139,7 @@ def top_k_groups(
     DataError
         NaN scores in an eligible row.
     """
-    k_max = check_int("k_max", k_max, min_value=1)
-    if chunk_rows is not None:
-        chunk_rows = check_int("chunk_rows", chunk_rows, min_value=1)
-    n, t, src = _row_source(s_track)
-    mask = _pool_mask(pool, n)
-    n_pool = int(mask.sum())
-    if k_max > n_pool:
-        raise ParameterError(expected(
-            "k_max", f"at most the pool size {n_pool} (of {n} tracks)", k_max))
+    k_max, chunk_rows, n, t, src, mask = _topk_args(s_track, k_max, pool, chunk_rows)
     if client is not None:
         from aria.homogeneity.distributed import top_k_dask
 
