@@ -22,13 +22,12 @@ machine.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from aria._checks import check_choice, check_float
+from aria._checks import check_choice
 from aria.errors import DataError
 from aria.scores.blockstats import BlockStats
 from aria.scores.distributed import _n_parts, open_part, row_ranges, run_ordered, source_args
@@ -40,8 +39,8 @@ from aria.scores.normalization import (
     ZScoreSource,
     _check_finite_columns,
     _warn_constant_zscore,
-    choose_normalization,
     rank_block,
+    resolve_with_moments,
 )
 from aria.scores.source import ScoreSource
 from aria.scores.stats import stream_matvec, stream_stats
@@ -226,22 +225,14 @@ class DaskAggregation:
             :math:`\\tau` of the ``auto`` rule.
         """
         check_choice("normalize", method, NORMALIZATIONS)
-        tau = check_float("kurtosis_threshold", kurtosis_threshold)
         if residual:
             self.residual()
-        details: dict[str, Any] = {"normalize_requested": method}
-        moments = None
-        if method in ("zscore", "auto"):
-            stats = self._stats(gram=False, moments=4 if method == "auto" else 2,
-                                shift=self._first_block_mean(), desc="column moments")
-            moments = ColumnMoments.from_stats(stats)
-        if method == "auto":
-            assert moments is not None
-            method, med = choose_normalization(moments, kurtosis_threshold=tau)
-            details["median_excess_kurtosis"] = None if math.isnan(med) else med
-            details["kurtosis_threshold"] = tau
-        details["normalize"] = method
-        return method, moments, details
+        return resolve_with_moments(
+            method, kurtosis_threshold,
+            lambda kurtosis: ColumnMoments.from_stats(self._stats(
+                gram=False, moments=4 if kurtosis else 2, shift=self._first_block_mean(),
+                desc="column moments")),
+        )
 
     def fill(
         self, target: np.ndarray, method: str, moments: ColumnMoments | None,

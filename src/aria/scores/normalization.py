@@ -44,7 +44,7 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -351,14 +351,34 @@ def resolve_method(
     progress: bool | None,
 ) -> tuple[str, ColumnMoments | None, dict[str, Any]]:
     """Resolve ``"auto"``; return (method, moments for z-score or None, manifest details)."""
+    return resolve_with_moments(
+        method, kurtosis_threshold,
+        lambda kurtosis: column_moments(src, kurtosis=kurtosis, chunk_rows=chunk_rows,
+                                        progress=progress),
+    )
+
+
+def resolve_with_moments(
+    method: str,
+    kurtosis_threshold: float,
+    moments_of: Callable[[bool], ColumnMoments],
+) -> tuple[str, ColumnMoments | None, dict[str, Any]]:
+    """:func:`resolve_method` with the column moments from ``moments_of(kurtosis)``.
+
+    Parameters
+    ----------
+    method : {"zscore", "rank", "auto"}
+        Normalisation asked for.
+    kurtosis_threshold : float
+        :math:`\\tau` of the ``auto`` rule.
+    moments_of : callable
+        Returns the column moments (with the fourth moment when called with ``True``); the
+        single-machine stream or the Dask pass (:mod:`aria.scores.distributed_aggregate`).
+    """
     check_choice("normalize", method, NORMALIZATIONS)
     tau = check_float("kurtosis_threshold", kurtosis_threshold)
     details: dict[str, Any] = {"normalize_requested": method}
-    moments = None
-    if method in ("zscore", "auto"):
-        moments = column_moments(
-            src, kurtosis=method == "auto", chunk_rows=chunk_rows, progress=progress
-        )
+    moments = moments_of(method == "auto") if method in ("zscore", "auto") else None
     if method == "auto":
         assert moments is not None
         method, med = choose_normalization(moments, kurtosis_threshold=tau)
