@@ -6,10 +6,6 @@ identical null and homogeneity arrays; a worker killed mid-task changes nothing.
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
 import warnings
 
 import numpy as np
@@ -25,7 +21,7 @@ from aria.homogeneity import (
 )
 from aria.homogeneity.distributed import groups_and_constant_dask
 from aria.scores import save_scores
-from aria.scores.distributed import TASK_DELAY_ENV
+from dasklib import kill_during
 
 from ._helpers import make_features, topk_reference
 
@@ -126,35 +122,12 @@ def test_worker_killed_mid_task(data, client):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want, wnull, _ = run_homogeneity(s, prepared, ks=[4, 10], B=20, seed=2)
-    pids = client.run(os.getpid)
-    client.run(lambda: os.environ.__setitem__(TASK_DELAY_ENV, "0.3"))
-    box: dict[str, object] = {}
 
-    def target():
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                box["value"] = run_homogeneity(s, prepared, ks=[4, 10], B=20, seed=2,
-                                               client=client)
-        except BaseException as exc:  # handed to the test
-            box["error"] = exc
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return run_homogeneity(s, prepared, ks=[4, 10], B=20, seed=2, client=client)
 
-    th = threading.Thread(target=target)
-    th.start()
-    victim = None
-    deadline = time.monotonic() + 60
-    while victim is None and time.monotonic() < deadline and th.is_alive():
-        busy = {w: len(ts) for w, ts in client.processing().items() if ts}
-        victim = max(busy, key=busy.__getitem__) if busy else None
-        time.sleep(0.01)
-    assert victim is not None, "no task was processing"
-    os.kill(pids[victim], signal.SIGKILL)
-    th.join(120)
-    client.wait_for_workers(2, timeout=60)
-    client.run(lambda: os.environ.pop(TASK_DELAY_ENV, None))
-    assert not th.is_alive()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    got, gnull, _ = box["value"]  # type: ignore[misc]
+    got, gnull, _ = kill_during(client, run, delay="0.3")
     np.testing.assert_array_equal(gnull.g, wnull.g)
     _same_result(got, want)

@@ -7,10 +7,6 @@ scattered again.
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
-import time
 import warnings
 
 import numpy as np
@@ -19,7 +15,8 @@ import pytest
 from aria.errors import DataError
 from aria.scores import save_scores
 from aria.scores.aggregation import aggregate
-from aria.scores.distributed import TASK_DELAY_ENV, run_ordered
+from aria.scores.distributed import run_ordered
+from dasklib import kill_during
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -105,41 +102,6 @@ def test_run_ordered_consumes_in_order(client):
     assert seen == [(i, float(i) ** 2) for i in range(12)]
 
 
-def _kill_during(client, fn, *, kill_all=False, delay="0.4"):
-    """Run ``fn()`` in a thread with slow tasks; SIGKILL worker process(es) once tasks are
-    processing; return ``fn()``'s result (Dask restarts the workers through their nannies)."""
-    pids = client.run(os.getpid)
-    client.run(lambda: os.environ.__setitem__(TASK_DELAY_ENV, delay))
-    box: dict[str, object] = {}
-
-    def target():
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed to the test
-            box["error"] = exc
-
-    th = threading.Thread(target=target)
-    th.start()
-    victims: list[str] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and th.is_alive():
-        busy = {w: len(ts) for w, ts in client.processing().items() if ts}
-        if busy:
-            victims = list(busy) if kill_all else [max(busy, key=busy.__getitem__)]
-            break
-        time.sleep(0.01)
-    assert victims, "no task was processing"
-    for w in victims:
-        os.kill(pids[w], signal.SIGKILL)
-    th.join(120)
-    client.wait_for_workers(2, timeout=60)
-    client.run(lambda: os.environ.pop(TASK_DELAY_ENV, None))
-    assert not th.is_alive()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]
-
-
 @pytest.mark.slow
 def test_worker_killed_mid_task(rng, tmp_path, client):
     s = _matrix(rng, 320, 8)
@@ -149,7 +111,7 @@ def test_worker_killed_mid_task(rng, tmp_path, client):
     ref = aggregate(path, **kw).to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = _kill_during(client, lambda: aggregate(path, client=client, **kw).to_numpy())
+        got = kill_during(client, lambda: aggregate(path, client=client, **kw).to_numpy())
     _same(got, ref)
 
 
@@ -160,7 +122,7 @@ def test_scattered_input_lost_with_every_worker(rng, client):
     ref = aggregate(s, normalize="rank", chunk_rows=16).to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        got = _kill_during(
+        got = kill_during(
             client, lambda: aggregate(s, normalize="rank", client=client).to_numpy(),
             kill_all=True)
     np.testing.assert_array_equal(got, ref)
