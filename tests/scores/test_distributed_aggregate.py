@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from aria.errors import DataError
+from aria.homogeneity.groups import top_k_groups
 from aria.scores import save_scores
 from aria.scores.aggregation import aggregate
 from aria.scores.distributed import run_ordered
@@ -63,6 +64,26 @@ def test_file_backed_equals_local(rng, tmp_path, client, normalize, residual):
     assert got.manifest["parameters"]["normalize"] == ref.manifest["parameters"]["normalize"]
     if normalize == "rank":  # whole columns per task: the very same numbers
         np.testing.assert_array_equal(got.to_numpy(), ref.to_numpy())
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_zscore_bit_identical_and_exact_ties_rank_alike(rng, tmp_path, client, residual):
+    """Float32 scores with planted exact ties (every 5th track repeats its neighbour's three
+    segments): z-scored ``S_track`` is bit-identical, so tied tracks keep the local order and
+    the top-K groups are identical — not merely within rounding."""
+    m, t = 1500, 11
+    s = _matrix(rng, m, t).astype(np.float32)
+    for k in range(1, m // 3, 5):
+        s[3 * k : 3 * k + 3] = s[3 * k - 3 : 3 * k]
+    path = save_scores(s, tmp_path / "ties.npy")
+    seg = np.array([f"t{i}" for i in np.repeat(np.arange(m // 3 + 1), 3)[:m]])
+    kw = {"segments": seg, "normalize": "zscore", "residual": residual, "chunk_rows": 40}
+    ref = aggregate(path, **kw).to_numpy()
+    got = aggregate(path, client=client, **kw).to_numpy()
+    np.testing.assert_array_equal(got, ref)
+    exact_ties = sum(np.unique(col).size < col.size for col in ref.T)
+    assert exact_ties == t  # the planted ties survive aggregation in every query
+    np.testing.assert_array_equal(top_k_groups(got, 60), top_k_groups(ref, 60))
 
 
 def test_in_memory_identity_transposed_and_written(rng, tmp_path, client):

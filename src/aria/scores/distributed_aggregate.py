@@ -6,14 +6,20 @@ tasks (:func:`aria.scores.distributed.run_ordered`) that re-open the score file 
 1. with ``residual=True``, the Gram pass (float64 partial sums per row range, merged in row
    order about one shared shift) and the ``S v_1`` pass give :math:`(\sigma_1, u_1, v_1)`;
    the rank-1 part is scattered once and every later task subtracts it block by block;
-2. the column moments (per row range, merged in float64) give the z-score's mean and scale
-   and the ``"auto"`` rule's kurtosis;
+2. the column moments give the z-score's mean and scale and the ``"auto"`` rule's kurtosis:
+   every task returns its float64 column sums *per streamed chunk*, and the client folds them
+   in row order — the very additions of the single-machine pass, so the moments, and with
+   them the z-scores and ``S_track`` (see 3), are bit-identical to it;
 3. z-score: every row range returns its partial per-track sums (only the tracks it touches,
    ``(n, T)`` float64); they are added into ``S_track`` in row-range order and divided by the
-   segment counts once — a track whose segments lie within one range gets exactly the sum of
-   the single-machine path, a track split across ranges the same sum in another order
-   (rounding only). Rank: ranks need whole columns, so every task reads one block of query
-   columns (the whole height of the matrix), ranks it and averages the ranks per track.
+   segment counts once. The additions are those of the single-machine path (per chunk into
+   the track's running sum, chunks in row order), so without ``residual`` ``S_track`` is
+   bit-identical and exact ties rank alike. With ``residual``, the Gram is merged per row
+   range rather than per chunk; for float32 scores its float32 block products add exactly in
+   float64 (the tests find the residual ``S_track`` bit-identical too), for float64 scores
+   :math:`v_1` may differ in the last bits (within 1e-12 relative). Rank: ranks need whole
+   columns, so every task reads one block of query columns (the whole height of the
+   matrix), ranks it and averages the ranks per track.
 
 An in-memory matrix is scattered once; files are opened by path in the workers (which must see
 the same path). The segment map, counts and moments are computed on the client, as on one
@@ -64,6 +70,25 @@ def _stats_part(
     try:
         return stream_stats(src, chunk_rows=rows, gram=gram, moments=moments, shift=shift,
                             start=start, stop=stop, prefetch=False, progress=False)
+    finally:
+        src.close()
+
+
+def _chunk_stats_part(
+    path: str | None, key: str | None, transposed: bool, start: int, stop: int,
+    shift: np.ndarray, rows: int, moments: int, *, array: Any = None,
+    rank1: Rank1 | None = None,
+) -> list[BlockStats]:
+    """Column sums of rows ``start:stop``, one :class:`BlockStats` per ``rows``-row chunk.
+
+    Folded on the client in chunk order, they add up in exactly the order of the streamed
+    single-machine pass, so the column moments (and the z-scores) are bit-identical.
+    """
+    src = _open(path, key, transposed, array, rank1)
+    try:
+        return [stream_stats(src, chunk_rows=rows, gram=False, moments=moments, shift=shift,
+                             start=s, stop=min(s + rows, stop), prefetch=False, progress=False)
+                for s in range(start, stop, rows)]
     finally:
         src.close()
 
@@ -178,6 +203,22 @@ class DaskAggregation:
                     desc=desc)
         return acc[0]
 
+    def _moments(self, *, moments: int, shift: np.ndarray) -> BlockStats:
+        """Column sums folded chunk by chunk in row order (as the streamed local pass)."""
+        acc = [BlockStats.zeros(shift, gram=False, moments=moments)]
+
+        def add(_: int, parts: list[BlockStats]) -> None:
+            for part in parts:
+                acc[0] = acc[0].merge(part)
+
+        shared = dict(self.shared)
+        if self.rank1 is not None:
+            shared["rank1"] = self.rank1
+        calls = [(*self.file, a, b, shift, self.rows, moments) for a, b in self._ranges()]
+        run_ordered(self.client, _chunk_stats_part, calls, add, shared=shared,
+                    progress=self.progress, desc="column moments")
+        return acc[0]
+
     def _first_block_mean(self) -> np.ndarray:
         """The default shift of :func:`~aria.scores.stats.stream_stats`: first block's means."""
         src: ScoreSource = self.src
@@ -229,9 +270,8 @@ class DaskAggregation:
             self.residual()
         return resolve_with_moments(
             method, kurtosis_threshold,
-            lambda kurtosis: ColumnMoments.from_stats(self._stats(
-                gram=False, moments=4 if kurtosis else 2, shift=self._first_block_mean(),
-                desc="column moments")),
+            lambda kurtosis: ColumnMoments.from_stats(self._moments(
+                moments=4 if kurtosis else 2, shift=self._first_block_mean())),
         )
 
     def fill(
