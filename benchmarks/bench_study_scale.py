@@ -371,6 +371,45 @@ def fits(runs: list[dict[str, Any]], path: str, n: int, m_ref: int,
     return out
 
 
+def merge_stages(files: list[str], out: str) -> str:
+    """One record of the paper-scale stages measured by separate runs, with M exponents.
+
+    Each file is a result of this script at the paper's T (one stage or several); their runs
+    are pooled per path and the wall time, CPU time, peak RSS and every pass are fitted
+    against M across the stages (the T sweep at paper scale is not measured).
+    """
+    parts = [json.loads(Path(f).read_text()) for f in files]
+    runs = [r for p in parts for r in p["runs"]]
+    res: dict[str, Any] = {
+        "merged": files, "commands": [p["command"] for p in parts],
+        "machine": parts[-1]["machine"], "study": parts[-1]["study"], "paper": parts[-1]["paper"],
+        "runs": sorted(runs, key=lambda r: (r["path"], r["M"])),
+        "agreement": [c for p in parts for c in p.get("agreement", [])], "M_fits": {},
+    }
+    for path in sorted({r["path"] for r in runs}):
+        rs = sorted((r for r in runs if r["path"] == path), key=lambda r: r["M"])
+        if len({r["M"] for r in rs}) < 2:
+            continue
+        m = [r["M"] for r in rs]
+        res["M_fits"][path] = {
+            "M": m, "T": sorted({r["T"] for r in rs}),
+            "wall_s": [r["wall_s"] for r in rs], "wall_exponent_M": slope(m, [
+                r["wall_s"] for r in rs]),
+            "cpu_exponent_M": slope(m, [r["cpu_s"] for r in rs]),
+            "peak_rss_mb": [r["tree_peak_rss_sum_mb"] for r in rs],
+            "pass_s": {k: [r["timings"].get(k) for r in rs] for k in rs[0]["timings"]},
+            "pass_exponents_M": {k: slope(m, [max(r["timings"][k], 1e-3) for r in rs])
+                                 for k in rs[0]["timings"]
+                                 if all(k in r["timings"] for r in rs)},
+        }
+        f = res["M_fits"][path]
+        print(f"{path}: M {m} wall {[round(w) for w in f['wall_s']]} s -> wall ~ "
+              f"M^{f['wall_exponent_M']:.2f}, CPU ~ M^{f['cpu_exponent_M']:.2f}; passes "
+              + ", ".join(f"{k} M^{v:.2f}" for k, v in f["pass_exponents_M"].items()))
+    Path(out).write_text(json.dumps(res, indent=2) + "\n")
+    return f"wrote {out}"
+
+
 # ------------------------------------------------------------------------------------------
 
 
@@ -396,7 +435,13 @@ def main() -> None:
     ap.add_argument("--data", default=None, help="folder of the generated studies")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(HERE / "results" / "bench_study_scale.json"))
+    ap.add_argument("--merge", nargs="+", metavar="RESULT",
+                    help="pool the runs of earlier result files (e.g. the paper's stages run "
+                         "separately) into --out with M exponents across them; runs nothing")
     opts = ap.parse_args()
+    if opts.merge:
+        print(merge_stages(opts.merge, opts.out))
+        return
     ratios, t_values = _ints(opts.ratios), _ints(opts.t_values)
     if opts.ref_ratio not in ratios or opts.t_fixed not in t_values:
         raise SystemExit("--ref-ratio must be one of --ratios and --t-fixed one of --t-values")

@@ -107,3 +107,46 @@ def test_old_import_path_reexports_the_demo():
 
     for name in aria.demo.__all__:
         assert getattr(aria.demo, name) is getattr(aria.bench.demo, name)
+
+
+@pytest.mark.slow
+def test_custom_preset_trak_k_and_seed_averaged_lds(tmp_path):
+    """Sizes of one's own (the LDS study's variants), TRAK from the first k members beside the
+    whole ensemble, and LDS targets averaged over retraining seeds."""
+    import dataclasses
+
+    from aria.attribution import model_outputs
+    from aria.bench.generate import load_queries
+    from aria.bench.presets import preset
+    from aria.bench.train import load_trained
+    from aria.scores import open_scores
+
+    tiny = preset("tiny")
+    custom = dataclasses.replace(tiny, name="tiny-3", n_ensemble=3, n_subsets=3)
+    with pytest.raises(ParameterError, match="trak_k"):
+        run_demo(tmp_path / "bad", preset=custom, trak_k=(5,), quiet=True)
+    with pytest.raises(ParameterError, match="trak_k"):
+        run_demo(tmp_path / "bad", preset=custom, methods=["GradDot"], trak_k=(1,), quiet=True)
+    out = tmp_path / "demo"
+    results = run_demo(out, preset=custom, methods=["TRAK", "GradCos", "GradDot"],
+                       trak_k=(1, 3), lds_seeds=2, threads=1, B=20, n_bootstrap=50,
+                       report=False, quiet=True)
+    rel = read_table(results, "reliability")
+    assert list(rel.setting) == ["TRAK", "GradCos", "GradDot", "TRAK-1"]  # 3 = the whole: TRAK
+    lds = read_table(results, "lds").set_index("method")
+    assert set(lds.index) == set(rel.setting) and np.isfinite(lds.lds).all()
+    full = open_scores(out / "attribution" / "scores" / "TRAK.npy").to_numpy()
+    one = open_scores(out / "attribution" / "scores" / "TRAK-1.npy").to_numpy()
+    assert full.shape == one.shape and not np.allclose(full, one)
+    paired = read_table(results, "lds_paired")
+    pairs = {frozenset((a, b)) for a, b in zip(paired.setting_a, paired.setting_b, strict=True)}
+    assert frozenset(("TRAK", "TRAK-1")) in pairs and frozenset(("TRAK-1", "GradDot")) in pairs
+    agree = read_table(results, "agreement")
+    assert set(agree.n_methods) == {3}  # the methods, not the TRAK-k budget variants
+    # the LDS target: the mean of the query outputs of both seeds' retrains of each subset
+    queries = load_queries(out / "queries" / "queries")
+    outs = [model_outputs([load_trained(p).model for p in sorted((out / "lds" / d).glob(
+        "subset-*"))], queries.tokens) for d in ("retrains", "retrains-seed1")]
+    assert not np.allclose(outs[0], outs[1])
+    np.testing.assert_allclose(np.load(out / "lds" / "outputs.npy"), (outs[0] + outs[1]) / 2,
+                               rtol=1e-12, atol=1e-12)

@@ -799,6 +799,24 @@ def _demo_b(d, kit):
     return ["demo", "--preset", "tiny", "-B", "0", "--out", str(d / "demo")], ("B",)
 
 
+@case("demo", "demo-lds-seeds-zero")
+def _demo_lds_seeds(d, kit):
+    return ["demo", "--preset", "tiny", "--lds-seeds", "0", "--out", str(d / "demo")], (
+        "lds_seeds",)
+
+
+@case("demo", "demo-trak-k-beyond-the-ensemble")
+def _demo_trak_k(d, kit):
+    return ["demo", "--preset", "tiny", "--trak-k", "1", "9", "--out", str(d / "demo")], (
+        "trak_k", "ensemble")
+
+
+@case("demo", "demo-audio-refuses-trak-k")
+def _demo_audio_trak_k(d, kit):
+    return ["demo", "audio", "--preset", "tiny", "--trak-k", "1", "--out", str(d / "demo")], (
+        "--trak-k", "symbolic")
+
+
 # ----------------------------------------------------------------------------------------
 # the checks
 # ----------------------------------------------------------------------------------------

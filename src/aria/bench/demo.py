@@ -75,6 +75,8 @@ class DemoSettings:
     n_bootstrap: int = 1000
     threads: int = 1
     collections: tuple[str, ...] | None = None
+    lds_seeds: int = 1
+    trak_k: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         # checked when the settings are made, before any stage runs: a bad value must not
@@ -83,6 +85,9 @@ class DemoSettings:
         check_int("n_bootstrap", self.n_bootstrap, min_value=0)
         check_int("trak_proj_dim", self.trak_proj_dim, min_value=1)
         check_float("trak_lam", self.trak_lam, min_value=0.0)
+        check_int("lds_seeds", self.lds_seeds, min_value=1)
+        if self.trak_k is not None:
+            check_int_list("trak_k", list(self.trak_k), min_value=1)
         if self.K is not None:
             check_int_list("K", list(self.K), min_value=2)
 
@@ -167,7 +172,7 @@ def run_demo(
     out: str | os.PathLike[str] = "aria-demo",
     *,
     quick: bool = False,
-    preset: str | None = None,
+    preset: Any = None,
     seed: int = 0,
     methods: Sequence[str] = DEMO_METHODS,
     threads: int | None = None,
@@ -184,8 +189,10 @@ def run_demo(
         Working folder; every stage lives in a sub-folder and the results in ``out/results``.
     quick : bool
         The ``quick`` preset (≤ 3 minutes on 2 cores) instead of ``default`` (≤ 15 minutes).
-    preset : {"default", "quick", "tiny"}, optional
-        Explicit preset (``tiny`` is for tests); overrides ``quick``.
+    preset : {"default", "quick", "tiny", "paper"} or BenchPreset, optional
+        Explicit preset (``tiny`` is for tests), or sizes of one's own
+        (:class:`aria.bench.presets.BenchPreset`, e.g. the LDS study's variants); overrides
+        ``quick``.
     seed : int
         Seeds the corpus split, every model, the queries, the projections and the nulls.
     methods : sequence of str
@@ -203,17 +210,24 @@ def run_demo(
         Fields of :class:`DemoSettings` (``trak_proj_dim``, ``trak_lam``, ``K``, ``K_report``,
         ``B``, ``n_bootstrap``, ``loss``, ``target``, ``collections`` — music21 corpus folders
         to draw works from instead of the preset's
-        :data:`aria.bench.presets.DYNAMIC_COLLECTIONS`).
+        :data:`aria.bench.presets.DYNAMIC_COLLECTIONS`; ``lds_seeds`` — retrain every LDS
+        subset with this many seeds and average their query outputs; ``trak_k`` — also TRAK
+        from the first ``k`` ensemble members, as settings ``"TRAK-k"`` beside ``"TRAK"``, the
+        whole ensemble).
 
     Returns
     -------
     pathlib.Path
         ``out/results``.
     """
+    from aria.bench.presets import BenchPreset
     from aria.bench.presets import preset as get_preset
 
-    name = preset if preset is not None else ("quick" if quick else "default")
-    p = get_preset(name)
+    if isinstance(preset, BenchPreset):
+        p, name = preset, preset.name
+    else:
+        name = preset if preset is not None else ("quick" if quick else "default")
+        p = get_preset(name)
     seed = check_int("seed", seed, min_value=0)
     default_threads = min(2, os.cpu_count() or 1)
     n_threads = check_int("threads", threads if threads is not None else default_threads,
@@ -225,6 +239,7 @@ def run_demo(
     if unknown:
         raise ParameterError(expected("overrides", "DemoSettings fields", sorted(unknown)))
     settings = DemoSettings(preset=name, seed=seed, methods=methods, threads=n_threads, **overrides)
+    trak_ks = _trak_ks(settings, methods, p.n_ensemble)
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
@@ -272,6 +287,9 @@ def run_demo(
     models_dir = run.stage("models", model_params, ["corpus"], _models, resumable=True)
     ensemble = [load_trained(models_dir / f"member-{i:02d}") for i in range(n_models)]
     main = ensemble[0]
+    heldout = _heldout_loss(main.model, corpus.test_tokens)
+    _log(f"model: held-out loss {heldout:.3f} nats/token (training loss "
+         f"{float(main.losses[-1]):.3f})", quiet)
 
     # 3. queries --------------------------------------------------------------------------
     from aria.bench.generate import generate_queries, load_queries
@@ -292,6 +310,8 @@ def run_demo(
     trak_options = {"proj_dim": settings.trak_proj_dim, "lam": settings.trak_lam}
     attr_params = {"methods": list(methods), "trak": trak_options,
                    "loss": settings.loss, "target": settings.target, "seed": seed}
+    if trak_ks:
+        attr_params["trak_k"] = trak_ks
 
     def _attribution(d: Path) -> dict[str, Any]:
         res = run_methods(
@@ -304,11 +324,23 @@ def run_demo(
                     "num_threads": n_threads, "progress": progress},
             out_dir=d / "scores", row_ids=corpus.train_ids,
         )
-        return {"seconds": {m: round(r.seconds, 2) for m, r in res.items()}}
+        seconds = {m: round(r.seconds, 2) for m, r in res.items()}
+        for k in trak_ks:  # TRAK from the first k members (the ensemble's own seeds)
+            sub = run_methods(
+                ["TRAK"], main.model, corpus.train_tokens, queries.tokens,
+                ensemble=[m.model.state_dict() for m in ensemble[:k]],
+                options={"TRAK": {"proj_dim": settings.trak_proj_dim, "lam": settings.trak_lam}},
+                common={"loss": settings.loss, "target": settings.target, "seed": seed,
+                        "num_threads": n_threads, "progress": progress},
+            )["TRAK"]
+            sub.save(d / "scores" / f"TRAK-{k}.npy", row_ids=corpus.train_ids)
+            seconds[f"TRAK-{k}"] = round(sub.seconds, 2)
+        return {"seconds": seconds}
 
     attr_dir = run.stage("attribution", attr_params, ["corpus", "models", "queries"],
                          _attribution)
     scores = {m: attr_dir / "scores" / f"{m}.npy" for m in methods}
+    scores.update({f"TRAK-{k}": attr_dir / "scores" / f"TRAK-{k}.npy" for k in trak_ks})
 
     # 5. LDS ground truth -----------------------------------------------------------------
     from aria.attribution import lds as lds_score
@@ -317,12 +349,24 @@ def run_demo(
     lds_params = {"n_subsets": p.n_subsets, "fraction": 0.5, "seed": seed,
                   "target": settings.target, "model": p.model.to_dict(),
                   "train": train_cfg.to_dict()}
+    if settings.lds_seeds > 1:
+        lds_params["lds_seeds"] = settings.lds_seeds
 
     def _lds(d: Path) -> dict[str, Any]:
         r = retrain_subsets(corpus.train_tokens, n_subsets=p.n_subsets, fraction=0.5, seed=seed,
                             model_config=p.model, train_config=train_cfg, out_dir=d / "retrains",
                             n_jobs=n_threads, progress_bar=progress)
         outputs = model_outputs([m.model for m in r.models], queries.tokens, target=settings.target)
+        for extra in range(1, settings.lds_seeds):
+            # the same subsets, another initialisation and data order: the average of the
+            # query outputs removes part of the retraining noise from the LDS target
+            again = retrain_subsets(
+                corpus.train_tokens, subsets=r.indices, seed=seed + extra,
+                model_config=p.model, train_config=train_cfg,
+                out_dir=d / f"retrains-seed{extra}", n_jobs=n_threads, progress_bar=progress)
+            outputs += model_outputs([m.model for m in again.models], queries.tokens,
+                                     target=settings.target)
+        outputs /= settings.lds_seeds
         np.save(d / "subsets.npy", r.indices)
         np.save(d / "outputs.npy", outputs)
         return {"n_subsets": int(r.indices.shape[0])}
@@ -359,7 +403,8 @@ def run_demo(
         modality="symbolic",
         feature_store=feat_dir / "store", output=results,
         # segment-level training instances: S_track = S_seg (paper §3.1), no normalisation
-        settings=tuple(SettingSpec(name=m, method=m, stage="-", scores=path, normalize="none")
+        settings=tuple(SettingSpec(name=m, method=m.split("-")[0], stage="-", scores=path,
+                                   normalize="none")
                        for m, path in scores.items()),
         K=tuple(ks), K_report=k_report, B=settings.B, seed=settings.seed,
         n_bootstrap=settings.n_bootstrap,
@@ -373,7 +418,7 @@ def run_demo(
     run.timings["aria"] = round(time.perf_counter() - t0, 2)
 
     lds_rows, lds_values = [], {}
-    for m in methods:
+    for m in scores:
         from aria.scores import open_scores
 
         res = lds_score(open_scores(scores[m]).to_numpy(), subsets, outputs)
@@ -385,7 +430,7 @@ def run_demo(
         lds_rows.append(row)
     write_table(results, "lds", pd.DataFrame(lds_rows))
     rel = _table(results, "reliability").set_index("setting")
-    diags = {m: {d: float(rel.loc[m, d]) for d in DIAGNOSTICS} for m in methods}
+    diags = {m: {d: float(rel.loc[m, d]) for d in DIAGNOSTICS} for m in scores}
     # one bootstrap shared by every method: paired LDS / diagnostic differences and the
     # agreement's intervals (queries and LDS subsets resampled)
     from aria.bench.validation import compare_methods
@@ -394,7 +439,8 @@ def run_demo(
     comparison = compare_methods(scores, subsets, outputs, diagnostics=diags,
                                  n_boot=settings.n_bootstrap, seed=settings.seed)
     write_table(results, "lds_paired", pd.DataFrame(comparison.paired_rows()))
-    agree = agreement_table(lds_values, diags, comparison)
+    # agreement across *methods*: the TRAK-k settings are the same method on a smaller budget
+    agree = agreement_table({m: lds_values[m] for m in methods}, diags, comparison)
     write_table(results, "agreement", agree)
     run.timings["paired"] = round(time.perf_counter() - t0, 2)
 
@@ -409,6 +455,8 @@ def run_demo(
         "n_queries": int(queries.tokens.shape[0]), "stage_seconds": run.timings,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "lds_target": settings.target, "queries_midi": str(queries_dir / "queries" / "midi"),
+        "heldout_loss": heldout, "train_loss": float(main.losses[-1]),
+        "n_parameters": int(sum(t.numel() for t in main.model.parameters())),
     }
     meta.setdefault("timings", {})["demo_stages"] = run.timings
     meta.setdefault("notes", []).append(
@@ -426,6 +474,27 @@ def run_demo(
     if not quiet:
         _print_summary(results, run.timings, quiet)
     return results
+
+
+def _heldout_loss(model: Any, test_tokens: np.ndarray, n_max: int = 500) -> float:
+    """Mean next-token cross-entropy (nats/token) on up to ``n_max`` held-out windows."""
+    from aria.bench.train import evaluate_losses
+
+    if test_tokens.shape[0] == 0:
+        return float("nan")
+    return float(evaluate_losses(model, test_tokens[:n_max]).mean())
+
+
+def _trak_ks(settings: DemoSettings, methods: Sequence[str], n_ensemble: int) -> list[int]:
+    """The ``TRAK-k`` settings to add: ``k`` below the ensemble size (the whole is "TRAK")."""
+    if settings.trak_k is None:
+        return []
+    if "TRAK" not in methods:
+        raise ParameterError(expected("trak_k", "TRAK among the methods", list(methods)))
+    ks = sorted(set(settings.trak_k))
+    if ks[-1] > n_ensemble:
+        raise ParameterError(expected("trak_k", f"sizes <= the ensemble's {n_ensemble}", ks))
+    return [k for k in ks if k < n_ensemble]
 
 
 def _corpus(d: Path, cfg: Any, progress: bool | None, n_jobs: int) -> dict[str, Any]:

@@ -77,6 +77,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "schumann_robert schumann_clara, whose dynamics markings music21 turns "
                         "into velocities). Bach chorales (bach) carry none, so the dynamic "
                         "channel is undefined on them")
+    p.add_argument("--trak-k", dest="trak_k", type=int, nargs="+", default=None, metavar="K",
+                   help="symbolic: also TRAK from the first K ensemble members (settings "
+                        "'TRAK-K' beside 'TRAK', the whole ensemble), e.g. --trak-k 1")
+    p.add_argument("--lds-seeds", dest="lds_seeds", type=int, default=None,
+                   help="symbolic: retrain every LDS subset with this many seeds and average "
+                        "the query outputs (default 1; less retraining noise in LDS)")
     p.add_argument("-B", "--B", dest="B", type=int, default=None,
                    help="random reference groups per K (default 200)")
     p.add_argument("--no-report", dest="report", action="store_false",
@@ -95,13 +101,19 @@ def run(args: argparse.Namespace) -> int:
         The parsed flags.
     """
     given = {k: v for k, v in (("B", args.B), ("trak_proj_dim", args.trak_proj_dim),
-                               ("trak_lam", args.trak_lam)) if v is not None}
+                               ("trak_lam", args.trak_lam), ("lds_seeds", args.lds_seeds),
+                               ("trak_k", None if args.trak_k is None else tuple(args.trak_k)))
+             if v is not None}
     if args.experiment == "audio":
         from aria.bench.audio.demo import AUDIO_DEMO_METHODS, run_audio_demo
         from aria.errors import ParameterError
 
-        if args.collections is not None or "trak_lam" in given:
-            raise ParameterError("--collections and --trak-lam are options of the symbolic demo")
+        flags = (("--collections", "collections"), ("--trak-lam", "trak_lam"),
+                 ("--trak-k", "trak_k"), ("--lds-seeds", "lds_seeds"))
+        symbolic_only = [f for f, k in flags
+                         if k in given or (k == "collections" and args.collections is not None)]
+        if symbolic_only:
+            raise ParameterError(f"{', '.join(symbolic_only)}: options of the symbolic demo")
         encoders = None if args.encoders is None else _encoder_paths(args.encoders)
         if "trak_proj_dim" in given:
             given["proj_dim"] = given.pop("trak_proj_dim")
