@@ -16,7 +16,8 @@ a validation split of the same shape: version 4 of every training work is held o
 validation queries, 30), clews-style trains on versions 0, 1 and 5-9 (210 tracks; never on 2,
 3 or 4), the gallery is versions 0-1 (60 tracks), and the figure is the number of validation
 queries whose most cosine-similar gallery track (time-averaged embeddings, as the benchmark)
-is a version of their own work.
+is a version of their own work. Once that split saturates (30/30), ``--val-versions 4 5``
+holds out two versions (60 queries; training on versions 0, 1 and 6-9) — a harder split.
 
 An ensemble of ``n_models`` members with seeds ``s, s+1, ...`` is exactly its members trained
 alone (:func:`~aria.encoders.offline.train.train_version_contrastive` seeds member ``k`` with
@@ -46,10 +47,11 @@ import numpy as np
 
 OUT = Path(__file__).resolve().parent / "results" / "bench_encoders_select.json"
 CACHE = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
-VALIDATION_VERSION = 4
+VALIDATION_VERSIONS: tuple[int, ...] = (4,)
 
 
-def _split(preset: str, seed: int) -> dict[str, Any]:
+def _split(preset: str, seed: int,
+           val_versions: tuple[int, ...] = VALIDATION_VERSIONS) -> dict[str, Any]:
     """Corpus, extended corpus and the validation split's rows (train / queries / gallery)."""
     from aria.bench.audio.corpus import build_audio_corpus
     from aria.bench.audio.encoders import (
@@ -67,22 +69,28 @@ def _split(preset: str, seed: int) -> dict[str, Any]:
     ext = versions_corpus(corpus, enc_dir / "clews-corpus", CLEWS_VERSIONS)
     fit, queries = encoder_split(corpus)
     rows = clews_training_tracks(corpus, ext)
-    assert VALIDATION_VERSION not in set(queries["version"])
-    train = rows[rows["version"] != VALIDATION_VERSION].reset_index(drop=True)
-    val = rows[rows["version"] == VALIDATION_VERSION].reset_index(drop=True)
+    if set(val_versions) & set(queries["version"]) or set(val_versions) & {0, 1}:
+        raise SystemExit(f"--val-versions {list(val_versions)}: must not be a query version "
+                         f"({sorted(set(queries['version']))}) or a gallery version (0, 1)")
+    held = rows["version"].isin(val_versions)
+    train = rows[~held].reset_index(drop=True)
+    val = rows[held].reset_index(drop=True)
     t = ext.tracks.set_index("track_id")
     gallery = t.loc[fit["track_id"]].reset_index()
     return {"ext": ext, "train": train, "val": val, "gallery": gallery,
-            "key": f"{preset}-{cfg.digest()}-s{seed}"}
+            "key": f"{preset}-{cfg.digest()}-s{seed}" + (
+                "" if tuple(val_versions) == VALIDATION_VERSIONS
+                else "-v" + "".join(map(str, sorted(val_versions))))}
 
 
-def features(preset: str, seed: int) -> Path:
+def features(preset: str, seed: int,
+             val_versions: tuple[int, ...] = VALIDATION_VERSIONS) -> Path:
     """CQT magnitudes (clews-style's default CQT) of every track of the validation split."""
     from aria.bench.audio.encoders import _load
     from aria.encoders.offline import ClewsStyleConfig
     from aria.encoders.offline.frontends import cqt
 
-    s = _split(preset, seed)
+    s = _split(preset, seed, val_versions)
     path = CACHE / "bench-encoders-select" / s["key"] / "cqt.npz"
     if path.is_file():
         return path
@@ -173,6 +181,7 @@ def _summary(name: str, overrides: dict[str, Any], members: list[dict[str, Any]]
     single = {str(s): score([by_seed[s]], meta)[0] for s in seeds}
     return {
         "name": name, "overrides": overrides, "machine": machine, "n_queries": n_q,
+        "val_versions": sorted(set(meta["val"]["version"])),
         "single": single, "ensembles": ens,
         "train_seconds_per_member": {str(s): by_seed[s]["train_seconds"] for s in seeds},
         "loss_last_10pct": {str(s): by_seed[s]["loss_last_10pct"] for s in seeds},
@@ -209,15 +218,18 @@ def main() -> None:
     ap.add_argument("--preset", default="default")
     ap.add_argument("--seed", type=int, default=0, help="corpus seed")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="member seeds")
+    ap.add_argument("--val-versions", type=int, nargs="+", default=list(VALIDATION_VERSIONS),
+                    help="versions held out as validation queries (default 4; '4 5' is a "
+                         "harder split: 60 queries, training on versions 0, 1 and 6-9)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args()
     if a.mode == "features":
-        print(features(a.preset, a.seed))
+        print(features(a.preset, a.seed, tuple(a.val_versions)))
         return
     if a.mode == "export":
-        path = features(a.preset, a.seed)
+        path = features(a.preset, a.seed, tuple(a.val_versions))
         mags, meta = _load_features(path)
         ids = list(mags)
         db = np.stack([20.0 * np.log10(np.maximum(mags[i], 1e-7)) for i in ids])
@@ -229,7 +241,7 @@ def main() -> None:
         return
     if a.mode == "trial":
         name, overrides = a.args[0], json.loads(a.args[1] if len(a.args) > 1 else "{}")
-        path = features(a.preset, a.seed)
+        path = features(a.preset, a.seed, tuple(a.val_versions))
         _, meta = _load_features(path)
         members = []
         for s in a.seeds:
@@ -268,7 +280,8 @@ def main() -> None:
                 print(f"{n} seed {s} failed: {e!r}", file=sys.stderr, flush=True)
                 continue
             results[n].append(m)
-            print(f"{time.perf_counter() - t0:6.0f} s  {n} seed {s}: {score([m], meta)[0]}/30 "
+            print(f"{time.perf_counter() - t0:6.0f} s  {n} seed {s}: {score([m], meta)[0]}/"
+                  f"{len(meta['val']['track_id'])} "
                   f"({m['train_seconds']:.0f} s)", flush=True)
             arrays = {f"{k}|{mm['seed']}|{part}": mm[part] for k, ms in results.items()
                       for mm in ms for part in ("val", "gallery")}
