@@ -313,10 +313,14 @@ def compare(a: Path, b: Path) -> dict[str, Any]:
         if differ.any() else 0.0
     ties_only = bool(same_sets and tie_gap <= 1e-12)
     score_diff = float(np.max(np.abs(ta["score"].to_numpy() - tb["score"].to_numpy())))
+    by_variant = {str(v): float(np.max(np.abs(ga["score"].to_numpy()
+                                              - tb.loc[ga.index, "score"].to_numpy())))
+                  for v, ga in ta.groupby("variant")}
     return {"diagnostics_max_rel_diff": diag, "zbar_max_abs_diff": zbar,
             "homogeneity_rows": [len(ha), len(hb), len(hm)],
             "topk_identical": not bool(differ.any()), "topk_rows_differing": int(differ.sum()),
             "topk_differences_are_tie_swaps": ties_only, "topk_score_max_abs_diff": score_diff,
+            "topk_score_max_abs_diff_by_variant": by_variant,
             "agree": bool(diag <= 1e-9 and zbar <= 1e-9 and ties_only and len(hm) == len(ha))}
 
 

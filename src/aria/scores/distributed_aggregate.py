@@ -15,9 +15,10 @@ tasks (:func:`aria.scores.distributed.run_ordered`) that re-open the score file 
    segment counts once. The additions are those of the single-machine path (per chunk into
    the track's running sum, chunks in row order), so without ``residual`` ``S_track`` is
    bit-identical and exact ties rank alike. With ``residual``, the Gram is merged per row
-   range rather than per chunk; for float32 scores its float32 block products add exactly in
-   float64 (the tests find the residual ``S_track`` bit-identical too), for float64 scores
-   :math:`v_1` may differ in the last bits (within 1e-12 relative). Rank: ranks need whole
+   range rather than per chunk, so :math:`v_1` and the residual ``S_track`` may differ in
+   the last bits (the tests' small float32 matrices come out bit-identical; at the paper's
+   fine stage the top-K scores differed by <= 2e-15 with identical top-K lists): only two
+   residual values that tie exactly could then swap places. Rank: ranks need whole
    columns, so every task reads one block of query columns (the whole height of the
    matrix), ranks it and averages the ranks per track.
 
