@@ -40,7 +40,7 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from aria._stages import Stage, params_digest
 from aria.bench.validation import DIAGNOSTICS, PAPER_METHODS, agreement_table
 from aria.errors import DataError, ParameterError, expected
 from aria.results import DEFAULT_KS, default_k_report
+
+if TYPE_CHECKING:
+    from aria.bench.presets import BenchPreset
 
 __all__ = ["DEMO_METHODS", "DIAGNOSTICS", "PAPER_METHODS", "DemoSettings", "agreement_table",
            "run_demo"]
@@ -75,7 +78,7 @@ class DemoSettings:
     n_bootstrap: int = 1000
     threads: int = 1
     collections: tuple[str, ...] | None = None
-    lds_seeds: int = 1
+    lds_seeds: int | None = None
     trak_k: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -85,7 +88,8 @@ class DemoSettings:
         check_int("n_bootstrap", self.n_bootstrap, min_value=0)
         check_int("trak_proj_dim", self.trak_proj_dim, min_value=1)
         check_float("trak_lam", self.trak_lam, min_value=0.0)
-        check_int("lds_seeds", self.lds_seeds, min_value=1)
+        if self.lds_seeds is not None:
+            check_int("lds_seeds", self.lds_seeds, min_value=1)
         if self.trak_k is not None:
             check_int_list("trak_k", list(self.trak_k), min_value=1)
         if self.K is not None:
@@ -172,7 +176,7 @@ def run_demo(
     out: str | os.PathLike[str] = "aria-demo",
     *,
     quick: bool = False,
-    preset: Any = None,
+    preset: str | BenchPreset | None = None,
     seed: int = 0,
     methods: Sequence[str] = DEMO_METHODS,
     threads: int | None = None,
@@ -189,7 +193,7 @@ def run_demo(
         Working folder; every stage lives in a sub-folder and the results in ``out/results``.
     quick : bool
         The ``quick`` preset (≤ 3 minutes on 2 cores) instead of ``default`` (≤ 15 minutes).
-    preset : {"default", "quick", "tiny", "paper"} or BenchPreset, optional
+    preset : {"default", "quick", "tiny"} or BenchPreset, optional
         Explicit preset (``tiny`` is for tests), or sizes of one's own
         (:class:`aria.bench.presets.BenchPreset`, e.g. the LDS study's variants); overrides
         ``quick``.
@@ -211,7 +215,8 @@ def run_demo(
         ``B``, ``n_bootstrap``, ``loss``, ``target``, ``collections`` — music21 corpus folders
         to draw works from instead of the preset's
         :data:`aria.bench.presets.DYNAMIC_COLLECTIONS`; ``lds_seeds`` — retrain every LDS
-        subset with this many seeds and average their query outputs; ``trak_k`` — also TRAK
+        subset with this many seeds and average their query outputs (default: the preset's,
+        3 for ``default``); ``trak_k`` — also TRAK
         from the first ``k`` ensemble members, as settings ``"TRAK-k"`` beside ``"TRAK"``, the
         whole ensemble).
 
@@ -220,14 +225,13 @@ def run_demo(
     pathlib.Path
         ``out/results``.
     """
-    from aria.bench.presets import BenchPreset
-    from aria.bench.presets import preset as get_preset
+    from aria.bench import presets
 
-    if isinstance(preset, BenchPreset):
+    if isinstance(preset, presets.BenchPreset):
         p, name = preset, preset.name
     else:
         name = preset if preset is not None else ("quick" if quick else "default")
-        p = get_preset(name)
+        p = presets.preset(name)
     seed = check_int("seed", seed, min_value=0)
     default_threads = min(2, os.cpu_count() or 1)
     n_threads = check_int("threads", threads if threads is not None else default_threads,
@@ -314,14 +318,14 @@ def run_demo(
         attr_params["trak_k"] = trak_ks
 
     def _attribution(d: Path) -> dict[str, Any]:
+        common = {"loss": settings.loss, "target": settings.target, "seed": seed,
+                  "num_threads": n_threads, "progress": progress}
         res = run_methods(
             list(methods), main.model, corpus.train_tokens, queries.tokens,
             ensemble=[m.model.state_dict() for m in ensemble],
             trajectory=[c.state_dict for c in main.checkpoints],
             learning_rates=main.checkpoint_lrs, final=main.checkpoints[-1].state_dict,
-            options={"TRAK": {"proj_dim": settings.trak_proj_dim, "lam": settings.trak_lam}},
-            common={"loss": settings.loss, "target": settings.target, "seed": seed,
-                    "num_threads": n_threads, "progress": progress},
+            options={"TRAK": trak_options}, common=common,
             out_dir=d / "scores", row_ids=corpus.train_ids,
         )
         seconds = {m: round(r.seconds, 2) for m, r in res.items()}
@@ -329,9 +333,7 @@ def run_demo(
             sub = run_methods(
                 ["TRAK"], main.model, corpus.train_tokens, queries.tokens,
                 ensemble=[m.model.state_dict() for m in ensemble[:k]],
-                options={"TRAK": {"proj_dim": settings.trak_proj_dim, "lam": settings.trak_lam}},
-                common={"loss": settings.loss, "target": settings.target, "seed": seed,
-                        "num_threads": n_threads, "progress": progress},
+                options={"TRAK": trak_options}, common=common,
             )["TRAK"]
             sub.save(d / "scores" / f"TRAK-{k}.npy", row_ids=corpus.train_ids)
             seconds[f"TRAK-{k}"] = round(sub.seconds, 2)
@@ -349,15 +351,16 @@ def run_demo(
     lds_params = {"n_subsets": p.n_subsets, "fraction": 0.5, "seed": seed,
                   "target": settings.target, "model": p.model.to_dict(),
                   "train": train_cfg.to_dict()}
-    if settings.lds_seeds > 1:
-        lds_params["lds_seeds"] = settings.lds_seeds
+    lds_seeds = p.lds_seeds if settings.lds_seeds is None else settings.lds_seeds
+    if lds_seeds > 1:
+        lds_params["lds_seeds"] = lds_seeds
 
     def _lds(d: Path) -> dict[str, Any]:
         r = retrain_subsets(corpus.train_tokens, n_subsets=p.n_subsets, fraction=0.5, seed=seed,
                             model_config=p.model, train_config=train_cfg, out_dir=d / "retrains",
                             n_jobs=n_threads, progress_bar=progress)
         outputs = model_outputs([m.model for m in r.models], queries.tokens, target=settings.target)
-        for extra in range(1, settings.lds_seeds):
+        for extra in range(1, lds_seeds):
             # the same subsets, another initialisation and data order: the average of the
             # query outputs removes part of the retraining noise from the LDS target
             again = retrain_subsets(
@@ -366,7 +369,7 @@ def run_demo(
                 out_dir=d / f"retrains-seed{extra}", n_jobs=n_threads, progress_bar=progress)
             outputs += model_outputs([m.model for m in again.models], queries.tokens,
                                      target=settings.target)
-        outputs /= settings.lds_seeds
+        outputs /= lds_seeds
         np.save(d / "subsets.npy", r.indices)
         np.save(d / "outputs.npy", outputs)
         return {"n_subsets": int(r.indices.shape[0])}
@@ -454,14 +457,16 @@ def run_demo(
         "preset": p.to_dict(), "settings": dataclasses.asdict(settings), "n_train": n_train,
         "n_queries": int(queries.tokens.shape[0]), "stage_seconds": run.timings,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "lds_target": settings.target, "queries_midi": str(queries_dir / "queries" / "midi"),
+        "lds_target": settings.target, "lds_seeds": lds_seeds,
+        "queries_midi": str(queries_dir / "queries" / "midi"),
         "heldout_loss": heldout, "train_loss": float(main.losses[-1]),
         "n_parameters": int(sum(t.numel() for t in main.model.parameters())),
     }
     meta.setdefault("timings", {})["demo_stages"] = run.timings
     meta.setdefault("notes", []).append(
         f"Symbolic ground-truth validation (paper §4.1) on music21 {corpus_label}; LDS from "
-        f"{subsets.shape[0]} retrains on random 50% subsets; agreement = rank correlation of "
+        f"{subsets.shape[0]} random 50% subsets, each retrained with {lds_seeds} seed(s) "
+        "(query outputs averaged); agreement = rank correlation of "
         "-diagnostic with LDS across methods (+1 = same order)."
     )
     write_results_meta(results, meta)

@@ -25,7 +25,11 @@ Beethoven is left out: his quartets take 10-60 CPU-s each to convert, and
 ``beethoven/opus18no1`` holds each movement twice (``.krn`` and ``.mxl``), which would put the
 same music on both sides of the split by work. Default = all 37 works (7 held out, seed 0) →
 1,500 of 2,663 training windows of 64 tokens (757 held-out windows), 282 AdamW steps of
-16 × 64 tokens per model. Batch 16 at lr 6e-3 reached a clearly lower held-out loss than batch
+16 × 64 tokens per model. LDS: 32 random halves, each retrained with 3 seeds whose query
+outputs are averaged (``lds_seeds=3``): in ``benchmarks/bench_lds_study.py`` (seed 0) that was
+the only one-factor change that separated TRAK from GradDot (paired 95 % interval of the LDS
+difference +0.044 [+0.006, +0.083], against +0.027 [-0.009, +0.065] with one seed), for
+about 130 s more. Batch 16 at lr 6e-3 reached a clearly lower held-out loss than batch
 32 at 3e-3 for the same CPU time (1.62 vs 2.01 nats/token at 4 epochs, Bach).
 """
 
@@ -59,6 +63,9 @@ class BenchPreset:
         Suggested TRAK ensemble size (paper: 10).
     n_subsets : int
         Suggested LDS retrains on 50 % subsets (>= 32 by default).
+    lds_seeds : int
+        Retrains of every subset, with different seeds, whose query outputs are averaged
+        (less retraining noise in the LDS target).
     """
 
     name: str
@@ -69,13 +76,14 @@ class BenchPreset:
     prompt_len: int
     n_ensemble: int
     n_subsets: int
+    lds_seeds: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "corpus": self.corpus.to_dict(), "model": self.model.to_dict(),
             "train": self.train.to_dict(), "n_queries": self.n_queries,
             "prompt_len": self.prompt_len, "n_ensemble": self.n_ensemble,
-            "n_subsets": self.n_subsets,
+            "n_subsets": self.n_subsets, "lds_seeds": self.lds_seeds,
         }
 
     def with_seed(self, seed: int) -> BenchPreset:
@@ -101,7 +109,7 @@ PRESETS: dict[str, BenchPreset] = {
                             test_fraction=0.2, max_train_segments=1500),
         model=_MODEL,
         train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
-        n_queries=178, prompt_len=32, n_ensemble=10, n_subsets=32,
+        n_queries=178, prompt_len=32, n_ensemble=10, n_subsets=32, lds_seeds=3,
     ),
     "quick": BenchPreset(
         name="quick",

@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "'TRAK-K' beside 'TRAK', the whole ensemble), e.g. --trak-k 1")
     p.add_argument("--lds-seeds", dest="lds_seeds", type=int, default=None,
                    help="symbolic: retrain every LDS subset with this many seeds and average "
-                        "the query outputs (default 1; less retraining noise in LDS)")
+                        "the query outputs (default: the preset's — 3 for the default preset, 1 "
+                        "for --quick; less retraining noise in LDS)")
     p.add_argument("-B", "--B", dest="B", type=int, default=None,
                    help="random reference groups per K (default 200)")
     p.add_argument("--no-report", dest="report", action="store_false",
