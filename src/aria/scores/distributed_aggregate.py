@@ -62,14 +62,14 @@ def _open(
     return src if rank1 is None else ResidualSource(src, rank1)
 
 
-def _stats_part(
+def _gram_part(
     path: str | None, key: str | None, transposed: bool, start: int, stop: int,
-    shift: np.ndarray, rows: int, gram: bool, moments: int, *, array: Any = None,
-    rank1: Rank1 | None = None,
+    shift: np.ndarray, rows: int, *, array: Any = None,
 ) -> BlockStats:
-    src = _open(path, key, transposed, array, rank1)
+    """Gram and column sums of rows ``start:stop`` (the residual's pass, on the raw scores)."""
+    src = open_part(path, key, transposed, array)
     try:
-        return stream_stats(src, chunk_rows=rows, gram=gram, moments=moments, shift=shift,
+        return stream_stats(src, chunk_rows=rows, gram=True, moments=2, shift=shift,
                             start=start, stop=stop, prefetch=False, progress=False)
     finally:
         src.close()
@@ -190,18 +190,16 @@ class DaskAggregation:
     def _ranges(self) -> list[tuple[int, int]]:
         return row_ranges(self.src.n_rows, self.n_parts, self.rows)
 
-    def _stats(self, *, gram: bool, moments: int, shift: np.ndarray, desc: str) -> BlockStats:
+    def _gram(self, shift: np.ndarray) -> BlockStats:
+        """The Gram pass: per-range partial sums merged in row-range order."""
         acc: list[BlockStats] = []
 
         def add(_: int, part: BlockStats) -> None:
             acc[:] = [part] if not acc else [acc[0].merge(part)]
 
-        shared = dict(self.shared)
-        if self.rank1 is not None:
-            shared["rank1"] = self.rank1
-        calls = [(*self.file, a, b, shift, self.rows, gram, moments) for a, b in self._ranges()]
-        run_ordered(self.client, _stats_part, calls, add, shared=shared, progress=self.progress,
-                    desc=desc)
+        calls = [(*self.file, a, b, shift, self.rows) for a, b in self._ranges()]
+        run_ordered(self.client, _gram_part, calls, add, shared=self.shared,
+                    progress=self.progress, desc="Gram pass")
         return acc[0]
 
     def _moments(self, *, moments: int, shift: np.ndarray) -> BlockStats:
@@ -236,8 +234,7 @@ class DaskAggregation:
 
     def residual(self) -> Rank1:
         r""":math:`(\sigma_1, u_1, v_1)` from a distributed Gram pass and ``S v_1`` pass."""
-        stats = self._stats(gram=True, moments=2, shift=self._first_block_mean(),
-                            desc="Gram pass")
+        stats = self._gram(self._first_block_mean())
         values, vectors = top_eigenpairs(stats.raw_gram(), 1, overwrite=True)
         sigma1 = float(np.sqrt(values[0]))
         if sigma1 == 0.0:
