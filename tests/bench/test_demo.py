@@ -109,6 +109,27 @@ def test_old_import_path_reexports_the_demo():
         assert getattr(aria.demo, name) is getattr(aria.bench.demo, name)
 
 
+def test_trak_k_settings_from_the_preset_or_the_run():
+    """A preset's TRAK-k sizes apply unless the run names its own; without TRAK they are
+    dropped (a preset default), while a run that asks for them without TRAK is an error."""
+    import dataclasses
+
+    from aria.bench.demo import DEMO_METHODS, DemoSettings, _trak_ks
+    from aria.bench.presets import preset
+
+    paper = preset("paper")
+    assert _trak_ks(DemoSettings(), DEMO_METHODS, paper) == [1, 10]
+    assert _trak_ks(DemoSettings(trak_k=(5, 50)), DEMO_METHODS, paper) == [5]  # 50 = "TRAK"
+    assert _trak_ks(DemoSettings(), ("GradDot",), paper) == []
+    assert _trak_ks(DemoSettings(), DEMO_METHODS, preset("default")) == []
+    small = dataclasses.replace(paper, n_ensemble=4)
+    assert _trak_ks(DemoSettings(), DEMO_METHODS, small) == [1]
+    with pytest.raises(ParameterError, match="trak_k"):
+        _trak_ks(DemoSettings(trak_k=(1,)), ("GradDot",), paper)
+    with pytest.raises(ParameterError, match="trak_k"):
+        _trak_ks(DemoSettings(trak_k=(60,)), DEMO_METHODS, paper)
+
+
 @pytest.mark.slow
 def test_custom_preset_trak_k_and_seed_averaged_lds(tmp_path):
     """Sizes of one's own (the LDS study's variants), TRAK from the first k members beside the

@@ -23,6 +23,11 @@ def test_presets_are_consistent():
         assert p.corpus.collections == DYNAMIC_COLLECTIONS
     assert preset("default").corpus.max_works is None  # all 37 works
     assert preset("default").corpus.max_train_segments == 1500
+    # the paper's benchmark size: 5,000 training segments x 178 queries, TRAK-1/10/50
+    paper = preset("paper")
+    assert paper.corpus.max_train_segments == 5000 and paper.n_queries == 178
+    assert paper.n_ensemble == 50 and paper.trak_k == (1, 10) and paper.lds_seeds == 3
+    assert paper.to_dict()["trak_k"] == [1, 10]
     with pytest.raises(ParameterError, match="preset"):
         preset("huge")
 

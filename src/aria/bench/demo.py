@@ -243,7 +243,7 @@ def run_demo(
     if unknown:
         raise ParameterError(expected("overrides", "DemoSettings fields", sorted(unknown)))
     settings = DemoSettings(preset=name, seed=seed, methods=methods, threads=n_threads, **overrides)
-    trak_ks = _trak_ks(settings, methods, p.n_ensemble)
+    trak_ks = _trak_ks(settings, methods, p)
     root = Path(out)
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
@@ -490,10 +490,14 @@ def _heldout_loss(model: Any, test_tokens: np.ndarray, n_max: int = 500) -> floa
     return float(evaluate_losses(model, test_tokens[:n_max]).mean())
 
 
-def _trak_ks(settings: DemoSettings, methods: Sequence[str], n_ensemble: int) -> list[int]:
-    """The ``TRAK-k`` settings to add: ``k`` below the ensemble size (the whole is "TRAK")."""
+def _trak_ks(settings: DemoSettings, methods: Sequence[str], p: BenchPreset) -> list[int]:
+    """The ``TRAK-k`` settings to add: ``k`` below the ensemble size (the whole is "TRAK").
+
+    The run's own ``trak_k`` wins over the preset's; a preset's are dropped without TRAK.
+    """
+    n_ensemble = p.n_ensemble
     if settings.trak_k is None:
-        return []
+        return [k for k in sorted(set(p.trak_k)) if k < n_ensemble] if "TRAK" in methods else []
     if "TRAK" not in methods:
         raise ParameterError(expected("trak_k", "TRAK among the methods", list(methods)))
     ks = sorted(set(settings.trak_k))

@@ -47,8 +47,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="which experiment (default: symbolic)")
     p.add_argument("--quick", action="store_true",
                    help="smaller sizes (symbolic about 3 minutes, audio about 5, on 2 cores)")
-    p.add_argument("--preset", choices=("default", "quick", "tiny"), default=None,
-                   help="explicit size preset (overrides --quick; 'tiny' is for smoke tests)")
+    p.add_argument("--preset", choices=("default", "quick", "paper", "tiny"), default=None,
+                   help="explicit size preset (overrides --quick). symbolic 'paper': the "
+                        "paper's benchmark size, 5,000 training windows x 178 queries, a "
+                        "50-model TRAK ensemble (with TRAK-1 and TRAK-10) and 64 LDS subsets "
+                        "retrained with 3 seeds (about 1 to 2 hours on 2 cores); 'tiny' is for "
+                        "smoke tests")
     p.add_argument("--out", default=None,
                    help="working folder (default ./aria-demo, or ./aria-demo-audio); results in "
                         "OUT/results")
