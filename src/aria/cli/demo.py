@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="explicit size preset (overrides --quick). symbolic 'paper': the "
                         "paper's benchmark size, 5,000 training windows x 178 queries, a "
                         "50-model TRAK ensemble (with TRAK-1 and TRAK-10) and 64 LDS subsets "
-                        "retrained with 3 seeds (about 1 to 2 hours on 2 cores); 'tiny' is for "
+                        "retrained with 3 seeds (50 minutes measured on 2 cores); 'tiny' is for "
                         "smoke tests")
     p.add_argument("--out", default=None,
                    help="working folder (default ./aria-demo, or ./aria-demo-audio); results in "
