@@ -112,6 +112,7 @@ def run_variant(name: str, spec: dict[str, Any], work: Path, seed: int,
     import numpy as np
 
     from aria.bench.demo import run_demo
+    from aria.bench.validation import paired_contrast
     from aria.results import read_results_meta, read_table
 
     t0 = time.perf_counter()
@@ -126,14 +127,6 @@ def run_variant(name: str, spec: dict[str, Any], work: Path, seed: int,
     meta = read_results_meta(results)["demo"]
     agree = read_table(results, "agreement")
 
-    def contrast(a: str, b: str) -> dict[str, Any]:
-        row = paired[((paired.setting_a == a) & (paired.setting_b == b))
-                     | ((paired.setting_a == b) & (paired.setting_b == a))].iloc[0]
-        sign = 1.0 if row.setting_a == a else -1.0
-        lo, hi = sorted((sign * float(row.diff_lo), sign * float(row.diff_hi)))
-        return {"a": a, "b": b, "diff": sign * float(row["diff"]), "lo": lo, "hi": hi,
-                "separated": bool(row.separated)}
-
     main = [m for m in METHODS if m in lds.index]
     pairs = paired[paired.setting_a.isin(main) & paired.setting_b.isin(main)]
     return {
@@ -146,8 +139,8 @@ def run_variant(name: str, spec: dict[str, Any], work: Path, seed: int,
         "lds_se": {m: float(lds.loc[m, "lds_se"]) for m in lds.index},
         "spread": float(np.ptp([lds.loc[m, "lds"] for m in main])),
         "pairs_separated": int(pairs["separated"].sum()), "pairs": len(pairs),
-        "trak_vs_graddot": contrast(*CONTRAST),
-        "trak_vs_trak1": contrast("TRAK", "TRAK-1"),
+        "trak_vs_graddot": paired_contrast(paired, *CONTRAST),
+        "trak_vs_trak1": paired_contrast(paired, "TRAK", "TRAK-1"),
         "agreement": agree.to_dict(orient="records"),
         "stage_seconds": meta["stage_seconds"], "wall_s": round(wall, 1),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),

@@ -34,20 +34,6 @@ CHANNELS = ("melody", "harmony", "rhythm", "dynamic", "texture")
 DIAGNOSTICS = ("r1", "r2_5", "p", "kappa")
 
 
-def _contrast(paired: Any, a: str, b: str) -> dict[str, Any]:
-    """``a − b`` from the paired LDS table, whichever order the table holds the pair in."""
-    rows = paired[((paired.setting_a == a) & (paired.setting_b == b))
-                  | ((paired.setting_a == b) & (paired.setting_b == a))]
-    if rows.empty:
-        raise SystemExit(f"--contrast {a}:{b}: no such pair in lds_paired "
-                         f"(settings: {sorted(set(paired.setting_a) | set(paired.setting_b))})")
-    row = rows.iloc[0]
-    sign = 1.0 if row.setting_a == a else -1.0
-    lo, hi = sorted((sign * float(row.diff_lo), sign * float(row.diff_hi)))
-    return {"a": a, "b": b, "diff": sign * float(row["diff"]), "lo": lo, "hi": hi,
-            "separated": bool(row.separated)}
-
-
 def summarise(results: Path, contrasts: list[tuple[str, str]]) -> dict[str, Any]:
     """The demo's tables as one record.
 
@@ -58,6 +44,7 @@ def summarise(results: Path, contrasts: list[tuple[str, str]]) -> dict[str, Any]
     contrasts : list of (str, str)
         Paired LDS differences ``a − b`` to report.
     """
+    from aria.bench.validation import paired_contrast
     from aria.results import read_results_meta, read_table
 
     meta = read_results_meta(results)
@@ -66,7 +53,6 @@ def summarise(results: Path, contrasts: list[tuple[str, str]]) -> dict[str, Any]
     rel = read_table(results, "reliability").set_index("setting")
     hom = read_table(results, "homogeneity")
     paired = read_table(results, "lds_paired")
-    paired = paired[paired["quantity"] == "lds"]
     agree = read_table(results, "agreement")
     k_report = int(meta["study"]["K_report"])
     raw = hom[(hom.variant == "original") & (hom.K == k_report)]
@@ -80,13 +66,14 @@ def summarise(results: Path, contrasts: list[tuple[str, str]]) -> dict[str, Any]
             "verdict": str(rel.loc[s, "verdict"]),
         })
     methods = [s for s in rel.index if "-" not in s]
-    among = paired[paired.setting_a.isin(methods) & paired.setting_b.isin(methods)]
+    lds_rows = paired[paired["quantity"] == "lds"]
+    among = lds_rows[lds_rows.setting_a.isin(methods) & lds_rows.setting_b.isin(methods)]
     return {
         "results": str(results), "preset": demo["preset"]["name"], "sizes": demo["preset"],
         "n_train": demo["n_train"], "n_queries": demo["n_queries"],
         "n_parameters": demo.get("n_parameters"), "heldout_loss": demo.get("heldout_loss"),
         "lds_seeds": demo.get("lds_seeds"), "K_report": k_report, "table1": rows,
-        "contrasts": [_contrast(paired, a, b) for a, b in contrasts],
+        "contrasts": [paired_contrast(paired, a, b) for a, b in contrasts],
         "pairs_separated": int(among["separated"].sum()), "pairs": len(among),
         "agreement": agree.to_dict(orient="records"),
         "stage_seconds": demo["stage_seconds"], "machine": demo.get("machine"),
@@ -142,7 +129,12 @@ def main(argv: list[str] | None = None) -> int:
     if not (results / "results.json").is_file():
         ap.error(f"results: expected the results folder of a finished 'aria demo', got "
                  f"{str(results)!r}")
-    rec = summarise(results, pairs)
+    from aria.errors import DataError
+
+    try:
+        rec = summarise(results, pairs)
+    except DataError as err:
+        ap.error(f"--contrast: {err}")
     print(markdown(rec))
     if opts.json:
         path = Path(opts.json)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from aria.bench.validation import agreement_table, compare_methods
+from aria.errors import DataError
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +78,23 @@ def test_agreement_table_undefined_for_two_methods():
     t = agreement_table({"A": 0.1, "B": 0.2}, {m: {d: 0.5 for d in ("r1", "r2_5", "p", "kappa")}
                                               for m in "AB"})
     assert t["spearman"].isna().all() and math.isnan(t["kendall_p_exact"].iloc[0])
+
+
+def test_paired_contrast_reads_either_order_and_names_a_missing_pair():
+    from aria.bench.validation import paired_contrast
+
+    paired = pd.DataFrame([
+        {"quantity": "lds", "setting_a": "TRAK", "setting_b": "GradDot", "diff": 0.04,
+         "diff_lo": 0.01, "diff_hi": 0.07, "separated": True},
+        {"quantity": "r1", "setting_a": "TRAK", "setting_b": "GradDot", "diff": -0.2,
+         "diff_lo": -0.3, "diff_hi": 0.1, "separated": False},
+    ])
+    ab = paired_contrast(paired, "TRAK", "GradDot")
+    assert ab == {"a": "TRAK", "b": "GradDot", "diff": 0.04, "lo": 0.01, "hi": 0.07,
+                  "separated": True}
+    ba = paired_contrast(paired, "GradDot", "TRAK")
+    assert ba["diff"] == -0.04 and (ba["lo"], ba["hi"]) == (-0.07, -0.01) and ba["separated"]
+    r1 = paired_contrast(paired, "GradDot", "TRAK", quantity="r1")
+    assert r1["diff"] == 0.2 and (r1["lo"], r1["hi"]) == (-0.1, 0.3) and not r1["separated"]
+    with pytest.raises(DataError, match="TracIn"):
+        paired_contrast(paired, "TracIn", "TRAK")

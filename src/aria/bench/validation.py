@@ -38,7 +38,7 @@ import numpy as np
 from aria._checks import check_int
 
 __all__ = ["DIAGNOSTICS", "PAPER_METHODS", "MethodComparison", "agreement_table",
-           "compare_methods"]
+           "compare_methods", "paired_contrast"]
 
 #: The four methods of the paper's Table 1.
 PAPER_METHODS: tuple[str, ...] = ("TRAK", "TracIn", "GradCos", "GradDot")
@@ -286,3 +286,36 @@ def agreement_table(
                         "order": ", ".join(methods)})
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def paired_contrast(paired: Any, a: str, b: str, quantity: str = "lds") -> dict[str, Any]:
+    """``a − b`` with its interval, read from an ``lds_paired`` table in either pair order.
+
+    Parameters
+    ----------
+    paired : pandas.DataFrame
+        The ``lds_paired`` table (:meth:`MethodComparison.paired_rows`).
+    a, b : str
+        The two settings.
+    quantity : str
+        ``"lds"`` or a diagnostic.
+
+    Returns
+    -------
+    dict
+        ``a, b, diff, lo, hi, separated`` (``diff = a − b``; ``lo <= hi``).
+    """
+    from aria.errors import DataError, expected
+
+    rows = paired[(paired["quantity"] == quantity)
+                  & (((paired.setting_a == a) & (paired.setting_b == b))
+                     | ((paired.setting_a == b) & (paired.setting_b == a)))]
+    if rows.empty:
+        names = sorted(set(paired.setting_a) | set(paired.setting_b))
+        raise DataError(expected("paired", f"a {quantity} row for {a} vs {b}",
+                                 f"settings {names}"))
+    row = rows.iloc[0]
+    sign = 1.0 if row.setting_a == a else -1.0
+    lo, hi = sorted((sign * float(row.diff_lo), sign * float(row.diff_hi)))
+    return {"a": a, "b": b, "diff": sign * float(row["diff"]), "lo": lo, "hi": hi,
+            "separated": bool(row.separated)}
