@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -22,6 +24,12 @@ def test_agreement_table_perfect_and_reversed():
     assert np.allclose(agreement_table(lds, diag_rev)["spearman"], -1.0)
 
 
+def torch_cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 def test_bad_arguments(tmp_path):
     with pytest.raises(ParameterError, match=r"methods\[\]"):
         run_demo(tmp_path, preset="tiny", methods=["TRAK", "Nope"], quiet=True)
@@ -31,6 +39,14 @@ def test_bad_arguments(tmp_path):
         run_demo(tmp_path, preset="tiny", bogus=1, quiet=True)
     with pytest.raises(ParameterError, match="preset"):
         run_demo(tmp_path, preset="huge", quiet=True)
+    with pytest.raises(ParameterError, match="until"):
+        run_demo(tmp_path, preset="tiny", until="report", quiet=True)
+    with pytest.raises(ParameterError, match="device"):
+        run_demo(tmp_path, preset="tiny", device="tpu", quiet=True)
+    if not torch_cuda_available():
+        with pytest.raises(ParameterError, match=r"device: .*no CUDA GPU"):
+            run_demo(tmp_path, preset="tiny", device="cuda", quiet=True)
+    assert not any(tmp_path.iterdir())  # refused before any stage ran
 
 
 @pytest.mark.slow
@@ -38,8 +54,22 @@ def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys):
     from aria.cli import main
 
     out = tmp_path / "demo"
-    assert main(["demo", "--preset", "tiny", "--out", str(out), "--threads", "1", "-B", "50"]) == 0
+    # the split a GPU user makes: train and attribute (on the GPU machine), then copy the
+    # folder without the other ensemble members and finish elsewhere with the same command
+    base = ["demo", "--preset", "tiny", "--out", str(out), "--threads", "1", "-B", "50"]
+    assert main([*base, "--until", "attribution"]) == 0
     log = capsys.readouterr().out
+    assert "stopped after the attribution stage" in log and not (out / "results").exists()
+    assert not (out / "lds").exists()
+    members = sorted((out / "models").glob("member-*"))
+    assert len(members) == 2
+    for m in members[1:]:
+        shutil.rmtree(m)
+    assert main(base) == 0
+    log = capsys.readouterr().out
+    for stage in ("corpus", "models", "queries", "attribution"):
+        assert f"{stage}: reusing finished stage" in log
+    assert "lds: running" in log and "features: running" in log
     assert "Table 1 layout" in log and "Rank agreement with LDS" in log
     results = out / "results"
     rel = read_table(results, "reliability")

@@ -28,6 +28,11 @@ def test_presets_are_consistent():
     assert paper.corpus.max_train_segments == 5000 and paper.n_queries == 178
     assert paper.n_ensemble == 50 and paper.trak_k == (1, 10) and paper.lds_seeds == 3
     assert paper.to_dict()["trak_k"] == [1, 10]
+    # gpu: paper's stages up to LDS (a paper run's folder is reused), dattri's 100 halves x 5 seeds
+    gpu = preset("gpu")
+    for field in ("corpus", "model", "train", "n_queries", "prompt_len", "n_ensemble", "trak_k"):
+        assert getattr(gpu, field) == getattr(paper, field), field
+    assert gpu.n_subsets == 100 and gpu.lds_seeds == 5
     with pytest.raises(ParameterError, match="preset"):
         preset("huge")
 

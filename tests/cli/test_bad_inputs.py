@@ -817,6 +817,24 @@ def _demo_audio_trak_k(d, kit):
         "--trak-k", "symbolic")
 
 
+@case("demo", "demo-unknown-device")
+def _demo_device(d, kit):
+    return ["demo", "--preset", "tiny", "--device", "tpu", "--out", str(d / "demo")], (
+        "device", "'tpu'")
+
+
+@case("demo", "demo-until-unknown-stage")
+def _demo_until(d, kit):
+    return ["demo", "--preset", "tiny", "--until", "report", "--out", str(d / "demo")], (
+        "--until", "'report'")
+
+
+@case("demo", "demo-audio-refuses-device")
+def _demo_audio_device(d, kit):
+    return ["demo", "audio", "--preset", "tiny", "--device", "cpu", "--out", str(d / "demo")], (
+        "--device", "symbolic")
+
+
 # ----------------------------------------------------------------------------------------
 # the checks
 # ----------------------------------------------------------------------------------------

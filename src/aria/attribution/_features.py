@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from aria._progress import progress
+from aria.attribution._device import device_of
 from aria.attribution.task import torch
 from aria.errors import ParameterError, expected
 
@@ -48,6 +49,10 @@ class Projector:
         Keep the matrix (``n_params × k`` float32) only when it is at most this large.
     proj_max_batch_size : int
         Passed through to dattri's ``random_project`` (only used on CUDA there).
+    device : str
+        Where the projected features are wanted. The matrix is always drawn on the CPU
+        generator (dattri's CPU numbers) and moved there, so a GPU projects exactly as a CPU
+        does; ``kwargs`` names this device for dattri's own attributors.
     """
 
     def __init__(
@@ -58,6 +63,7 @@ class Projector:
         proj_type: str = "normal",
         max_bytes: int = DEFAULT_MAX_PROJECTION_BYTES,
         proj_max_batch_size: int = 32,
+        device: str = "cpu",
     ) -> None:
         if proj_type not in (*_CACHEABLE, "random_mask"):
             what = "'normal', 'rademacher' or 'random_mask'"
@@ -67,6 +73,7 @@ class Projector:
         self.proj_type = proj_type
         self.max_bytes = max_bytes
         self.proj_max_batch_size = proj_max_batch_size
+        self.device = device
         self._key: tuple[int, int, Any] | None = None
         self._matrix: Any = None
 
@@ -75,9 +82,9 @@ class Projector:
         """The ``projector_kwargs`` dattri's attributors would get for the same projection."""
         if self.proj_dim is None:
             return {"proj_dim": 1, "proj_type": "identity", "proj_seed": self.seed,
-                    "proj_max_batch_size": self.proj_max_batch_size, "device": "cpu"}
+                    "proj_max_batch_size": self.proj_max_batch_size, "device": self.device}
         return {"proj_dim": self.proj_dim, "proj_type": self.proj_type, "proj_seed": self.seed,
-                "proj_max_batch_size": self.proj_max_batch_size, "device": "cpu"}
+                "proj_max_batch_size": self.proj_max_batch_size, "device": self.device}
 
     def output_dim(self, feature_dim: int) -> int:
         return feature_dim if self.proj_dim is None else int(self.proj_dim)
@@ -109,8 +116,8 @@ class Projector:
                 ed = min((ind + 1) * basic.block_size, k)
                 matrix[:, st:ed] = basic.proj_matrix[:, : ed - st]
             basic.free_memory()
-        self._key, self._matrix = key, matrix
-        return matrix
+        self._key, self._matrix = key, matrix.to(self.device)
+        return self._matrix
 
     def __call__(self, features: Any, ensemble_id: int) -> Any:
         """Project ``features`` ``(B, n_params)`` → ``(B, k)`` as dattri's projector would."""
@@ -126,6 +133,8 @@ class Projector:
             return sketch
         from dattri.func.projection import random_project
 
+        on = features.device
+        features = features.cpu()  # dattri's CPU draw, as in the kept-matrix path
         project = random_project(
             features,
             batch,
@@ -135,11 +144,18 @@ class Projector:
             proj_type=self.proj_type,
             device="cpu",
         )
-        return project(features, ensemble_id=ensemble_id)
+        return project(features, ensemble_id=ensemble_id).to(on)
 
     def release(self) -> None:
         """Drop the kept matrix."""
         self._key, self._matrix = None, None
+
+
+def _to(batch: Any, device: Any) -> Any:
+    """A loader's batch (a tuple of tensors, or one tensor) on ``device``."""
+    if isinstance(batch, (tuple, list)):
+        return tuple(t.to(device) for t in batch)
+    return batch.to(device)
 
 
 def n_params(task: Any) -> int:
@@ -188,10 +204,11 @@ def iter_projected_gradients(
     else:  # pragma: no cover - internal
         raise ParameterError(expected("which", "'loss' or 'target'", which))
     projectors = projector if isinstance(projector, list) else [projector]
+    dev = device_of(task.get_model())
     with torch.no_grad():
         for batch in progress(loader, total=len(loader), desc=desc, unit="batch",
                               enabled=progress_bar, leave=False):
-            data = tuple(batch) if isinstance(batch, (tuple, list)) else batch
+            data = _to(batch, dev)
             g = torch.nan_to_num(grad_fn(params, data))
             if scale != 1.0:
                 g /= scale
@@ -234,9 +251,10 @@ def train_correct_probs(task: Any, loader: Any, *, ckpt_idx: int, prob_fn: Any) 
     params = _unflatten_params(full, task.get_model())
     fn = vmap(prob_fn, in_dims=(None, 0), randomness="different")
     out = []
+    dev = device_of(task.get_model())
     with torch.no_grad():
         for batch in loader:
-            data = tuple(batch) if isinstance(batch, (tuple, list)) else batch
+            data = _to(batch, dev)
             out.append(fn(params, data).flatten().clone().detach())
     return torch.cat(out)
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from aria._options import Options, option
 from aria._progress import progress
+from aria.attribution._device import check_device
 from aria.attribution._features import DEFAULT_MAX_PROJECTION_BYTES
 from aria.attribution.task import LossLike, as_windows, check_loss, import_dattri, loss_name, nn
 from aria.errors import DataError, ParameterError, expected
@@ -117,6 +118,9 @@ class MethodArgs(Options):
     num_threads: int | None = option(1, kind="int", min_value=1,
                                      help="torch intra-op threads while computing "
                                           "(None: leave torch's setting)")
+    device: str = option("cpu", check=check_device,
+                         help="where gradients are computed: 'cpu' or an accelerator such as "
+                              "'cuda' (same projections; results agree up to rounding)")
     progress: bool | None = option(None, help="progress bars on/off (None: ARIA's default)")
 
     def to_dict(self) -> dict[str, Any]:

@@ -166,6 +166,7 @@ def _block_projected(
     layer_names: list[str] | None,
     num_threads: int | None,
     progress_bar: bool | None,
+    device: str = "cpu",
 ) -> tuple[Any, float]:
     """Run dattri's BlockProjectedIFAttributor with the 0.3.0 workarounds -> (scores, seconds).
 
@@ -184,6 +185,7 @@ def _block_projected(
     target_fn = resolve_loss(target, name="target")
     inner = copy.deepcopy(model).cpu()  # dattri's hooks monkey-patch the layers they touch
     inner.load_state_dict(ckpts[0])
+    inner.to(device)
     wrapped = TargetLossModel(inner, target_fn).eval()
     names = layer_names or [f"inner.{n}" for n, m in inner.named_modules()
                             if isinstance(m, nn.Linear)]
@@ -201,7 +203,7 @@ def _block_projected(
     with tempfile.TemporaryDirectory(prefix="aria-blockif-") as cache_dir, \
             pinned_threads(num_threads), _Timer() as timer:
         attributor = block_if.BlockProjectedIFAttributor(
-            task, layer_names=names, hessian=hessian, damping=damping, device="cpu",
+            task, layer_names=names, hessian=hessian, damping=damping, device=device,
             sparsifier_kwargs=dict(sparsifier_kwargs), projector_kwargs=dict(projector_kwargs),
             offload="cpu", cache_dir=cache_dir,
         )
@@ -219,8 +221,8 @@ def _block_projected(
     return scores, timer.seconds
 
 
-def _compressor(proj_dim: int, proj_type: str, seed: int) -> dict[str, Any]:
-    return {"device": "cpu", "proj_dim": proj_dim, "proj_max_batch_size": 64,
+def _compressor(proj_dim: int, proj_type: str, seed: int, device: str = "cpu") -> dict[str, Any]:
+    return {"device": device, "proj_dim": proj_dim, "proj_max_batch_size": 64,
             "proj_type": proj_type, "proj_seed": seed}
 
 
@@ -234,7 +236,7 @@ def _run(
         method, model, checkpoint, train_t, query_t, sparsifier_kwargs=sparsifier,
         projector_kwargs=projector, hessian="eFIM", damping=a.damping, loss=a.loss,
         target=a.target, batch_size=a.batch_size, layer_names=layers,
-        num_threads=a.num_threads, progress_bar=a.progress,
+        num_threads=a.num_threads, progress_bar=a.progress, device=a.device,
     )
     params = {**a.to_dict(), "hessian": "eFIM",
               "layers": "all nn.Linear" if layers is None else layers}
@@ -256,6 +258,7 @@ def logra(
     seed: int = _LOGRA.seed,
     layer_names: list[str] | None = None,
     num_threads: int | None = _LOGRA.num_threads,
+    device: str = _LOGRA.device,
     progress: bool | None = _LOGRA.progress,
 ) -> AttributionResult:
     r"""LoGra (paper Eq. logra) through dattri's ``LoGraAttributor`` configuration.
@@ -279,18 +282,18 @@ def logra(
         Per-layer projected dimension; a perfect square.
     damping : float, > 0
         Relative damping c (paper: 0.1).
-    loss, target, batch_size, seed, num_threads, progress : see :func:`trak`
+    loss, target, batch_size, seed, num_threads, device, progress : see :func:`trak`
         As in :func:`aria.attribution.trak`.
     layer_names : list of str, optional
         Linear layers to use (names inside the wrapper: ``"inner." + name``); default all.
     """
     a = LoGraArgs(proj_dim=proj_dim, damping=damping, loss=loss, target=target,
                   batch_size=batch_size, seed=seed, layer_names=layer_names,
-                  num_threads=num_threads, progress=progress)
+                  num_threads=num_threads, device=device, progress=progress)
     root = math.isqrt(a.proj_dim)
     return _run("LoGra", model, checkpoint, train, queries, a,
-                sparsifier=_compressor(root, "normal", a.seed),
-                projector=_compressor(-1, "identity", a.seed))
+                sparsifier=_compressor(root, "normal", a.seed, a.device),
+                projector=_compressor(-1, "identity", a.seed, a.device))
 
 
 def factgrass(
@@ -308,6 +311,7 @@ def factgrass(
     seed: int = _FACTGRASS.seed,
     layer_names: list[str] | None = None,
     num_threads: int | None = _FACTGRASS.num_threads,
+    device: str = _FACTGRASS.device,
     progress: bool | None = _FACTGRASS.progress,
 ) -> AttributionResult:
     r"""FactGraSS (paper Eq. factgrass) through dattri's ``FactGraSSAttributor`` configuration.
@@ -331,15 +335,15 @@ def factgrass(
         Blow-up factor b; ``proj_dim * blowup`` must be a perfect square.
     damping : float, > 0
         Relative damping (paper: 0.01).
-    loss, target, batch_size, seed, num_threads, progress : see :func:`trak`
+    loss, target, batch_size, seed, num_threads, device, progress : see :func:`trak`
         As in :func:`aria.attribution.trak`.
     layer_names : list of str, optional
         Linear layers to use (names inside the wrapper: ``"inner." + name``); default all.
     """
     a = FactGraSSArgs(proj_dim=proj_dim, blowup=blowup, damping=damping, loss=loss,
                       target=target, batch_size=batch_size, seed=seed, layer_names=layer_names,
-                      num_threads=num_threads, progress=progress)
+                      num_threads=num_threads, device=device, progress=progress)
     root = math.isqrt(a.proj_dim * a.blowup)
     return _run("FactGraSS", model, checkpoint, train, queries, a,
-                sparsifier=_compressor(root, "random_mask", a.seed),
-                projector=_compressor(a.proj_dim, "normal", a.seed))
+                sparsifier=_compressor(root, "random_mask", a.seed, a.device),
+                projector=_compressor(a.proj_dim, "normal", a.seed, a.device))

@@ -81,11 +81,11 @@ def _gradient_scores(
         raise ParameterError(expected("learning_rates", what, len(weights)))
     w = [check_float(f"learning_rates[{i}]", v) for i, v in enumerate(weights)]
     projector = Projector(proj_dim=a.proj_dim, seed=a.seed, proj_type=a.proj_type,
-                          max_bytes=a.max_projection_bytes)
+                          max_bytes=a.max_projection_bytes, device=a.device)
     train_loader = make_loader(train_t, batch_size=a.batch_size)
     query_loader = make_loader(query_t, batch_size=a.batch_size)
     task = build_task(model, ckpts, loss=a.loss, target=a.target, objective="loss",
-                      fast=a.engine == "aria")
+                      fast=a.engine == "aria", device=a.device)
     normalize = torch.nn.functional.normalize
     name = "/".join(variants)
     n_train, n_test = int(train_t.shape[0]), int(query_t.shape[0])
@@ -97,7 +97,7 @@ def _gradient_scores(
             for method, normalized in variants.items():
                 attributor = TracInAttributor(task, weight_list=torch.tensor(w),
                                               normalized_grad=normalized, projector_kwargs=None,
-                                              device="cpu")
+                                              device=a.device)
                 attributor.projector_kwargs = (
                     None if a.proj_dim is None else dict(projector.kwargs)
                 )
@@ -105,7 +105,7 @@ def _gradient_scores(
                     scores[method] = attributor.attribute(train_loader, query_loader)
         else:
             for method in variants:
-                scores[method] = torch.zeros(n_train, n_test)
+                scores[method] = torch.zeros(n_train, n_test, device=a.device)
             for c, weight in enumerate(w):
                 # the query side once per checkpoint (dattri recomputes it for every train batch)
                 psi = projected_gradients(task, query_loader, ckpt_idx=c, which="target",
@@ -151,6 +151,7 @@ def tracin(
     engine: str = _DEFAULT.engine,
     max_projection_bytes: int = _DEFAULT.max_projection_bytes,
     num_threads: int | None = _DEFAULT.num_threads,
+    device: str = _DEFAULT.device,
     progress: bool | None = _DEFAULT.progress,
 ) -> AttributionResult:
     r"""TracIn (paper Eq. tracin): :math:`\sum_c \eta_c\,\phi_c(q)^\top\phi_c(s)`.
@@ -172,13 +173,13 @@ def tracin(
         ``None`` = raw gradients.
     loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
         As in :func:`aria.attribution.trak`.
-    num_threads, progress : see :func:`trak`
+    num_threads, device, progress : see :func:`trak`
         As in :func:`aria.attribution.trak`.
     """
     args = GradientArgs(
         proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
         seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, progress=progress,
+        num_threads=num_threads, device=device, progress=progress,
     )
     return _gradient_scores({"TracIn": False}, model, checkpoints, list(learning_rates), train,
                             queries, args)["TracIn"]
@@ -199,6 +200,7 @@ def graddot(
     engine: str = _DEFAULT.engine,
     max_projection_bytes: int = _DEFAULT.max_projection_bytes,
     num_threads: int | None = _DEFAULT.num_threads,
+    device: str = _DEFAULT.device,
     progress: bool | None = _DEFAULT.progress,
 ) -> AttributionResult:
     r"""GradDot (paper Eq. graddot): :math:`\phi(q)^\top\phi(s)` at one checkpoint.
@@ -215,13 +217,13 @@ def graddot(
         Projection dimension; ``None`` = exact gradient products.
     loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
         As in :func:`aria.attribution.trak`.
-    num_threads, progress : see :func:`trak`
+    num_threads, device, progress : see :func:`trak`
         As in :func:`aria.attribution.trak`.
     """
     args = GradientArgs(
         proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
         seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, progress=progress,
+        num_threads=num_threads, device=device, progress=progress,
     )
     return _gradient_scores({"GradDot": False}, model, _one(checkpoint), [1.0], train, queries,
                             args)["GradDot"]
@@ -242,6 +244,7 @@ def gradcos(
     engine: str = _DEFAULT.engine,
     max_projection_bytes: int = _DEFAULT.max_projection_bytes,
     num_threads: int | None = _DEFAULT.num_threads,
+    device: str = _DEFAULT.device,
     progress: bool | None = _DEFAULT.progress,
 ) -> AttributionResult:
     r"""GradCos (paper Eq. gradcos): the cosine of the two gradients, in [-1, 1].
@@ -258,13 +261,13 @@ def gradcos(
         Projection dimension; ``None`` = exact gradients.
     loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
         As in :func:`aria.attribution.trak`.
-    num_threads, progress : see :func:`trak`
+    num_threads, device, progress : see :func:`trak`
         As in :func:`aria.attribution.trak`.
     """
     args = GradientArgs(
         proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
         seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, progress=progress,
+        num_threads=num_threads, device=device, progress=progress,
     )
     return _gradient_scores({"GradCos": True}, model, _one(checkpoint), [1.0], train, queries,
                             args)["GradCos"]
@@ -285,6 +288,7 @@ def grad_similarities(
     engine: str = _DEFAULT.engine,
     max_projection_bytes: int = _DEFAULT.max_projection_bytes,
     num_threads: int | None = _DEFAULT.num_threads,
+    device: str = _DEFAULT.device,
     progress: bool | None = _DEFAULT.progress,
 ) -> dict[str, AttributionResult]:
     """GradDot and GradCos from one pass over the gradients (they share them exactly).
@@ -304,13 +308,13 @@ def grad_similarities(
         Projection dimension; ``None`` = exact gradients.
     loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
         As in :func:`aria.attribution.trak`.
-    num_threads, progress : see :func:`trak`
+    num_threads, device, progress : see :func:`trak`
         As in :func:`aria.attribution.trak`.
     """
     args = GradientArgs(
         proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
         seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, progress=progress,
+        num_threads=num_threads, device=device, progress=progress,
     )
     return _gradient_scores({"GradDot": False, "GradCos": True}, model, _one(checkpoint), [1.0],
                             train, queries, args)

@@ -420,6 +420,7 @@ def build_task(
     target: LossLike,
     objective: str = "loss",
     fast: bool = True,
+    device: str = "cpu",
 ) -> Any:
     """A dattri task over a private, eval-mode copy of ``model`` (the caller's is never touched).
 
@@ -439,6 +440,9 @@ def build_task(
         Differentiate the losses themselves (TracIn family) or TRAK's margins.
     fast : bool
         :class:`FastAttributionTask` (per-tensor gradients) or plain dattri.
+    device : str
+        Where the copy lives (and so where gradients are computed); batches are moved there
+        by :func:`aria.attribution._features.iter_projected_gradients`.
 
     See Also
     --------
@@ -447,7 +451,7 @@ def build_task(
     """
     if objective not in ("loss", "margin"):
         raise ParameterError(expected("objective", "'loss' or 'margin'", objective))
-    work = copy.deepcopy(_check_model(model)).cpu().eval()
+    work = copy.deepcopy(_check_model(model)).to(device).eval()
     loss_f = single_sample_functions(work, loss)[objective]
     target_f = single_sample_functions(work, target)[objective]
     cls = FastAttributionTask if fast else AttributionTask

@@ -209,6 +209,7 @@ def trak(
     engine: str = _DEFAULT.engine,
     max_projection_bytes: int = _DEFAULT.max_projection_bytes,
     num_threads: int | None = _DEFAULT.num_threads,
+    device: str = _DEFAULT.device,
     progress: bool | None = _DEFAULT.progress,
 ) -> AttributionResult:
     r"""TRAK (paper Eq. trak) over an ensemble of independently trained models.
@@ -242,6 +243,10 @@ def trak(
         Largest projection matrix kept between batches (``engine="aria"``).
     num_threads : int or None
         torch intra-op threads while computing (``None``: leave torch's setting).
+    device : str
+        Where gradients are computed (``"cpu"``, ``"cuda"``, ...). The projections are drawn
+        on the CPU generator either way, so an accelerator gives the CPU's scores up to
+        rounding (engine ``"dattri"`` draws them with dattri's generator on the device).
     progress : bool, optional
         Force progress bars on/off.
 
@@ -254,7 +259,8 @@ def trak(
     args = TrakArgs(
         proj_dim=proj_dim, lam=lam, loss=loss, target=target, proj_type=proj_type,
         batch_size=batch_size, seed=seed, engine=engine,
-        max_projection_bytes=max_projection_bytes, num_threads=num_threads, progress=progress,
+        max_projection_bytes=max_projection_bytes, num_threads=num_threads, device=device,
+        progress=progress,
     )
     return _trak(model, checkpoints, train, queries, args)
 
@@ -265,18 +271,18 @@ def _trak(model: Any, checkpoints: Any, train: Any, queries: Any, a: TrakArgs) -
     n_par = sum(p.numel() for p in model.parameters() if p.requires_grad)
     check_trak_lam(a.lam, a.proj_dim, int(train_t.shape[0]), n_par)
     projector = Projector(proj_dim=a.proj_dim, seed=a.seed, proj_type=a.proj_type,
-                          max_bytes=a.max_projection_bytes)
+                          max_bytes=a.max_projection_bytes, device=a.device)
     train_loader = make_loader(train_t, batch_size=a.batch_size)
     query_loader = make_loader(query_t, batch_size=a.batch_size)
     task = build_task(model, ckpts, loss=a.loss, target=a.target, objective="margin",
-                      fast=a.engine == "aria")
+                      fast=a.engine == "aria", device=a.device)
     prob_fn = single_sample_functions(task.get_model(), a.loss)["prob"]
     with pinned_threads(a.num_threads), _Timer() as timer:
         if a.engine == "dattri":
             TRAKAttributor = import_dattri("dattri.algorithm.trak").TRAKAttributor
 
             attributor = TRAKAttributor(task, correct_probability_func=prob_fn,
-                                        projector_kwargs=None, device="cpu",
+                                        projector_kwargs=None, device=a.device,
                                         regularization=a.lam)
             # never mutate dattri's defaults: a fresh dict on the instance
             attributor.projector_kwargs = dict(projector.kwargs)

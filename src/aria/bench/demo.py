@@ -54,8 +54,11 @@ from aria.results import DEFAULT_KS, default_k_report
 if TYPE_CHECKING:
     from aria.bench.presets import BenchPreset
 
-__all__ = ["DEMO_METHODS", "DIAGNOSTICS", "PAPER_METHODS", "DemoSettings", "agreement_table",
-           "run_demo"]
+__all__ = ["DEMO_METHODS", "DIAGNOSTICS", "PAPER_METHODS", "STAGES", "DemoSettings",
+           "agreement_table", "run_demo"]
+
+#: The demo's stages, in order (``until`` stops after one of them).
+STAGES: tuple[str, ...] = ("corpus", "models", "queries", "attribution", "lds", "features")
 
 #: Methods of the demo, in the paper's order first (Table 1), then the audio-side methods.
 DEMO_METHODS: tuple[str, ...] = ("TRAK", "TracIn", "GradCos", "GradDot", "LoGra", "FactGraSS")
@@ -80,6 +83,8 @@ class DemoSettings:
     collections: tuple[str, ...] | None = None
     lds_seeds: int | None = None
     trak_k: tuple[int, ...] | None = None
+    device: str = "cpu"
+    until: str | None = None
 
     def __post_init__(self) -> None:
         # checked when the settings are made, before any stage runs: a bad value must not
@@ -94,6 +99,11 @@ class DemoSettings:
             check_int_list("trak_k", list(self.trak_k), min_value=1)
         if self.K is not None:
             check_int_list("K", list(self.K), min_value=2)
+        if self.until is not None:
+            check_choice("until", self.until, STAGES)
+        from aria.attribution._device import check_device
+
+        object.__setattr__(self, "device", check_device("device", self.device))
 
     def ks(self, n_train: int) -> tuple[list[int], int]:
         """K list and K_report: the paper's values, capped so groups stay a fraction of the pool.
@@ -203,7 +213,8 @@ def run_demo(
         Attribution methods (default all six).
     threads : int, optional
         Worker processes for model training and torch threads for attribution (default: the
-        number of CPU cores, at most 2).
+        number of CPU cores, at most 2; at most 8 with an accelerator ``device``, whose
+        workers share it).
     report : bool
         Write ``results/report.html``.
     progress : bool, optional
@@ -218,12 +229,16 @@ def run_demo(
         subset with this many seeds and average their query outputs (default: the preset's,
         3 for ``default``); ``trak_k`` — also TRAK
         from the first ``k`` ensemble members, as settings ``"TRAK-k"`` beside ``"TRAK"``, the
-        whole ensemble).
+        whole ensemble); ``device`` — where models train and gradients are computed
+        (``"cpu"``, ``"cuda"``; not part of a stage's identity, so stages computed on a GPU
+        are reused by a CPU run of the same settings); ``until`` — stop after this stage
+        (one of :data:`STAGES`), e.g. to train and attribute on a GPU machine and finish the
+        analysis elsewhere with the same command.
 
     Returns
     -------
     pathlib.Path
-        ``out/results``.
+        ``out/results`` (with ``until``: the folder of the last stage run).
     """
     from aria.bench import presets
 
@@ -233,7 +248,8 @@ def run_demo(
         name = preset if preset is not None else ("quick" if quick else "default")
         p = presets.preset(name)
     seed = check_int("seed", seed, min_value=0)
-    default_threads = min(2, os.cpu_count() or 1)
+    accelerated = str(overrides.get("device", "cpu")) != "cpu"
+    default_threads = min(8 if accelerated else 2, os.cpu_count() or 1)
     n_threads = check_int("threads", threads if threads is not None else default_threads,
                           min_value=1)
     methods = tuple(check_choice("methods[]", m, DEMO_METHODS) for m in methods)
@@ -262,6 +278,8 @@ def run_demo(
         corpus_cfg = dataclasses.replace(corpus_cfg, collections=tuple(settings.collections))
     corpus_dir = run.stage("corpus", {"corpus": corpus_cfg.to_dict()}, [],
                            lambda d: _corpus(d, corpus_cfg, progress, n_threads))
+    if settings.until == "corpus":
+        return _stopped(corpus_dir, "corpus", quiet)
     corpus = load_corpus(corpus_dir / "corpus")
     corpus_label = ", ".join(corpus_cfg.collections)
     n_train = corpus.train_tokens.shape[0]
@@ -284,13 +302,17 @@ def run_demo(
     def _models(d: Path) -> dict[str, Any]:
         ens = train_ensemble(corpus.train_tokens, n_models=n_models, seed=seed,
                              model_config=p.model, train_config=train_cfg, out_dir=d,
-                             n_jobs=n_threads, progress_bar=progress)
+                             n_jobs=n_threads, progress_bar=progress, device=settings.device)
         return {"final_loss": float(ens[0].losses[-1]),
-                "seconds_per_model": float(np.mean([m.seconds for m in ens]))}
+                "seconds_per_model": float(np.mean([m.seconds for m in ens])),
+                "device": settings.device}
 
     models_dir = run.stage("models", model_params, ["corpus"], _models, resumable=True)
-    ensemble = [load_trained(models_dir / f"member-{i:02d}") for i in range(n_models)]
-    main = ensemble[0]
+    if settings.until == "models":
+        return _stopped(models_dir, "models", quiet)
+    # the other members are loaded by the attribution stage only (a finished run needs
+    # member 0 alone)
+    main = load_trained(models_dir / "member-00")
     heldout = _heldout_loss(main.model, corpus.test_tokens)
     _log(f"model: held-out loss {heldout:.3f} nats/token (training loss "
          f"{float(main.losses[-1]):.3f})", quiet)
@@ -306,6 +328,8 @@ def run_demo(
         return {}
 
     queries_dir = run.stage("queries", q_params, ["corpus", "models"], _queries)
+    if settings.until == "queries":
+        return _stopped(queries_dir, "queries", quiet)
     queries = load_queries(queries_dir / "queries")
 
     # 4. attribution ----------------------------------------------------------------------
@@ -319,7 +343,11 @@ def run_demo(
 
     def _attribution(d: Path) -> dict[str, Any]:
         common = {"loss": settings.loss, "target": settings.target, "seed": seed,
-                  "num_threads": n_threads, "progress": progress}
+                  "num_threads": n_threads, "progress": progress, "device": settings.device}
+        if settings.device != "cpu":  # per-sample gradients: the batch size changes no score
+            common["batch_size"] = 128
+        ensemble = [main] + [load_trained(models_dir / f"member-{i:02d}")
+                             for i in range(1, n_models)]
         res = run_methods(
             list(methods), main.model, corpus.train_tokens, queries.tokens,
             ensemble=[m.model.state_dict() for m in ensemble],
@@ -337,10 +365,12 @@ def run_demo(
             )["TRAK"]
             sub.save(d / "scores" / f"TRAK-{k}.npy", row_ids=corpus.train_ids)
             seconds[f"TRAK-{k}"] = round(sub.seconds, 2)
-        return {"seconds": seconds}
+        return {"seconds": seconds, "device": settings.device}
 
     attr_dir = run.stage("attribution", attr_params, ["corpus", "models", "queries"],
                          _attribution)
+    if settings.until == "attribution":
+        return _stopped(attr_dir, "attribution", quiet)
     scores = {m: attr_dir / "scores" / f"{m}.npy" for m in methods}
     scores.update({f"TRAK-{k}": attr_dir / "scores" / f"TRAK-{k}.npy" for k in trak_ks})
 
@@ -358,7 +388,7 @@ def run_demo(
     def _lds(d: Path) -> dict[str, Any]:
         r = retrain_subsets(corpus.train_tokens, n_subsets=p.n_subsets, fraction=0.5, seed=seed,
                             model_config=p.model, train_config=train_cfg, out_dir=d / "retrains",
-                            n_jobs=n_threads, progress_bar=progress)
+                            n_jobs=n_threads, progress_bar=progress, device=settings.device)
         outputs = model_outputs([m.model for m in r.models], queries.tokens, target=settings.target)
         for extra in range(1, lds_seeds):
             # the same subsets, another initialisation and data order: the average of the
@@ -366,15 +396,18 @@ def run_demo(
             again = retrain_subsets(
                 corpus.train_tokens, subsets=r.indices, seed=seed + extra,
                 model_config=p.model, train_config=train_cfg,
-                out_dir=d / f"retrains-seed{extra}", n_jobs=n_threads, progress_bar=progress)
+                out_dir=d / f"retrains-seed{extra}", n_jobs=n_threads, progress_bar=progress,
+                device=settings.device)
             outputs += model_outputs([m.model for m in again.models], queries.tokens,
                                      target=settings.target)
         outputs /= lds_seeds
         np.save(d / "subsets.npy", r.indices)
         np.save(d / "outputs.npy", outputs)
-        return {"n_subsets": int(r.indices.shape[0])}
+        return {"n_subsets": int(r.indices.shape[0]), "device": settings.device}
 
     lds_dir = run.stage("lds", lds_params, ["corpus", "queries"], _lds, resumable=True)
+    if settings.until == "lds":
+        return _stopped(lds_dir, "lds", quiet)
     subsets, outputs = np.load(lds_dir / "subsets.npy"), np.load(lds_dir / "outputs.npy")
 
     # 6. features -------------------------------------------------------------------------
@@ -385,6 +418,8 @@ def run_demo(
         return {}
 
     feat_dir = run.stage("features", {"form": "paper"}, ["corpus"], _features)
+    if settings.until == "features":
+        return _stopped(feat_dir, "features", quiet)
 
     # 7. ARIA -----------------------------------------------------------------------------
     import pandas as pd
@@ -479,6 +514,12 @@ def run_demo(
     if not quiet:
         _print_summary(results, run.timings, quiet)
     return results
+
+
+def _stopped(path: Path, stage: str, quiet: bool) -> Path:
+    _log(f"stopped after the {stage} stage (until={stage!r}); the same command without "
+         "'until' reuses the finished stages and completes the run (on any machine)", quiet)
+    return path
 
 
 def _heldout_loss(model: Any, test_tokens: np.ndarray, n_max: int = 500) -> float:

@@ -38,6 +38,13 @@ every 32 tokens (overlapping by half: 5,309 windows, 5,000 kept); 256-token wind
 benchmark uses, would overlap about seven-fold. TRAK is a 50-model ensemble, with TRAK-1 and
 TRAK-10 (its first members) beside it — dattri's TRAK-k curve; LDS uses 64 random halves, each
 retrained with 3 seeds. Measured on the 2-core machine: see the README ("The paper preset").
+
+``gpu`` is ``paper`` with dattri's LDS protocol — 100 random halves — each retrained with 5
+seeds (500 retrains instead of 192): in the LDS study, averaging retraining seeds was the one
+change that separated TRAK from GradDot, and at the paper's size 3 seeds × 64 halves did not
+(README). Everything before the LDS stage equals ``paper``'s, so ``--preset gpu`` in a paper
+run's folder retrains only the LDS models. Meant for ``--device cuda``, where the retrains run
+several at a time on the GPU; it also runs on a CPU (about 80 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -141,6 +148,17 @@ PRESETS: dict[str, BenchPreset] = {
         train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
         n_queries=178, prompt_len=32, n_ensemble=50, n_subsets=64, lds_seeds=3, trak_k=(1, 10),
     ),
+    # the paper's size with dattri's LDS protocol (100 random halves) and 5 retraining seeds per
+    # half: 500 retrains, for a machine with a GPU (`--device cuda`); the other stages are
+    # `paper`'s, so a paper run's folder is reused up to the LDS stage
+    "gpu": BenchPreset(
+        name="gpu",
+        corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=None, window=64, hop=32,
+                            test_fraction=0.2, max_train_segments=5000),
+        model=_MODEL,
+        train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
+        n_queries=178, prompt_len=32, n_ensemble=50, n_subsets=100, lds_seeds=5, trak_k=(1, 10),
+    ),
     "tiny": BenchPreset(  # for tests / CI smoke runs (seconds)
         name="tiny",
         corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=6, window=32,
@@ -157,7 +175,7 @@ def preset(name: str) -> BenchPreset:
 
     Parameters
     ----------
-    name : {"default", "quick", "paper", "tiny"}
+    name : {"default", "quick", "paper", "gpu", "tiny"}
         The preset's name.
     """
     return PRESETS[check_choice("preset", name, tuple(PRESETS))]

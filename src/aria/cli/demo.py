@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sub : argparse._SubParsersAction
         The ``aria`` parser's sub-commands.
     """
-    from aria.bench.demo import DEMO_METHODS
+    from aria.bench.demo import DEMO_METHODS, STAGES
 
     p = sub.add_parser(
         "demo",
@@ -47,12 +47,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="which experiment (default: symbolic)")
     p.add_argument("--quick", action="store_true",
                    help="smaller sizes (symbolic about 3 minutes, audio about 5, on 2 cores)")
-    p.add_argument("--preset", choices=("default", "quick", "paper", "tiny"), default=None,
+    p.add_argument("--preset", choices=("default", "quick", "paper", "gpu", "tiny"), default=None,
                    help="explicit size preset (overrides --quick). symbolic 'paper': the "
                         "paper's benchmark size, 5,000 training windows x 178 queries, a "
                         "50-model TRAK ensemble (with TRAK-1 and TRAK-10) and 64 LDS subsets "
-                        "retrained with 3 seeds (50 minutes measured on 2 cores); 'tiny' is for "
-                        "smoke tests")
+                        "retrained with 3 seeds (50 minutes measured on 2 cores); symbolic "
+                        "'gpu': the paper's size with dattri's 100 LDS subsets, each retrained "
+                        "with 5 seeds (500 retrains), for --device cuda; 'tiny' is for smoke "
+                        "tests")
     p.add_argument("--out", default=None,
                    help="working folder (default ./aria-demo, or ./aria-demo-audio); results in "
                         "OUT/results")
@@ -88,6 +90,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="symbolic: retrain every LDS subset with this many seeds and average "
                         "the query outputs (default: the preset's — 3 for the default preset, 1 "
                         "for --quick; less retraining noise in LDS)")
+    p.add_argument("--device", default=None, metavar="DEVICE",
+                   help="symbolic: where models train and gradients are computed: cpu "
+                        "(default) or an accelerator such as cuda / cuda:1. The same seeds, "
+                        "data order and projections are used; results agree with a CPU run up "
+                        "to floating-point rounding")
+    p.add_argument("--until", default=None, choices=STAGES, metavar="STAGE",
+                   help="symbolic: stop after this stage (" + ", ".join(STAGES) + "); the same "
+                        "command without --until reuses the finished stages, e.g. train and "
+                        "attribute on a GPU machine, then copy OUT and finish on a laptop")
     p.add_argument("-B", "--B", dest="B", type=int, default=None,
                    help="random reference groups per K (default 200)")
     p.add_argument("--no-report", dest="report", action="store_false",
@@ -107,14 +118,16 @@ def run(args: argparse.Namespace) -> int:
     """
     given = {k: v for k, v in (("B", args.B), ("trak_proj_dim", args.trak_proj_dim),
                                ("trak_lam", args.trak_lam), ("lds_seeds", args.lds_seeds),
-                               ("trak_k", None if args.trak_k is None else tuple(args.trak_k)))
+                               ("trak_k", None if args.trak_k is None else tuple(args.trak_k)),
+                               ("device", args.device), ("until", args.until))
              if v is not None}
     if args.experiment == "audio":
         from aria.bench.audio.demo import AUDIO_DEMO_METHODS, run_audio_demo
         from aria.errors import ParameterError
 
         flags = (("--collections", "collections"), ("--trak-lam", "trak_lam"),
-                 ("--trak-k", "trak_k"), ("--lds-seeds", "lds_seeds"))
+                 ("--trak-k", "trak_k"), ("--lds-seeds", "lds_seeds"), ("--device", "device"),
+                 ("--until", "until"))
         symbolic_only = [f for f, k in flags
                          if k in given or (k == "collections" and args.collections is not None)]
         if symbolic_only:

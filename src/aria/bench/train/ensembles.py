@@ -18,6 +18,7 @@ import torch
 from aria._checks import check_choice, check_int
 from aria._io import atomic_path
 from aria._progress import progress
+from aria.attribution._device import check_device
 from aria.attribution.subsets import sample_subsets
 from aria.bench.model import ModelConfig
 from aria.bench.train.checkpoints import _reusable, load_trained
@@ -37,7 +38,7 @@ __all__ = ["SubsetRetrains", "retrain_subsets", "train_ensemble"]
 
 def _train_or_reuse(
     seg: torch.Tensor, idx: np.ndarray, *, model_config: ModelConfig, train_config: TrainConfig,
-    seed: int, out_dir: Path | None, desc: str, progress_bar: bool | None,
+    seed: int, out_dir: Path | None, desc: str, progress_bar: bool | None, device: str = "cpu",
 ) -> TrainedModel:
     if out_dir is not None and _reusable(out_dir, {
         "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
@@ -45,7 +46,8 @@ def _train_or_reuse(
     }):
         return load_trained(out_dir)
     return train_model(seg, indices=idx, model_config=model_config, train_config=train_config,
-                       seed=seed, out_dir=out_dir, progress_bar=progress_bar, desc=desc)
+                       seed=seed, out_dir=out_dir, progress_bar=progress_bar, desc=desc,
+                       device=device)
 
 
 _WORKER_SEGMENTS: torch.Tensor | None = None
@@ -56,32 +58,36 @@ def _init_worker(segments: np.ndarray) -> None:
     _WORKER_SEGMENTS = torch.from_numpy(segments)
 
 
-def _train_job(job: tuple[np.ndarray, dict[str, Any], dict[str, Any], int, str]) -> str:
+def _train_job(job: tuple[np.ndarray, dict[str, Any], dict[str, Any], int, str, str]) -> str:
     """Worker side of :func:`_train_many`: train one model and save it to ``out_dir``."""
-    idx, model_cfg, train_cfg, seed, out_dir = job
+    idx, model_cfg, train_cfg, seed, out_dir, device = job
     if _WORKER_SEGMENTS is None:  # pragma: no cover - initializer always ran
         raise RuntimeError("worker started without segments")
     train_model(_WORKER_SEGMENTS, indices=idx, model_config=ModelConfig(**model_cfg),
                 train_config=TrainConfig(**train_cfg), seed=seed, out_dir=out_dir,
-                progress_bar=False)
+                progress_bar=False, device=device)
     return out_dir
 
 
 def _train_many(
     seg: torch.Tensor, jobs: list[tuple[np.ndarray, int, Path | None, str]], *,
     model_config: ModelConfig, train_config: TrainConfig, n_jobs: int,
-    progress_bar: bool | None, desc: str,
+    progress_bar: bool | None, desc: str, device: str = "cpu",
 ) -> list[TrainedModel]:
     """Train (or reuse) one model per ``(indices, seed, out_dir, desc)`` job, ``n_jobs`` at a time.
 
     With ``n_jobs > 1`` each model trains in its own spawned process with the same pinned
-    thread count, so results equal sequential training bitwise.
+    thread count, so results equal sequential training bitwise. On a GPU (``device``) the
+    processes share it: small models are launch-bound, so several at once keep it busy.
+    A model's settings and rows decide whether a saved model is reused, not the device it was
+    trained on (a stage trained on a GPU can be finished on a CPU).
     """
     n_jobs = check_int("n_jobs", n_jobs, min_value=1)
+    device = check_device("device", device)
     if n_jobs == 1 or len(jobs) <= 1:
         return [
             _train_or_reuse(seg, idx, model_config=model_config, train_config=train_config, seed=sd,
-                            out_dir=od, desc=d, progress_bar=progress_bar)
+                            out_dir=od, desc=d, progress_bar=progress_bar, device=device)
             for idx, sd, od, d in progress(jobs, desc=desc, unit="model", enabled=progress_bar)
         ]
     import multiprocessing as mp
@@ -105,7 +111,7 @@ def _train_many(
                                  initializer=_init_worker, initargs=(seg.numpy(),)) as pool:
             futures = {
                 pool.submit(_train_job, (jobs[j][0], want["model_config"], want["train_config"],
-                                         jobs[j][1], path)): j
+                                         jobs[j][1], path, device)): j
                 for j, path in todo.items()
             }
             for fut in as_completed(futures):
@@ -158,6 +164,7 @@ def retrain_subsets(
     out_dir: str | os.PathLike[str] | None = None,
     n_jobs: int = 1,
     progress_bar: bool | None = None,
+    device: str = "cpu",
 ) -> SubsetRetrains:
     """Retrain one model per random ``fraction`` subset of the training rows (for LDS).
 
@@ -186,6 +193,8 @@ def retrain_subsets(
         the results equal ``n_jobs=1`` bitwise.
     progress_bar : bool, optional
         Force the progress bar on/off.
+    device : str
+        Where the models train (:func:`~aria.bench.train.train_model`).
     """
     seg = _as_segments(segments)
     init = check_choice("init", init, ("shared", "per_subset"))
@@ -209,7 +218,8 @@ def retrain_subsets(
     jobs = [(subsets[j], seeds[j], None if root is None else root / f"subset-{j:03d}",
              f"subset {j}") for j in range(len(subsets))]
     models = _train_many(seg, jobs, model_config=model_config, train_config=train_config,
-                         n_jobs=n_jobs, progress_bar=progress_bar, desc="LDS retrains")
+                         n_jobs=n_jobs, progress_bar=progress_bar, desc="LDS retrains",
+                         device=device)
     return SubsetRetrains(indices=subsets, models=models, seeds=seeds)
 
 
@@ -224,6 +234,7 @@ def train_ensemble(
     out_dir: str | os.PathLike[str] | None = None,
     n_jobs: int = 1,
     progress_bar: bool | None = None,
+    device: str = "cpu",
 ) -> list[TrainedModel]:
     """Train ``n_models`` independently seeded models on the same data (TRAK ensemble).
 
@@ -249,6 +260,8 @@ def train_ensemble(
         As in :func:`retrain_subsets`.
     progress_bar : bool, optional
         Force the progress bar on/off.
+    device : str
+        Where the models train (:func:`~aria.bench.train.train_model`).
     """
     seg = _as_segments(segments)
     n_models = check_int("n_models", n_models, min_value=1)
@@ -260,4 +273,5 @@ def train_ensemble(
     jobs = [(idx, seed + i, None if root is None else root / f"member-{i:02d}", f"member {i}")
             for i in range(n_models)]
     return _train_many(seg, jobs, model_config=model_config, train_config=train_config,
-                       n_jobs=n_jobs, progress_bar=progress_bar, desc="ensemble")
+                       n_jobs=n_jobs, progress_bar=progress_bar, desc="ensemble",
+                       device=device)
