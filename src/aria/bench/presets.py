@@ -121,6 +121,17 @@ DYNAMIC_COLLECTIONS: tuple[str, ...] = ("mozart", "haydn", "schumann_robert", "s
 
 _MODEL = ModelConfig(vocab_size=390, d_model=64, n_layers=2, n_heads=4, d_ff=256, max_len=64)
 
+# the paper's benchmark size (5,000 training segments x 178 queries); TRAK-1 / TRAK-10 /
+# TRAK-50 (the whole ensemble) give dattri's TRAK-k curve
+_PAPER = BenchPreset(
+    name="paper",
+    corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=None, window=64, hop=32,
+                        test_fraction=0.2, max_train_segments=5000),
+    model=_MODEL,
+    train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
+    n_queries=178, prompt_len=32, n_ensemble=50, n_subsets=64, lds_seeds=3, trak_k=(1, 10),
+)
+
 PRESETS: dict[str, BenchPreset] = {
     "default": BenchPreset(
         name="default",
@@ -138,27 +149,11 @@ PRESETS: dict[str, BenchPreset] = {
         train=TrainConfig(epochs=4, batch_size=16, lr=6e-3, n_checkpoints=3),
         n_queries=50, prompt_len=32, n_ensemble=3, n_subsets=32,
     ),
-    # the paper's benchmark size (5,000 training segments x 178 queries); TRAK-1 / TRAK-10 /
-    # TRAK-50 (the whole ensemble) give dattri's TRAK-k curve
-    "paper": BenchPreset(
-        name="paper",
-        corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=None, window=64, hop=32,
-                            test_fraction=0.2, max_train_segments=5000),
-        model=_MODEL,
-        train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
-        n_queries=178, prompt_len=32, n_ensemble=50, n_subsets=64, lds_seeds=3, trak_k=(1, 10),
-    ),
+    "paper": _PAPER,
     # the paper's size with dattri's LDS protocol (100 random halves) and 5 retraining seeds per
     # half: 500 retrains, for a machine with a GPU (`--device cuda`); the other stages are
     # `paper`'s, so a paper run's folder is reused up to the LDS stage
-    "gpu": BenchPreset(
-        name="gpu",
-        corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=None, window=64, hop=32,
-                            test_fraction=0.2, max_train_segments=5000),
-        model=_MODEL,
-        train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
-        n_queries=178, prompt_len=32, n_ensemble=50, n_subsets=100, lds_seeds=5, trak_k=(1, 10),
-    ),
+    "gpu": replace(_PAPER, name="gpu", n_subsets=100, lds_seeds=5),
     "tiny": BenchPreset(  # for tests / CI smoke runs (seconds)
         name="tiny",
         corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=6, window=32,
