@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The symbolic demo's GPU path on a machine with a CUDA GPU, as measured for the README
-# ("The gpu preset"):
+# ("Training and attribution on a GPU"):
 #
 #   1. smoke: `aria demo --preset tiny --device cuda --until lds` (every GPU stage, seconds);
 #   2. parity: benchmarks/bench_device_parity.py (CPU vs GPU training and attribution);
@@ -10,6 +10,8 @@
 #
 # The corpus stages must be in WORK already (built where music21 is installed:
 # `aria demo --preset tiny --until corpus --out WORK/tiny`, and the paper corpus in WORK/gpu).
+# The pack holds the corpus stage's record but not its data: finish in a folder that has the
+# same corpus stage (the one it was built in).
 #
 # Usage: benchmarks/gpu_demo.sh WORK OUT [BUDGET_SECONDS] [WORKERS]
 set -u

@@ -129,6 +129,12 @@ def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys):
     for stage in ("corpus", "models", "queries", "attribution", "lds", "features"):
         assert f"{stage}: reusing finished stage" in log
     assert "reusing cached results" in log
+    assert read_results_meta(results)["demo"]["stage_devices"] == {
+        "models": "cpu", "attribution": "cpu", "lds": "cpu"}
+    # a changed attribution setting in the copied folder retrains the missing member
+    assert main([*base, "--trak-proj-dim", "64", "--no-report"]) == 0
+    log = capsys.readouterr().out
+    assert "attribution: running" in log and (out / "models" / "member-01" / "model.pt").is_file()
 
 
 def test_old_import_path_reexports_the_demo():

@@ -1,9 +1,10 @@
 """Where torch work runs: ``"cpu"`` (the default) or an accelerator such as ``"cuda"``.
 
 The CPU path is the tested, bitwise-reproducible one. On an accelerator the same code runs with
-the same data order, initialisation and random projections (those are always drawn on the CPU
-generator and moved), so results agree with the CPU run up to floating-point rounding, which
-grows over training: a GPU run is a statistically equivalent run, not the same bits.
+the same data order, initialisation and TRAK/TracIn/GradDot/GradCos projections (drawn on the
+CPU generator and moved), so those agree with the CPU run up to floating-point rounding, which
+grows over training. LoGra and FactGraSS (and ``engine="dattri"``) hand the device to dattri,
+whose compressors draw on the device's own generator: another random draw than the CPU's.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def check_device(name: str, value: Any) -> str:
         if not torch.backends.mps.is_available():
             raise ParameterError(f"{name}: expected a device this machine has, got {value!r}: "
                                  "torch sees no Apple GPU (MPS) here (use 'cpu')")
-    elif dev.type != "cpu":
+    elif dev.type == "cpu":
+        return "cpu"  # one CPU device, whatever index was written
+    else:
         raise ParameterError(expected(name, _WHAT, value))
     return str(dev)
 

@@ -120,7 +120,9 @@ class MethodArgs(Options):
                                           "(None: leave torch's setting)")
     device: str = option("cpu", check=check_device,
                          help="where gradients are computed: 'cpu' or an accelerator such as "
-                              "'cuda' (same projections; results agree up to rounding)")
+                              "'cuda' (TRAK and the TracIn family: the CPU's projections, "
+                              "scores equal up to rounding; LoGra/FactGraSS: dattri draws "
+                              "their compressors on the device)")
     progress: bool | None = option(None, help="progress bars on/off (None: ARIA's default)")
 
     def to_dict(self) -> dict[str, Any]:

@@ -203,8 +203,8 @@ def run_demo(
         Working folder; every stage lives in a sub-folder and the results in ``out/results``.
     quick : bool
         The ``quick`` preset (≤ 3 minutes on 2 cores) instead of ``default`` (≤ 15 minutes).
-    preset : {"default", "quick", "tiny"} or BenchPreset, optional
-        Explicit preset (``tiny`` is for tests), or sizes of one's own
+    preset : {"default", "quick", "paper", "gpu", "tiny"} or BenchPreset, optional
+        Explicit preset (:mod:`aria.bench.presets`; ``tiny`` is for tests), or sizes of one's own
         (:class:`aria.bench.presets.BenchPreset`, e.g. the LDS study's variants); overrides
         ``quick``.
     seed : int
@@ -346,8 +346,12 @@ def run_demo(
                   "num_threads": n_threads, "progress": progress, "device": settings.device}
         if settings.device != "cpu":  # per-sample gradients: the batch size changes no score
             common["batch_size"] = 128
-        ensemble = [main] + [load_trained(models_dir / f"member-{i:02d}")
-                             for i in range(1, n_models)]
+        # the members as saved by the models stage; any missing (a folder copied without
+        # them, see `until`) are retrained with their own seeds
+        ensemble = train_ensemble(corpus.train_tokens, n_models=n_models, seed=seed,
+                                  model_config=p.model, train_config=train_cfg,
+                                  out_dir=models_dir, n_jobs=n_threads, progress_bar=progress,
+                                  device=settings.device)
         res = run_methods(
             list(methods), main.model, corpus.train_tokens, queries.tokens,
             ensemble=[m.model.state_dict() for m in ensemble],
@@ -495,6 +499,9 @@ def run_demo(
         "lds_target": settings.target, "lds_seeds": lds_seeds,
         "queries_midi": str(queries_dir / "queries" / "midi"),
         "heldout_loss": heldout, "train_loss": float(main.losses[-1]),
+        # where each stage was computed (a run may be split across machines with `until`)
+        "stage_devices": {name: (Stage(root, name).record() or {}).get("summary", {}).get("device")
+                          for name in ("models", "attribution", "lds")},
         "n_parameters": int(sum(t.numel() for t in main.model.parameters())),
     }
     meta.setdefault("timings", {})["demo_stages"] = run.timings

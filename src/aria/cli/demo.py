@@ -61,7 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the split, models, queries, projections, nulls")
     p.add_argument("--threads", type=int, default=None,
-                   help="worker processes / torch threads (default: cores, max 2)")
+                   help="worker processes / torch threads (default: cores, max 2; max 8 "
+                        "with --device cuda)")
     p.add_argument("--methods", nargs="+", choices=DEMO_METHODS, default=None,
                    help="attribution methods (default: all six; audio: TRAK FactGraSS GradCos "
                         "LoGra)")
@@ -93,8 +94,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", default=None, metavar="DEVICE",
                    help="symbolic: where models train and gradients are computed: cpu "
                         "(default) or an accelerator such as cuda / cuda:1. The same seeds, "
-                        "data order and projections are used; results agree with a CPU run up "
-                        "to floating-point rounding")
+                        "data order and TRAK/TracIn/GradDot/GradCos projections are used (those "
+                        "agree with a CPU run up to floating-point rounding); LoGra and "
+                        "FactGraSS draw their projections on the device (another random draw)")
     p.add_argument("--until", default=None, choices=STAGES, metavar="STAGE",
                    help="symbolic: stop after this stage (" + ", ".join(STAGES) + "); the same "
                         "command without --until reuses the finished stages, e.g. train and "

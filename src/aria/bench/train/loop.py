@@ -77,7 +77,7 @@ def train_model(
     device : str
         Where to train (``"cpu"``, ``"cuda"``, ...). The model is initialised and the data
         order drawn on the CPU either way; on an accelerator AdamW and gradient clipping use
-        their fused / multi-tensor kernels and a step's loss is read back only at checkpoints
+        their fused (CUDA) / multi-tensor kernels and a step's loss is read back only at checkpoints
         and at the end (no synchronisation per step), so results agree with a CPU run up to
         floating-point rounding, not bitwise. The returned model and checkpoints are on the
         CPU.
@@ -136,10 +136,12 @@ def train_model(
     with torch_threads(cfg.num_threads):
         model = build_model(model_config, seed=seed).to(dev)
         model.train()
-        # CPU: the single-tensor kernels (bitwise-stable results); accelerators: fused AdamW
+        # CPU: the single-tensor kernels (bitwise-stable results); CUDA: fused AdamW; other
+        # accelerators: torch's choice
+        fast: dict[str, Any] = ({"foreach": False} if on_cpu
+                                else {"fused": True} if dev.type == "cuda" else {})
         opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr,
-                                betas=(0.9, 0.98), eps=1e-8,
-                                **({"foreach": False} if on_cpu else {"fused": True}))
+                                betas=(0.9, 0.98), eps=1e-8, **fast)
         step = 0
         bar = progress(total=total, desc=desc, unit="step", enabled=progress_bar, leave=False)
         for _epoch in range(cfg.epochs):
@@ -155,7 +157,7 @@ def train_model(
                 loss.backward()
                 if cfg.grad_clip > 0:
                     nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip,
-                                             foreach=not on_cpu)
+                                             foreach=False if on_cpu else None)
                 opt.step()
                 loss_buf[step - 1] = loss.detach()
                 if on_cpu:  # cheap here: stop at the first bad step
