@@ -26,13 +26,15 @@ def test_presets_are_consistent():
     # the paper's benchmark size: 5,000 training segments x 178 queries, TRAK-1/10/50
     paper = preset("paper")
     assert paper.corpus.max_train_segments == 5000 and paper.n_queries == 178
-    assert paper.n_ensemble == 50 and paper.trak_k == (1, 10) and paper.lds_seeds == 3
+    assert paper.n_ensemble == 50 and paper.trak_k == (1, 10)
+    assert paper.n_subsets == 100 and paper.lds_seeds == 5  # dattri's 100 halves, 5 seeds each
     assert paper.to_dict()["trak_k"] == [1, 10]
-    # gpu: paper's stages up to LDS (a paper run's folder is reused), dattri's 100 halves x 5 seeds
+    # gpu: paper with 10 seeds per half (a paper run's folder is reused, its retrains too)
     gpu = preset("gpu")
-    for field in ("corpus", "model", "train", "n_queries", "prompt_len", "n_ensemble", "trak_k"):
+    for field in ("corpus", "model", "train", "n_queries", "prompt_len", "n_ensemble", "trak_k",
+                  "n_subsets"):
         assert getattr(gpu, field) == getattr(paper, field), field
-    assert gpu.n_subsets == 100 and gpu.lds_seeds == 5
+    assert gpu.lds_seeds == 10
     with pytest.raises(ParameterError, match="preset"):
         preset("huge")
 

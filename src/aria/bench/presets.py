@@ -36,15 +36,16 @@ about 130 s more. Batch 16 at lr 6e-3 reached a clearly lower held-out loss than
 queries. The 30 training works hold ~176k tokens, so the windows stay 64 tokens long and start
 every 32 tokens (overlapping by half: 5,309 windows, 5,000 kept); 256-token windows, as dattri's
 benchmark uses, would overlap about seven-fold. TRAK is a 50-model ensemble, with TRAK-1 and
-TRAK-10 (its first members) beside it — dattri's TRAK-k curve; LDS uses 64 random halves, each
-retrained with 3 seeds. Measured on the 2-core machine: see the README ("The paper preset").
+TRAK-10 (its first members) beside it — dattri's TRAK-k curve; LDS uses dattri's 100 random
+halves, each retrained with 5 seeds whose query outputs are averaged (500 retrains). With 64
+halves × 3 seeds TRAK-10 − GradDot was +0.017 [−0.012, +0.045], not separated; with 100 × 5
+it is +0.026 [+0.003, +0.050]. Measured on the 2-core machine: see the README ("The paper
+preset").
 
-``gpu`` is ``paper`` with dattri's LDS protocol — 100 random halves — each retrained with 5
-seeds (500 retrains instead of 192): in the LDS study, averaging retraining seeds was the one
-change that separated TRAK from GradDot, and at the paper's size 3 seeds × 64 halves did not
-(README). Everything before the LDS stage equals ``paper``'s, so ``--preset gpu`` in a paper
-run's folder retrains only the LDS models. Meant for ``--device cuda``, where the retrains run
-several at a time on the GPU; it also runs on a CPU (about 80 minutes on 2 cores).
+``gpu`` is ``paper`` with 10 retraining seeds per half (1,000 retrains): more than the
+2-hour CPU budget allows, for ``--device cuda``, where several retrains run at once on the GPU
+(measured on an H100: README, "Training and attribution on a GPU"). Everything else equals
+``paper``'s, so ``--preset gpu`` in a paper run's folder trains only seeds 5-9 of every half.
 """
 
 from __future__ import annotations
@@ -122,14 +123,15 @@ DYNAMIC_COLLECTIONS: tuple[str, ...] = ("mozart", "haydn", "schumann_robert", "s
 _MODEL = ModelConfig(vocab_size=390, d_model=64, n_layers=2, n_heads=4, d_ff=256, max_len=64)
 
 # the paper's benchmark size (5,000 training segments x 178 queries); TRAK-1 / TRAK-10 /
-# TRAK-50 (the whole ensemble) give dattri's TRAK-k curve
+# TRAK-50 (the whole ensemble) give dattri's TRAK-k curve; LDS: dattri's 100 random halves,
+# each retrained with 5 seeds (64 x 3 did not separate TRAK-10 from GradDot; 100 x 5 did)
 _PAPER = BenchPreset(
     name="paper",
     corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=None, window=64, hop=32,
                         test_fraction=0.2, max_train_segments=5000),
     model=_MODEL,
     train=TrainConfig(epochs=3, batch_size=16, lr=6e-3, n_checkpoints=4),
-    n_queries=178, prompt_len=32, n_ensemble=50, n_subsets=64, lds_seeds=3, trak_k=(1, 10),
+    n_queries=178, prompt_len=32, n_ensemble=50, n_subsets=100, lds_seeds=5, trak_k=(1, 10),
 )
 
 PRESETS: dict[str, BenchPreset] = {
@@ -150,10 +152,10 @@ PRESETS: dict[str, BenchPreset] = {
         n_queries=50, prompt_len=32, n_ensemble=3, n_subsets=32,
     ),
     "paper": _PAPER,
-    # the paper's size with dattri's LDS protocol (100 random halves) and 5 retraining seeds per
-    # half: 500 retrains, for a machine with a GPU (`--device cuda`); the other stages are
-    # `paper`'s, so a paper run's folder is reused up to the LDS stage
-    "gpu": replace(_PAPER, name="gpu", n_subsets=100, lds_seeds=5),
+    # paper with 10 retraining seeds per LDS half (1,000 retrains), for a machine with a GPU
+    # (`--device cuda`); the other stages are paper's, so a paper run's folder is reused (its
+    # 500 retrains too: seeds 0-4 of every half)
+    "gpu": replace(_PAPER, name="gpu", lds_seeds=10),
     "tiny": BenchPreset(  # for tests / CI smoke runs (seconds)
         name="tiny",
         corpus=CorpusConfig(collections=DYNAMIC_COLLECTIONS, max_works=6, window=32,

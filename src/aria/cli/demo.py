@@ -50,11 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", choices=("default", "quick", "paper", "gpu", "tiny"), default=None,
                    help="explicit size preset (overrides --quick). symbolic 'paper': the "
                         "paper's benchmark size, 5,000 training windows x 178 queries, a "
-                        "50-model TRAK ensemble (with TRAK-1 and TRAK-10) and 64 LDS subsets "
-                        "retrained with 3 seeds (50 minutes measured on 2 cores); symbolic "
-                        "'gpu': the paper's size with dattri's 100 LDS subsets, each retrained "
-                        "with 5 seeds (500 retrains), for --device cuda; 'tiny' is for smoke "
-                        "tests")
+                        "50-model TRAK ensemble (with TRAK-1 and TRAK-10) and dattri's 100 LDS "
+                        "halves retrained with 5 seeds each (about 85 minutes on 2 cores); "
+                        "symbolic 'gpu': paper with 10 seeds per half (1,000 retrains), for "
+                        "--device cuda; 'tiny' is for smoke tests")
     p.add_argument("--out", default=None,
                    help="working folder (default ./aria-demo, or ./aria-demo-audio); results in "
                         "OUT/results")
