@@ -248,7 +248,9 @@ def run_demo(
         name = preset if preset is not None else ("quick" if quick else "default")
         p = presets.preset(name)
     seed = check_int("seed", seed, min_value=0)
-    accelerated = str(overrides.get("device", "cpu")) != "cpu"
+    from aria.attribution._device import check_device
+
+    accelerated = check_device("device", overrides.get("device", "cpu")) != "cpu"
     default_threads = min(8 if accelerated else 2, os.cpu_count() or 1)
     n_threads = check_int("threads", threads if threads is not None else default_threads,
                           min_value=1)
