@@ -59,7 +59,8 @@ def _check_split(tracks: pd.DataFrame, versions: int) -> None:
 @pytest.mark.parametrize(("field", "value"), [
     ("works_per_collection", 0),
     ("versions_per_work", 1),
-    ("versions_per_work", len(INSTRUMENT_FAMILIES)),
+    ("versions_per_work", len(INSTRUMENT_FAMILIES)),  # with planted works
+    ("versions_per_work", len(INSTRUMENT_FAMILIES) + 1),
     ("planted_works", -1),
     ("test_fraction", 0.0),
     ("test_fraction", 1.0),
@@ -76,6 +77,16 @@ def _check_split(tracks: pd.DataFrame, versions: int) -> None:
 def test_bad_config_names_the_field(field, value):
     with pytest.raises(ParameterError, match=field):
         AudioCorpusConfig(**{field: value})
+
+
+def test_every_family_is_a_version_without_planted_works():
+    n = len(INSTRUMENT_FAMILIES)
+    cfg = AudioCorpusConfig(versions_per_work=n, planted_works=0)
+    works = pd.DataFrame({"work_id": ["a", "b", "c"], "collection": ["x", "x", "x"]})
+    plan = plan_versions(works, config=cfg)
+    assert len(plan) == 3 * n
+    for _, rows in plan.groupby("work_id"):
+        assert sorted(rows["instrument_family"]) == sorted(INSTRUMENT_FAMILIES)
 
 
 def test_config_round_trips_through_its_dict():

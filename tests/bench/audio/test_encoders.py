@@ -187,7 +187,24 @@ def test_clews_trains_on_more_versions_but_never_a_query_version(trained, corpus
     assert header["training"]["versions"] == [0, 1, 4]
     assert header["training"]["n_tracks"] == len(rows)
     with pytest.raises(ParameterError, match="clews_versions"):
-        versions_corpus(corpus, out / "x", 11)
+        versions_corpus(corpus, out / "x", 12)  # 11 instrument families
+
+
+@pytest.mark.slow
+def test_extra_works_train_every_version_and_keep_the_demo_split(corpus, tmp_path):
+    # one more work per collection re-splits the extended corpus' collections: the demo's
+    # split must still decide (its training works in, its test works out, no query version)
+    ext = versions_corpus(corpus, tmp_path / "x1", 4, extra_works=1)
+    demo_works = set(corpus.tracks["work_id"])
+    extra = set(ext.tracks["work_id"]) - demo_works
+    assert len(extra) == 2
+    rows = clews_training_tracks(corpus, ext)
+    fit, queries = encoder_split(corpus)
+    assert set(rows["work_id"]) == set(fit["work_id"]) | extra
+    assert not set(rows["work_id"]) & set(corpus.test["work_id"])
+    assert not set(rows["track_id"]) & set(queries["track_id"])
+    assert set(rows.loc[rows["work_id"].isin(extra), "version"]) == {0, 1, 2, 3}
+    assert set(rows.loc[~rows["work_id"].isin(extra), "version"]) == {0, 1}
 
 
 def test_bad_arguments(corpus, tmp_path):

@@ -95,7 +95,12 @@ def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir:
     weights: dict[str, Path] = {b: published[b] for b in published}
     after_enc: list[str] = []
     if trained:
-        from aria.bench.audio.encoders import demo_encoder_configs, train_demo_encoders
+        from aria.bench.audio.encoders import (
+            CLEWS_EXTRA_WORKS,
+            CLEWS_VERSIONS,
+            demo_encoder_configs,
+            train_demo_encoders,
+        )
 
         sizes = {k: v for k, v in (("steps", p.encoder_steps), ("batch_size", p.encoder_batch))
                  if v is not None}
@@ -108,9 +113,13 @@ def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir:
                                       configs=cfgs)
             return {"checkpoints": {n: str(v) for n, v in got.items()}}
 
+        # clews-style's training renderings are part of the stage (more versions or works
+        # retrain it)
+        clews_data = ({"clews_versions": CLEWS_VERSIONS, "clews_extra_works": CLEWS_EXTRA_WORKS}
+                      if "clews-style" in trained else {})
         enc_dir = run.stage("encoders", {"names": trained, "seed": seed, "configs": {
-            n: c.to_dict() for n, c in cfgs.items()}}, ["corpus", "tokens"], _encoders,
-            resumable=True)
+            n: c.to_dict() for n, c in cfgs.items()}, **clews_data}, ["corpus", "tokens"],
+            _encoders, resumable=True)
         weights.update({n.removesuffix("-style"): enc_dir / f"{n}.pt" for n in trained})
         after_enc = ["encoders"]
 

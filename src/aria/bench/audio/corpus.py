@@ -173,8 +173,8 @@ class AudioCorpusConfig(Options):
     works_per_collection: int = option(
         8, help="works taken from each collection (seeded order)", min_value=1)
     versions_per_work: int = option(
-        3, help="versions (instrument family, tempo, key) of every work",
-        min_value=2, max_value=len(_FAMILIES) - 1)
+        3, help="versions (instrument family, tempo, key) of every work (one family each, so "
+        f"at most {len(_FAMILIES)} with the planted one)", min_value=2, max_value=len(_FAMILIES))
     planted_works: int = option(
         5, help="training works that get one extra held-out (planted) version", min_value=0)
     test_fraction: float = option(
@@ -195,6 +195,11 @@ class AudioCorpusConfig(Options):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.versions_per_work + (self.planted_works > 0) > len(_FAMILIES):
+            raise ParameterError(expected(
+                "versions_per_work", f"at most {len(_FAMILIES) - 1} with planted works (a "
+                f"planted version needs an instrument family of its own; {len(_FAMILIES)} "
+                "families)", self.versions_per_work))
         if self.tempo_max < self.tempo_min:
             raise ParameterError(expected("tempo_max", f">= tempo_min={self.tempo_min}",
                                           self.tempo_max))

@@ -169,7 +169,8 @@ def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int,
     out_dir : path
         Folder of the extended corpus.
     versions : int
-        Versions per work (``corpus.config.versions_per_work`` to 10).
+        Versions per work (``corpus.config.versions_per_work`` to 11, one per instrument
+        family).
     extra_works : int
         More works per collection.
     n_jobs : int
@@ -183,10 +184,11 @@ def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int,
     """
     import shutil
 
-    from aria.bench.audio.corpus import build_audio_corpus
+    from aria.bench.audio.corpus import INSTRUMENT_FAMILIES, build_audio_corpus
 
     v0 = int(corpus.config.versions_per_work)
-    versions = check_int("clews_versions", versions, min_value=v0, max_value=10)
+    versions = check_int("clews_versions", versions, min_value=v0,
+                         max_value=len(INSTRUMENT_FAMILIES))
     out = Path(out_dir)
     (out / "audio").mkdir(parents=True, exist_ok=True)
     for p in corpus.tracks["path"]:
@@ -237,8 +239,10 @@ def clews_training_tracks(corpus: Any, extended: Any, holdout_versions: int | No
     held = set(queries["version"])
     t = extended.tracks
     other = ~t["work_id"].isin(set(corpus.tracks["work_id"]))
-    rows = t[(t["work_id"].isin(set(fit["work_id"])) & ~t["version"].isin(held)
-              & (t["split"] == "train")) | other].reset_index(drop=True)
+    # the demo's split decides which of its works train (the extended corpus re-splits its
+    # larger collections, so its own ``split`` column is not the demo's)
+    rows = t[(t["work_id"].isin(set(fit["work_id"])) & ~t["version"].isin(held))
+             | other].reset_index(drop=True)
     if not set(fit["track_id"]) <= set(rows["track_id"]) or set(rows["track_id"]) & set(
             queries["track_id"]):
         raise DataError(expected("extended corpus", "the demo's training versions and no query",
@@ -397,7 +401,8 @@ def train_demo_encoders(
         if isinstance(cfg, ClewsStyleConfig):
             groups = pd.factorize(rows["work_id"])[0]
             model, record = train_version_contrastive(
-                feats, groups, config=cfg, rates=rows["tempo_scale"].to_numpy(), seed=seed,
+                feats, groups, config=cfg, rates=rows["tempo_scale"].to_numpy(),
+                families=rows["instrument_family"].tolist(), seed=seed,
                 threads=threads, progress_bar=progress)
         elif isinstance(cfg, ClapStyleConfig):
             model, record = train_audio_text(feats, labels, config=cfg, seed=seed,
