@@ -28,6 +28,8 @@ from aria.encoders.offline.encoder import build_model, clews_input, input_bins
 from aria.encoders.offline.frontends import cqt, log_mel
 from aria.encoders.offline.models import ConvEncoder
 from aria.encoders.offline.train import (
+    _register,
+    _same_family_firsts,
     caption_vocab,
     train_audio_text,
     train_masked_prediction,
@@ -317,6 +319,64 @@ def test_folded_multi_view_training_runs():
     assert len(record["losses"]) == 3 and np.all(np.isfinite(record["losses"]))
     enc = OfflineEncoder("clews-style", cfg, model)
     assert enc.embed_frames(ys[0]).shape == (3, 16)
+
+
+def test_registration_adds_octave_and_harmonic_copies():
+    # one partial at bin 30 (0 dB) over a floor of -100 dB, 12 bins per octave, no whitening:
+    # gains g land at bins 18 (octave down), 42, 49, 54 (harmonics 2, 3, 4)
+    x = np.full((84, 3), -100.0, dtype=np.float32)
+    x[30] = 0.0
+    gains = np.array([0.5, 0.25, 0.125, 1.0])
+    y = _register(x, gains, 12, 0)
+    want = np.zeros(84)
+    for k in range(84):  # exact reference: sum of the shifted linear copies
+        want[k] = 10.0 ** (x[k, 0] / 20)
+        for g, off in zip(gains, (-12, 12, 19, 24), strict=True):
+            if 0 <= k - off < 84:
+                want[k] += g * 10.0 ** (x[k - off, 0] / 20)
+    np.testing.assert_allclose(y[:, 0], 20 * np.log10(want), atol=1e-4)
+    assert y[30, 0] == pytest.approx(0.0, abs=1e-3) and y[54, 0] == pytest.approx(0.0, abs=1e-3)
+    np.testing.assert_allclose(_register(x, np.zeros(4), 12, 0), x, atol=1e-5)
+    # whitened again: the moving average over bins is removed from every frame
+    w = _register(x, gains, 12, 24)
+    assert abs(float(w[:, 0].mean())) < abs(float(y[:, 0].mean()))
+
+
+def test_registered_training_runs_and_differs():
+    cfg = CLEWS.replace(steps=3)
+    ys, groups = _tracks(cfg.sample_rate)
+    feats = [front_end(y, cfg) for y in ys]
+    _, plain = train_version_contrastive(feats, groups, config=cfg, seed=0)
+    _, reg = train_version_contrastive(feats, groups, config=cfg.replace(registration=1.0),
+                                       seed=0)
+    assert np.all(np.isfinite(reg["losses"])) and reg["losses"] != plain["losses"]
+
+
+def test_family_pairs_share_a_family_of_both_works():
+    fam = np.array(["organ", "piano", "brass", "organ", "reed", "brass", "pipe", "guitar"])
+    works = [np.array([0, 1, 2]), np.array([3, 4, 5]), np.array([6]), np.array([7])]
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(50):
+        a, b, c, d = _same_family_firsts(works, fam, 2, rng)
+        assert a in works[0] and b in works[1] and fam[a] == fam[b]
+        assert (c, d) == (None, None)  # works 2 and 3 share no family
+        seen.add(str(fam[a]))
+    assert seen == {"organ", "brass"}  # every shared family is drawn
+    assert _same_family_firsts(works, fam, 0, rng) == [None] * 4
+
+
+def test_family_negatives_need_the_families():
+    cfg = CLEWS.replace(steps=2, family_negatives=1.0)
+    ys, groups = _tracks(cfg.sample_rate)
+    feats = [front_end(y, cfg) for y in ys]
+    with pytest.raises(ParameterError, match="families"):
+        train_version_contrastive(feats, groups, config=cfg, seed=0)
+    fams = ["a", "b"] * 4  # every work has both families: every pair shares one
+    _, rec = train_version_contrastive(feats, groups, config=cfg, seed=0, families=fams)
+    _, plain = train_version_contrastive(feats, groups, config=cfg.replace(
+        family_negatives=0.0), seed=0, families=fams)
+    assert np.all(np.isfinite(rec["losses"])) and rec["losses"] != plain["losses"]
 
 
 def test_ensemble_checkpoint_concatenates_its_members(clews_trained, tmp_path):

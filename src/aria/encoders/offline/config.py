@@ -102,6 +102,16 @@ class ClewsStyleConfig(_Common):
                             "harmonics h = 1..harmonics (1: off), a pitch-salience input that "
                             "folds a note's overtones, part of its timbre, onto its pitch",
                             min_value=1, max_value=16)
+    registration: float = option(0.0, help="random registration of a view (as an organ's "
+                                 "stops or another instrument's overtones): copies of its "
+                                 "magnitudes an octave down and at harmonics 2, 3, 4 added, "
+                                 "each with a random gain in [0, registration] (0: off)",
+                                 min_value=0.0)
+    family_negatives: float = option(0.0, help="share of a batch's works paired with "
+                                     "another work whose first view is in the same "
+                                     "instrument family (hard negatives: same timbre, other "
+                                     "music; needs the tracks' families; 0: off)",
+                                     min_value=0.0, max_value=1.0)
     bin_norm: str = option("mean", help="per-bin normalisation over time of each window: "
                            "'mean' subtracts each bin's mean over the window's frames (its "
                            "long-term spectrum, the static part of the timbre and of the "

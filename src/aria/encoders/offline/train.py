@@ -12,10 +12,12 @@ Objectives
   (works), ``views`` views each, cycling through the group's tracks (versions) in a random
   order — different versions whenever the group has them — each view randomly time-stretched
   (``±stretch``, linear interpolation), pitch-shifted (``±max_shift`` CQT bins) and equalised
-  (a random smooth curve of ``±eq_db``). Supervised contrastive InfoNCE over the views (with
-  two views, NT-Xent): for view :math:`i` with positives :math:`P(i)` (the other views of its
-  group), :math:`\ell_i = -\frac{1}{|P(i)|}\sum_{j \in P(i)} \log \frac{e^{s_{ij}/\tau}}
-  {\sum_{k \ne i} e^{s_{ik}/\tau}}`, :math:`s` the cosine similarity.
+  (a random smooth curve of ``±eq_db``); with ``family_negatives``, that share of a batch's
+  works comes in pairs whose first views share an instrument family. Supervised contrastive
+  InfoNCE over the views (with two views, NT-Xent): for view :math:`i` with positives
+  :math:`P(i)` (the other views of its group), :math:`\ell_i = -\frac{1}{|P(i)|}\sum_{j \in
+  P(i)} \log \frac{e^{s_{ij}/\tau}}{\sum_{k \ne i} e^{s_{ik}/\tau}}`, :math:`s` the cosine
+  similarity.
   With ``n_models > 1``, that many members are trained alike, member ``k`` with seed
   ``seed + k``, into an :class:`~aria.encoders.offline.models.EnsembleEncoder`.
 - :func:`train_masked_prediction` (HuBERT/MERT): spans of ``mask_span`` token frames start at
@@ -41,7 +43,12 @@ from torch import nn
 
 from aria._progress import progress
 from aria.encoders.offline.config import ClapStyleConfig, ClewsStyleConfig, MertStyleConfig
-from aria.encoders.offline.encoder import build_model, frames_per_second, input_bins
+from aria.encoders.offline.encoder import (
+    _moving_average,
+    build_model,
+    frames_per_second,
+    input_bins,
+)
 from aria.encoders.offline.models import EnsembleEncoder
 from aria.errors import DataError, ParameterError, expected
 
@@ -121,6 +128,50 @@ def _stretch_shift(x: np.ndarray, size: int, rate: float, shift: int) -> np.ndar
     return t.numpy()
 
 
+def _register(x: np.ndarray, gains: np.ndarray, bins_per_octave: int,
+              whiten_bins: int) -> np.ndarray:
+    """Add copies of a view's magnitudes an octave down and at harmonics 2-4, then re-whiten.
+
+    ``x`` is a whitened log-CQT view ``(n_bins, n_frames)`` in dB; ``gains`` one gain per copy
+    (octave down, harmonics 2, 3, 4); bins shifted past an edge are dropped.
+    """
+    lin = 10.0 ** (x.astype(np.float64) / 20.0)
+    out = lin.copy()
+    n = len(lin)
+    offsets = [-bins_per_octave] + [round(bins_per_octave * math.log2(h)) for h in (2, 3, 4)]
+    for g, off in zip(gains, offsets, strict=True):
+        if off >= n or -off >= n:
+            continue
+        if off > 0:
+            out[off:] += g * lin[:-off]
+        else:
+            out[:off] += g * lin[-off:]
+    db = 20.0 * np.log10(out)
+    if whiten_bins > 1:
+        db = db - _moving_average(db.T, whiten_bins).T
+    return db.astype(np.float32)
+
+
+def _same_family_firsts(tracks: Sequence[np.ndarray], families: np.ndarray, n_pairs: int,
+                        rng: np.random.Generator) -> list[int | None]:
+    """First views that pair works ``2i`` and ``2i+1`` (``i < n_pairs``) in a shared family.
+
+    ``tracks[j]`` are the track indices of the batch's ``j``-th work; returns, per work, the
+    track its first view must come from (a track in a family the pair's other work also has,
+    chosen at random), or None (free: no pair, or the pair shares no family).
+    """
+    out: list[int | None] = [None] * len(tracks)
+    for i in range(min(n_pairs, len(tracks) // 2)):
+        a, b = tracks[2 * i], tracks[2 * i + 1]
+        common = sorted(set(families[a]) & set(families[b]))
+        if not common:
+            continue
+        f = common[int(rng.integers(len(common)))]
+        out[2 * i] = int(rng.choice(a[families[a] == f]))
+        out[2 * i + 1] = int(rng.choice(b[families[b] == f]))
+    return out
+
+
 def _supcon(z: torch.Tensor, labels: np.ndarray, temperature: float) -> torch.Tensor:
     """Supervised contrastive loss (Khosla et al. 2020, "out"): NT-Xent with two views."""
     lab = torch.from_numpy(labels).to(z.device)
@@ -132,8 +183,8 @@ def _supcon(z: torch.Tensor, labels: np.ndarray, temperature: float) -> torch.Te
 
 def train_version_contrastive(
     features: Sequence[np.ndarray], groups: Sequence[int], *, config: ClewsStyleConfig,
-    rates: Sequence[float] | None = None, seed: int = 0, threads: int = 1,
-    progress_bar: bool | None = None, device: str = "cpu",
+    rates: Sequence[float] | None = None, families: Sequence[str] | None = None,
+    seed: int = 0, threads: int = 1, progress_bar: bool | None = None, device: str = "cpu",
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Train a clews-style encoder: views of the same group (work) are positives.
 
@@ -148,6 +199,10 @@ def train_version_contrastive(
         the second view of a pair starts at the same musical position as the first (frame
         ``t·rate_a / rate_b``), so positives show the same passage; else crops are
         independent.
+    families : sequence of str, optional
+        Instrument family of each track; needed when ``config.family_negatives > 0``: then
+        that share of each batch's works comes in pairs whose first views are in one family
+        (two works, one timbre: negatives that timbre alone cannot tell apart).
     config : ClewsStyleConfig
         Sizes and training settings.
     seed : int
@@ -175,6 +230,14 @@ def train_version_contrastive(
     r = None if rates is None else np.asarray(rates, dtype=np.float64)
     if r is not None and (r.shape != g.shape or not np.all(r > 0)):
         raise ParameterError(expected("rates", f"{len(feats)} positive rates", r.shape))
+    fam = None
+    if config.family_negatives > 0:
+        if families is None or len(families) != len(feats):
+            raise ParameterError(expected(
+                "families", f"one instrument family per track ({len(feats)}) with "
+                f"family_negatives={config.family_negatives}",
+                None if families is None else len(families)))
+        fam = np.asarray([str(f) for f in families])
     members = [np.flatnonzero(g == v) for v in np.unique(g)]
     if len(members) < 2:
         raise DataError(expected("groups", "at least two groups (works)", len(members)))
@@ -196,17 +259,27 @@ def train_version_contrastive(
             if config.fold_octaves and shift:  # a transposition rolls the pitch classes
                 b = config.bins_per_octave
                 out = np.tile(np.roll(out[:b], shift, axis=0), (2, 1))
+            if config.registration > 0:
+                out = _register(out, rng.uniform(0.0, config.registration, size=4),
+                                config.bins_per_octave, config.whiten_bins)
             if config.eq_db > 0:
                 k = np.arange(out.shape[0]) / out.shape[0]
                 curve = sum(rng.uniform(-1, 1) * np.cos(np.pi * j * k) for j in range(1, 4))
                 out = out + (config.eq_db / 3.0 * curve)[:, None].astype(np.float32)
             return out, start
 
+        n_pairs = round(config.family_negatives * n_groups / 2)
+
         def loss_of(step: int) -> torch.Tensor:
             pick = rng.choice(len(members), size=n_groups, replace=False)
+            firsts: list[int | None] = [None] * len(pick)
+            if fam is not None and n_pairs:
+                firsts = _same_family_firsts([members[gi] for gi in pick], fam, n_pairs, rng)
             xs = []
-            for gi in pick:
+            for gi, first in zip(pick, firsts, strict=True):
                 m = rng.permutation(members[gi])
+                if first is not None:  # the paired first view, then the others in order
+                    m = np.concatenate([[first], m[m != first]])
                 a = int(m[0])
                 va, start = view(a)
                 xs.append(va)
