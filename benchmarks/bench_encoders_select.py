@@ -290,13 +290,13 @@ def main() -> None:
                     help="members trained at once (processes, one thread each)")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args()
+    split = (a.preset, a.seed, tuple(a.val_versions), a.extra_works, a.clews_versions,
+             a.match_families)
     if a.mode == "features":
-        print(features(a.preset, a.seed, tuple(a.val_versions), a.extra_works,
-                    a.clews_versions, a.match_families))
+        print(features(*split))
         return
     if a.mode == "export":
-        path = features(a.preset, a.seed, tuple(a.val_versions), a.extra_works,
-                    a.clews_versions, a.match_families)
+        path = features(*split)
         mags, meta = _load_features(path)
         ids = list(mags)
         db = np.stack([20.0 * np.log10(np.maximum(mags[i], 1e-7)) for i in ids])
@@ -308,8 +308,7 @@ def main() -> None:
         return
     if a.mode == "trial":
         name, overrides = a.args[0], json.loads(a.args[1] if len(a.args) > 1 else "{}")
-        path = features(a.preset, a.seed, tuple(a.val_versions), a.extra_works,
-                    a.clews_versions, a.match_families)
+        path = features(*split)
         _, meta = _load_features(path)
         members = []
         todo = []
