@@ -28,6 +28,7 @@ from aria.encoders.offline.encoder import build_model, clews_input, input_bins
 from aria.encoders.offline.frontends import cqt, log_mel
 from aria.encoders.offline.models import ConvEncoder
 from aria.encoders.offline.train import (
+    _draw_shift,
     _register,
     _same_family_firsts,
     caption_vocab,
@@ -350,6 +351,41 @@ def test_registered_training_runs_and_differs():
     _, reg = train_version_contrastive(feats, groups, config=cfg.replace(registration=1.0),
                                        seed=0)
     assert np.all(np.isfinite(reg["losses"])) and reg["losses"] != plain["losses"]
+
+
+def test_octave_shift_moves_that_share_of_views_an_octave():
+    # off: exactly the plain uniform draw of ±max_shift, the same random stream
+    a, b = np.random.default_rng(3), np.random.default_rng(3)
+    plain = [int(b.integers(-3, 4)) for _ in range(200)]
+    assert [_draw_shift(a, 3, 0.0, 12) for _ in range(200)] == plain
+    # always: every shift is a small one moved exactly one octave, both ways
+    rng = np.random.default_rng(0)
+    always = np.array([_draw_shift(rng, 3, 1.0, 12) for _ in range(400)])
+    assert np.all((np.abs(always) >= 9) & (np.abs(always) <= 15))
+    assert (always > 0).sum() > 150 and (always < 0).sum() > 150
+    # a half: about half the views (binomial, 400 draws: 200 ± 4 sd outside [160, 240])
+    rng = np.random.default_rng(1)
+    half = np.array([_draw_shift(rng, 3, 0.5, 12) for _ in range(400)])
+    assert 160 <= int((np.abs(half) > 3).sum()) <= 240
+    assert set(np.abs(half[np.abs(half) <= 3]).tolist()) <= {0, 1, 2, 3}
+    # max_octaves=1 draws nothing more; 2: moves of one and of two octaves, both ways
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    assert ([_draw_shift(a, 3, 0.5, 12, 1) for _ in range(100)]
+            == [_draw_shift(b, 3, 0.5, 12) for _ in range(100)])
+    rng = np.random.default_rng(2)
+    two = np.array([_draw_shift(rng, 0, 1.0, 12, 2) for _ in range(400)])
+    assert set(two.tolist()) == {-24, -12, 12, 24}
+    assert 150 <= int((np.abs(two) == 24).sum()) <= 250
+
+
+def test_octave_shifted_training_runs_and_differs():
+    cfg = CLEWS.replace(steps=3)
+    ys, groups = _tracks(cfg.sample_rate)
+    feats = [front_end(y, cfg) for y in ys]
+    _, plain = train_version_contrastive(feats, groups, config=cfg, seed=0)
+    _, octv = train_version_contrastive(feats, groups, config=cfg.replace(octave_shift=1.0),
+                                        seed=0)
+    assert np.all(np.isfinite(octv["losses"])) and octv["losses"] != plain["losses"]
 
 
 def test_family_pairs_share_a_family_of_both_works():

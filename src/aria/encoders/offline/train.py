@@ -11,7 +11,8 @@ Objectives
 - :func:`train_version_contrastive` (CLEWS): a batch holds ``P = batch_size // views`` groups
   (works), ``views`` views each, cycling through the group's tracks (versions) in a random
   order — different versions whenever the group has them — each view randomly time-stretched
-  (``±stretch``, linear interpolation), pitch-shifted (``±max_shift`` CQT bins) and equalised
+  (``±stretch``, linear interpolation), pitch-shifted (``±max_shift`` CQT bins, and with
+  probability ``octave_shift`` 1 to ``max_octaves`` octaves up or down besides) and equalised
   (a random smooth curve of ``±eq_db``); with ``family_negatives``, that share of a batch's
   works comes in pairs whose first views share an instrument family. Supervised contrastive
   InfoNCE over the views (with two views, NT-Xent): for view :math:`i` with positives
@@ -126,6 +127,18 @@ def _stretch_shift(x: np.ndarray, size: int, rate: float, shift: int) -> np.ndar
         else:
             t[shift:] = fill
     return t.numpy()
+
+
+def _draw_shift(rng: np.random.Generator, max_shift: int, octave_shift: float,
+                bins_per_octave: int, max_octaves: int = 1) -> int:
+    """A view's pitch shift in bins: uniform in ``±max_shift``, plus, with probability
+    ``octave_shift``, 1 to ``max_octaves`` octaves (uniformly) up or down (no extra draw when
+    ``octave_shift`` is 0, nor for the size when ``max_octaves`` is 1)."""
+    shift = int(rng.integers(-max_shift, max_shift + 1))
+    if octave_shift > 0 and rng.random() < octave_shift:
+        n = 1 if max_octaves == 1 else int(rng.integers(1, max_octaves + 1))
+        shift += n * bins_per_octave * (1 if rng.random() < 0.5 else -1)
+    return shift
 
 
 def _register(x: np.ndarray, gains: np.ndarray, bins_per_octave: int,
@@ -254,7 +267,8 @@ def train_version_contrastive(
         def view(track: int, at: float | None = None) -> tuple[np.ndarray, int]:
             rate = 1.0 + float(rng.uniform(-config.stretch, config.stretch))
             crop, start = _crop(feats[track], max(2, round(size * rate)), rng, at)
-            shift = int(rng.integers(-config.max_shift, config.max_shift + 1))
+            shift = _draw_shift(rng, config.max_shift, config.octave_shift,
+                                config.bins_per_octave, config.max_octaves)
             out = _stretch_shift(crop, size, rate, 0 if config.fold_octaves else shift)
             if config.fold_octaves and shift:  # a transposition rolls the pitch classes
                 b = config.bins_per_octave
