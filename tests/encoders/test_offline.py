@@ -29,8 +29,6 @@ from aria.encoders.offline.frontends import cqt, log_mel
 from aria.encoders.offline.models import ConvEncoder
 from aria.encoders.offline.train import (
     _draw_shift,
-    _GradReverse,
-    _ramp,
     _register,
     _same_family_firsts,
     caption_vocab,
@@ -395,33 +393,17 @@ def test_family_pairs_share_a_family_of_both_works():
     assert _same_family_firsts(works, fam, 0, rng) == [None] * 4
 
 
-@pytest.mark.parametrize("option", ["family_negatives", "family_adversary"])
-def test_family_options_need_the_families(option):
-    cfg = CLEWS.replace(steps=3, **{option: 1.0})
+def test_family_negatives_need_the_families():
+    cfg = CLEWS.replace(steps=2, family_negatives=1.0)
     ys, groups = _tracks(cfg.sample_rate)
     feats = [front_end(y, cfg) for y in ys]
-    with pytest.raises(ParameterError, match=f"families.*{option}"):
+    with pytest.raises(ParameterError, match="families"):
         train_version_contrastive(feats, groups, config=cfg, seed=0)
     fams = ["a", "b"] * 4  # every work has both families: every pair shares one
     _, rec = train_version_contrastive(feats, groups, config=cfg, seed=0, families=fams)
     _, plain = train_version_contrastive(feats, groups, config=cfg.replace(
-        **{option: 0.0}), seed=0, families=fams)
-    _, bare = train_version_contrastive(feats, groups, config=cfg.replace(**{option: 0.0}),
-                                        seed=0)
-    assert plain["losses"] == bare["losses"]  # off: the families change nothing
+        family_negatives=0.0), seed=0, families=fams)
     assert np.all(np.isfinite(rec["losses"])) and rec["losses"] != plain["losses"]
-
-
-def test_gradient_reversal_and_its_ramp():
-    x = torch.randn(5, 3, requires_grad=True)
-    w = torch.randn(5, 3)
-    y = _GradReverse.apply(x, 0.25)
-    assert torch.equal(y, x)
-    (y * w).sum().backward()
-    assert torch.equal(x.grad, -0.25 * w)
-    assert _ramp(0.0) == 0.0 and abs(_ramp(1.0) - 2 / (1 + np.exp(-10)) + 1) < 1e-15
-    assert 0.98 < _ramp(0.5) < 0.99 and all(
-        _ramp(a) < _ramp(b) for a, b in [(0.0, 0.1), (0.1, 0.3), (0.3, 1.0)])
 
 
 def test_ensemble_checkpoint_concatenates_its_members(clews_trained, tmp_path):

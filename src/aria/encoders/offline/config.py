@@ -90,9 +90,10 @@ class ClewsStyleConfig(_Common):
     (32/36 before; organ still misses 3) and 25/30 never-seen works (21/30 before).
     On the family-matched split the remaining organ misses are percussive and church organs
     ranked behind another work's track of the same program: timbre, not register. Neither an
-    instrument-family adversary (``family_adversary=0.5``: single nets mean 52.2, five nets
-    57.0) nor a milder registration (``registration=0.25``: single nets 47-51 over seeds 0-3)
-    passed the rule fixed before their runs (single nets >= 53.0, five nets >= 58.0).
+    instrument-family adversary (a gradient-reversal head, option ``family_adversary=0.5`` of
+    commit f906524, removed since: single nets mean 52.2, five nets 57.0) nor a milder
+    registration (``registration=0.25``: single nets 47-51 over seeds 0-3) passed the rule
+    fixed before their runs (single nets >= 53.0, five nets >= 58.0).
     """
 
     sample_rate: int = option(16_000, help="input rate (Hz), CLEWS's", min_value=4000)
@@ -145,12 +146,6 @@ class ClewsStyleConfig(_Common):
                                      "instrument family (hard negatives: same timbre, other "
                                      "music; needs the tracks' families; 0: off)",
                                      min_value=0.0, max_value=1.0)
-    family_adversary: float = option(0.0, help="weight of an instrument-family adversary: "
-                                     "a small head learns to tell a view's instrument family "
-                                     "from its embedding, through a gradient reversal layer, so "
-                                     "the encoder learns to hide the timbre (Ganin & Lempitsky "
-                                     "2015; the weight ramps up from 0 as theirs; needs the "
-                                     "tracks' families; 0: off)", min_value=0.0)
     bin_norm: str = option("mean", help="per-bin normalisation over time of each window: "
                            "'mean' subtracts each bin's mean over the window's frames (its "
                            "long-term spectrum, the static part of the timbre and of the "

@@ -14,12 +14,7 @@ Objectives
   (``±stretch``, linear interpolation), pitch-shifted (``±max_shift`` CQT bins, and with
   probability ``octave_shift`` 1 to ``max_octaves`` octaves up or down besides) and equalised
   (a random smooth curve of ``±eq_db``); with ``family_negatives``, that share of a batch's
-  works comes in pairs whose first views share an instrument family; with
-  ``family_adversary = λ``, an MLP head learns each view's instrument family from its
-  embedding (its cross-entropy is added to the loss) through a gradient reversal layer: the
-  gradient reaching the encoder is multiplied by ``-λ·(2/(1 + e^{-10 p}) - 1)`` (``p``: the
-  share of steps done; Ganin & Lempitsky 2015), so the encoder learns to hide the timbre.
-  Supervised contrastive
+  works comes in pairs whose first views share an instrument family. Supervised contrastive
   InfoNCE over the views (with two views, NT-Xent): for view :math:`i` with positives
   :math:`P(i)` (the other views of its group), :math:`\ell_i = -\frac{1}{|P(i)|}\sum_{j \in
   P(i)} \log \frac{e^{s_{ij}/\tau}}{\sum_{k \ne i} e^{s_{ik}/\tau}}`, :math:`s` the cosine
@@ -190,24 +185,6 @@ def _same_family_firsts(tracks: Sequence[np.ndarray], families: np.ndarray, n_pa
     return out
 
 
-class _GradReverse(torch.autograd.Function):
-    """Identity forward; the gradient times ``-weight`` backward (Ganin & Lempitsky 2015)."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, weight: float) -> torch.Tensor:
-        ctx.weight = weight
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return -ctx.weight * grad, None
-
-
-def _ramp(progress: float) -> float:
-    """DANN's weight schedule ``2 / (1 + exp(-10 p)) - 1``: 0 at the start, ~1 from p ~ 0.5."""
-    return 2.0 / (1.0 + math.exp(-10.0 * progress)) - 1.0
-
-
 def _supcon(z: torch.Tensor, labels: np.ndarray, temperature: float) -> torch.Tensor:
     """Supervised contrastive loss (Khosla et al. 2020, "out"): NT-Xent with two views."""
     lab = torch.from_numpy(labels).to(z.device)
@@ -267,15 +244,13 @@ def train_version_contrastive(
     if r is not None and (r.shape != g.shape or not np.all(r > 0)):
         raise ParameterError(expected("rates", f"{len(feats)} positive rates", r.shape))
     fam = None
-    if config.family_negatives > 0 or config.family_adversary > 0:
+    if config.family_negatives > 0:
         if families is None or len(families) != len(feats):
-            which = "family_negatives" if config.family_negatives > 0 else "family_adversary"
             raise ParameterError(expected(
                 "families", f"one instrument family per track ({len(feats)}) with "
-                f"{which}={getattr(config, which)}",
+                f"family_negatives={config.family_negatives}",
                 None if families is None else len(families)))
         fam = np.asarray([str(f) for f in families])
-    fam_codes = None if fam is None else np.unique(fam, return_inverse=True)[1]
     members = [np.flatnonzero(g == v) for v in np.unique(g)]
     if len(members) < 2:
         raise DataError(expected("groups", "at least two groups (works)", len(members)))
@@ -288,10 +263,6 @@ def train_version_contrastive(
         torch.manual_seed(member_seed)
         model = build_model(config.replace(n_models=1)).to(dev)
         model.train()
-        adversary = None
-        if config.family_adversary > 0 and fam_codes is not None:
-            adversary = nn.Sequential(nn.Linear(config.dim, config.dim), nn.ReLU(),
-                                      nn.Linear(config.dim, int(fam_codes.max()) + 1)).to(dev)
 
         def view(track: int, at: float | None = None) -> tuple[np.ndarray, int]:
             rate = 1.0 + float(rng.uniform(-config.stretch, config.stretch))
@@ -318,7 +289,7 @@ def train_version_contrastive(
             firsts: list[int | None] = [None] * len(pick)
             if fam is not None and n_pairs:
                 firsts = _same_family_firsts([members[gi] for gi in pick], fam, n_pairs, rng)
-            xs, tracks = [], []
+            xs = []
             for gi, first in zip(pick, firsts, strict=True):
                 m = rng.permutation(members[gi])
                 if first is not None:  # the paired first view, then the others in order
@@ -326,24 +297,14 @@ def train_version_contrastive(
                 a = int(m[0])
                 va, start = view(a)
                 xs.append(va)
-                tracks.append(a)
                 for k in range(1, n_views):
                     b = int(m[k % len(m)])
                     at = None if r is None else start * r[a] / r[b]
                     xs.append(view(b, at)[0])
-                    tracks.append(b)
             z = model(torch.from_numpy(np.stack(xs)).to(dev))
-            loss = _supcon(z, np.repeat(np.arange(len(pick)), n_views), config.temperature)
-            if adversary is not None and fam_codes is not None:
-                weight = config.family_adversary * _ramp(step / max(1, config.steps - 1))
-                target = torch.from_numpy(fam_codes[tracks]).to(dev)
-                loss = loss + nn.functional.cross_entropy(
-                    adversary(_GradReverse.apply(z, weight)), target)
-            return loss
+            return _supcon(z, np.repeat(np.arange(len(pick)), n_views), config.temperature)
 
-        params = list(model.parameters()) + (
-            [] if adversary is None else list(adversary.parameters()))
-        losses, secs = _fit(params, loss_of, steps=config.steps, lr=config.lr,
+        losses, secs = _fit(list(model.parameters()), loss_of, steps=config.steps, lr=config.lr,
                             weight_decay=config.weight_decay, progress_bar=progress_bar,
                             desc="clews-style")
         model.eval()
