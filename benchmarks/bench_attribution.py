@@ -1,4 +1,4 @@
-"""Attribution timings on this machine at the benchmark's sizes (aria.bench.presets).
+"""Attribution timings on this machine at the benchmark's sizes (aria_tda_experiments.presets).
 
 Usage::
 
@@ -21,12 +21,12 @@ import time
 import numpy as np
 import torch
 
-from aria.attribution import DEFAULTS, run_methods
-from aria.attribution._features import Projector
-from aria.attribution.methods import _threads, tracin
-from aria.attribution.task import build_task, make_loader
-from aria.bench.model import build_model
-from aria.bench.presets import preset
+from aria_tda.attribution import DEFAULTS, run_methods
+from aria_tda.attribution._features import Projector
+from aria_tda.attribution.methods import _threads, tracin
+from aria_tda.attribution.task import build_task, make_loader
+from aria_tda_experiments.model import build_model
+from aria_tda_experiments.presets import preset
 
 
 def _grad_ms(model, windows, fast: bool, batch_size: int = 32) -> float:

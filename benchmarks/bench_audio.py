@@ -7,7 +7,7 @@ Usage::
 
 What is measured (one core: BLAS/OpenMP/numba threads pinned to 1):
 
-- ``startup``: a fresh Python process importing :mod:`aria.features.audio` and extracting a
+- ``startup``: a fresh Python process importing :mod:`aria_tda.features.audio` and extracting a
   3 s clip, twice: with the on-disk numba cache as it is (what every worker pays once) and with
   an empty ``NUMBA_CACHE_DIR`` (cold compile). Reported separately, excluded from the rest.
 - ``steady``: CPU seconds of the extracting thread (``time.thread_time``; wall time is shown
@@ -47,7 +47,7 @@ BUDGET_S = 1.0
 _STARTUP = r"""
 import time, numpy as np
 t0 = time.perf_counter()
-from aria.features.audio import extract_audio
+from aria_tda.features.audio import extract_audio
 t1 = time.perf_counter()
 y = (0.1 * np.sin(2 * np.pi * 220 * np.arange(3 * 48000) / 48000)).astype(np.float32)
 y[::12000] += 0.5
@@ -82,7 +82,7 @@ def _startup(cold: bool) -> dict[str, float]:
 
 
 def _clips(n: int) -> dict[str, np.ndarray]:
-    from aria.features.audio.render import Note, midi_from_notes, render_midi
+    from aria_tda.features.audio.render import Note, midi_from_notes, render_midi
 
     def song(prog, bpm, beats, program, seed):
         rng = np.random.default_rng(seed)
@@ -115,7 +115,7 @@ def _clips(n: int) -> dict[str, np.ndarray]:
 
 def _time(y: np.ndarray, repeats: int, **params) -> tuple[float, float, dict[str, float]]:
     """(mean CPU seconds, mean wall seconds, mean CPU seconds per stage) over the repeats."""
-    from aria.features.audio import extract_audio
+    from aria_tda.features.audio import extract_audio
 
     cpu, wall, stages = [], [], []
     for _ in range(repeats):
@@ -144,7 +144,7 @@ def main() -> int:
 
     from threadpoolctl import threadpool_limits
 
-    from aria.features.audio import extract as audio_module
+    from aria_tda.features.audio import extract as audio_module
 
     threadpool_limits(1)
     # stage clock = CPU time of this (only) thread: robust to other load on a shared machine
@@ -158,7 +158,7 @@ def main() -> int:
 
     import soundfile as sf
 
-    from aria.features.audio import available_backends, extract_audio, extract_file, versions
+    from aria_tda.features.audio import available_backends, extract_audio, extract_file, versions
 
     clips = _clips(args.clips)
     extract_audio(next(iter(clips.values()))[: 3 * SR], SR)  # warm-up: imports, numba

@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from aria.features.registry import FeatureSpec
-from aria.homogeneity import run_homogeneity
-from aria.similarity import prepare_feature
+from aria_tda.features.registry import FeatureSpec
+from aria_tda.homogeneity import run_homogeneity
+from aria_tda.similarity import prepare_feature
 
 
 def noise_features(rng: np.random.Generator, n: int) -> dict[str, list]:

@@ -1,8 +1,8 @@
-"""Wall time of ``aria demo`` per stage, quick and default, from an empty folder and cache.
+"""Wall time of ``aria-tda demo`` per stage, quick and default, from an empty folder and cache.
 
 Runs each preset in a fresh working folder with a fresh ``ARIA_CACHE_DIR`` (so music21
 conversions and, for audio, numba's first compile are included, as on a fresh machine), in a
-subprocess of the installed ``aria`` command, and prints the per-stage wall times recorded in
+subprocess of the installed ``aria-tda`` command, and prints the per-stage wall times recorded in
 ``results.json`` next to the targets on 2 CPU cores: symbolic quick ≤ 3 min, default ≤ 15 min;
 audio quick ≤ 5 min, default ≤ 25 min; symbolic ``--presets paper`` ≤ 2 h.
 
@@ -42,7 +42,7 @@ def run(experiment: str, preset: str, work: Path) -> dict:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(
-            f"aria demo {experiment} --preset {preset} failed:\n{proc.stderr[-2000:]}"
+            f"aria-tda demo {experiment} --preset {preset} failed:\n{proc.stderr[-2000:]}"
         )
     meta = json.loads((work / "demo" / "results" / "results.json").read_text())
     demo = meta["demo"]

@@ -1,8 +1,8 @@
 """CPU vs an accelerator: the same training run and the same attribution on both devices.
 
-``--device cuda`` trains the demo's model (``aria.bench.presets`` ``default`` architecture) with
-one seed on the CPU and on the device, then runs all six attribution methods on the same
-CPU-trained checkpoints on both devices. Printed (and written with ``--json``):
+``--device cuda`` trains the demo's model (``aria_tda_experiments.presets`` ``default``
+architecture) with one seed on the CPU and on the device, then runs all six attribution methods on
+the same CPU-trained checkpoints on both devices. Printed (and written with ``--json``):
 
 * training: the largest per-step loss difference, and the final-loss difference (the device
   path uses fused AdamW and other kernels, so the two runs drift apart by rounding);
@@ -39,11 +39,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from aria.attribution import run_methods
-    from aria.bench.corpus import load_corpus
-    from aria.bench.demo import DEMO_METHODS
-    from aria.bench.presets import preset
-    from aria.bench.train import train_model
+    from aria_tda.attribution import run_methods
+    from aria_tda_experiments.corpus import load_corpus
+    from aria_tda_experiments.demo import DEMO_METHODS
+    from aria_tda_experiments.presets import preset
+    from aria_tda_experiments.train import train_model
 
     corpus = load_corpus(args.corpus)
     train = corpus.train_tokens[: args.n_train]

@@ -1,6 +1,7 @@
 """Benchmark of the streaming diagnostics engine (issue 2).
 
-(a) ``--rows x --cols`` float32 ``.npy`` on disk (default 200,000 x 1,000): the ``aria diagnose``
+(a) ``--rows x --cols`` float32 ``.npy`` on disk (default 200,000 x 1,000): the ``aria-tda
+diagnose``
     command vs the naive in-memory NumPy route (``np.load``, ``np.corrcoef``,
     ``np.linalg.svd(full_matrices=False)``), each in its own process, same run. Reports wall
     time and peak RSS (``ru_maxrss`` of the child from ``os.wait4``) and checks that both
@@ -102,8 +103,8 @@ def child_aria(
     path: str, chunk_rows: int | None, n_threads: int | None, device: str | None
 ) -> dict[str, Any]:
     """The engine in two timed phases: the streaming Gram pass, then the T x T finish."""
-    from aria.diagnostics import diagnostics_from_stats
-    from aria.scores import open_scores, stream_stats
+    from aria_tda.diagnostics import diagnostics_from_stats
+    from aria_tda.scores import open_scores, stream_stats
 
     t0 = time.perf_counter()
     src = open_scores(path)
@@ -227,7 +228,7 @@ def part_a(opts: argparse.Namespace, work: Path) -> dict[str, Any]:
         flush=True,
     )
     naive = run_child(child("naive", str(path)), threads=opts.naive_threads)
-    cli = [sys.executable, "-m", "aria.cli", "diagnose", str(path), "--json"]
+    cli = [sys.executable, "-m", "aria_tda.cli", "diagnose", str(path), "--json"]
     if opts.chunk_rows:
         cli += ["--chunk-rows", str(opts.chunk_rows)]
     aria_cli = run_child(cli)
@@ -260,7 +261,7 @@ def part_b(opts: argparse.Namespace, work: Path) -> dict[str, Any]:
         f"in {gen['seconds']:.0f} s",
         flush=True,
     )
-    from aria.scores.readers import default_chunk_rows
+    from aria_tda.scores.readers import default_chunk_rows
 
     rows = opts.chunk_rows or default_chunk_rows((opts.big_rows, opts.big_cols), np.float32)
     # the GEMM references bracket the streaming run (the machine's load can change meanwhile)
@@ -297,7 +298,7 @@ def table(res: dict[str, Any]) -> str:
             f"    {'naive numpy (load+corrcoef+svd)':<28}{n['wall_s']:>9.2f}"
             f"{n['peak_rss_mb']:>14.0f}"
             f"   (load {n['load_s']:.2f}, corrcoef {n['corrcoef_s']:.2f}, svd {n['svd_s']:.2f})",
-            f"    {'aria diagnose (CLI process)':<28}{c['wall_s']:>9.2f}{c['peak_rss_mb']:>14.0f}"
+            f"    {'aria-tda diagnose (CLI)':<28}{c['wall_s']:>9.2f}{c['peak_rss_mb']:>14.0f}"
             f"   (Gram pass {p['gram_s']:.2f} s = {p['gram_gflops']:.0f} GFLOP/s, "
             f"finish {p['finish_s']:.2f} s)",
             f"    speed-up {a['speedup_wall']:.1f}x (target >= 5x); "

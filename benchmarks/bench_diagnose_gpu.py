@@ -23,7 +23,7 @@ import numpy as np
 
 
 def agreement() -> dict[str, float]:
-    from aria.diagnostics import diagnose
+    from aria_tda.diagnostics import diagnose
 
     rng = np.random.default_rng(0)
     m, t, r = 200_000, 512, 5
@@ -65,7 +65,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from aria.diagnostics import diagnose
+    from aria_tda.diagnostics import diagnose
 
     info: dict[str, object] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__}
     info["agreement"] = agreement()

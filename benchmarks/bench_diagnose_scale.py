@@ -1,11 +1,11 @@
-"""Benchmark: many queries (issue 14) — exact-tiled vs approximate ``aria diagnose``.
+"""Benchmark: many queries (issue 14) — exact-tiled vs approximate ``aria-tda diagnose``.
 
 Writes (once; reused when it exists with the same parameters) a ``--rows x --cols`` float32
 ``.npy`` with a planted low-rank + noise structure under ``--data`` (default
 ``$ARIA_CACHE_DIR/bench`` or ``~/.cache/aria/bench``, outside the repository), then runs in
 separate processes (wall time and peak RSS from ``os.wait4``):
 
-- ``exact-tiled``: :func:`aria.diagnostics.diagnose` with ``mode="exact-tiled"`` and
+- ``exact-tiled``: :func:`aria_tda.diagnostics.diagnose` with ``mode="exact-tiled"`` and
   ``--memory`` (default 8GB). With ``--exact-rows N`` only the first N rows are diagnosed and
   the streaming part is extrapolated linearly in M (the passes are linear in the rows; the
   eigen step on the spilled Gram does not depend on M) — said so in the output;
@@ -75,13 +75,13 @@ def generate(path: Path, m: int, t: int, seed: int) -> dict[str, Any]:
 def child(mode: str, path: str, memory: str, rows: int | None, spill: str) -> dict[str, Any]:
     import warnings
 
-    from aria.diagnostics import diagnose
-    from aria.scores import open_scores
+    from aria_tda.diagnostics import diagnose
+    from aria_tda.scores import open_scores
 
     warnings.simplefilter("ignore")
     src = open_scores(path)
     if rows is not None and rows < src.n_rows:
-        from aria.scores.source import ArraySource
+        from aria_tda.scores.source import ArraySource
 
         src = ArraySource(np.load(path, mmap_mode="r")[:rows])
         src.io_bound = True

@@ -1,13 +1,13 @@
 """Feature-extraction throughput: in-process vs local worker processes vs a Dask LocalCluster.
 
 The same ``--n-files`` synthetic files are extracted into a fresh store by
-:func:`aria.features.extract.extract_to_store` three ways:
+:func:`aria_tda.features.extract.extract_to_store` three ways:
 
 - ``workers1``: ``workers=1`` (in this process);
-- ``workers2``: ``workers=2`` (:mod:`aria.features._pool`, spawned processes; their start-up
-  is inside the timing, as in ``aria features --workers 2``);
+- ``workers2``: ``workers=2`` (:mod:`aria_tda.features._pool`, spawned processes; their start-up
+  is inside the timing, as in ``aria-tda features --workers 2``);
 - ``dask_local2``: ``client=`` a LocalCluster of 2 single-threaded worker processes
-  (``aria features --scheduler local:2``); the cluster's start-up is timed separately
+  (``aria-tda features --scheduler local:2``); the cluster's start-up is timed separately
   (``cluster_start_s``) and ``wall_with_start_s`` adds it.
 
 Then all three stores are compared (same track order, identical feature values, metadata and
@@ -96,7 +96,7 @@ def make_inputs(root: Path, args: argparse.Namespace) -> Path:
 
 
 def same_store(a: Path, b: Path) -> bool:
-    from aria.features.store import FeatureStore
+    from aria_tda.features.store import FeatureStore
 
     x, y = FeatureStore.open(a), FeatureStore.open(b)
     if x.track_ids.tolist() != y.track_ids.tolist() or x.feature_specs != y.feature_specs:
@@ -129,8 +129,8 @@ def main() -> None:
     args = ap.parse_args()
 
     os.environ.setdefault("ARIA_PROGRESS", "0")
-    from aria._dask import open_client
-    from aria.features.extract import extract_to_store
+    from aria_tda._dask import open_client
+    from aria_tda.features.extract import extract_to_store
 
     tmp = Path(tempfile.mkdtemp(prefix="aria-bench-cluster-"))
     t0 = time.perf_counter()

@@ -18,7 +18,7 @@ Timed stages (the target, <= 10 min on the 2-core machine, covers null + origina
 2. ``null``      — B random groups for every K (computed once, reused by both variants);
 3. ``groups``    — streaming top-K_max per query (original);
 4. ``homog``     — g_d / z_c for every K from one K_max block per query (original);
-5. ``rank1``     — leading singular triple by the score engine (``aria.scores.rank1``);
+5. ``rank1``     — leading singular triple by the score engine (``aria_tda.scores.rank1``);
 6. ``groups_res``/``homog_res`` — the same on the lazy residual ``S - s1 u1 v1^T``;
 7. ``summary``   — zbar / Pos / Sig with bootstrap CIs for every K and channel.
 
@@ -153,10 +153,10 @@ def main() -> int:
     ap.add_argument("--json", default=None, help="also write the measurements to this JSON file")
     a = ap.parse_args()
 
-    from aria.features.registry import channels
-    from aria.homogeneity import homogeneity, null_distribution, top_k_groups
-    from aria.scores import rank1, residual
-    from aria.similarity import prepare_feature
+    from aria_tda.features.registry import channels
+    from aria_tda.homogeneity import homogeneity, null_distribution, top_k_groups
+    from aria_tda.scores import rank1, residual
+    from aria_tda.similarity import prepare_feature
 
     ks = [int(k) for k in a.ks.split(",")]
     rng = np.random.default_rng(a.seed)

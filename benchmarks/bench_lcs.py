@@ -10,7 +10,7 @@ Measures pairs/s on ONE core (no threads) for root-motion sequences (alphabet 12
   path homogeneity uses (one column fixed, bit vectors of all earlier rows updated together);
 - ``pairs``   — scalar bit-parallel LCS over a list of pairs (:meth:`pair_similarity`);
 - ``dp-numba``— the textbook O(|a||b|) dynamic program compiled with numba (exact reference);
-- ``dp-python`` — :func:`aria.similarity.lcs_length_reference` (the reference used in tests).
+- ``dp-python`` — :func:`aria_tda.similarity.lcs_length_reference` (the reference used in tests).
 
 Length regimes: uniform in [0, L] for L in 16, 32, 64 and 128 (multi-word masks). Every fast
 result is checked against the numba DP on the measured pairs. Target (issue 3): >= 1,000,000
@@ -31,8 +31,8 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numba as nb
 import numpy as np
 
-from aria.features.registry import feature_spec
-from aria.similarity import lcs_length_reference, prepare_feature
+from aria_tda.features.registry import feature_spec
+from aria_tda.similarity import lcs_length_reference, prepare_feature
 
 
 @nb.njit(cache=True, nogil=True)

@@ -1,4 +1,4 @@
-"""Benchmark of ``aria report`` at the paper's scale.
+"""Benchmark of ``aria-tda report`` at the paper's scale.
 
 Builds a synthetic results folder shaped like the paper's audio study — 15 settings x 2 variants,
 T = 7,148 queries, K in {20, 50, 100, 200, 300, 400, 500}, 3 channels, top-``depth`` tracks per
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from aria.results import write_results_meta, write_table
+from aria_tda.results import write_results_meta, write_table
 
 KS = [20, 50, 100, 200, 300, 400, 500]
 CHANNELS = ["rhythm", "harmony", "timbre"]
@@ -241,7 +241,7 @@ def main() -> None:
         t = time.perf_counter()
         sizes = build(root, T=a.queries, depth=a.depth, n_tracks=a.tracks)
         build_s = time.perf_counter() - t
-        from aria.report import write_report
+        from aria_tda.report import write_report
 
         t = time.perf_counter()
         out = write_report(root, top_n=a.top_n, plots=False)

@@ -19,7 +19,7 @@ The sizes mirror the paper's audio study (one N, three stages of M = 3, 7 and 15
 track, T queries): the M sweep takes ``--ratios`` (default 3, 7, 15 segments per track) at
 ``--t-fixed`` queries, the T sweep ``--t-values`` at the ``--ref-ratio`` stage (default 7).
 
-Each size is run by ``aria run STUDY --out DIR --no-report --quiet`` in a child process, on one
+Each size is run by ``aria-tda run STUDY --out DIR --no-report --quiet`` in a child process, on one
 machine and with ``--scheduler local:2`` (the single-setting path: the setting's passes as Dask
 tasks), ``--repeats`` times each (all data is written first; odd repeats run the sizes and
 paths in reverse order, so load that drifts during the run does not line up with size; the
@@ -124,7 +124,7 @@ def make_store(data: Path, n: int, seed: int) -> tuple[Path, float]:
     """The feature store of N tracks (reused when it exists with the same parameters)."""
     import pandas as pd
 
-    from aria.features.store import write_store
+    from aria_tda.features.store import write_store
 
     folder = data / f"store_n{n}_s{seed}"
     want = {"tracks": n, "seed": seed, "genres": N_GENRES, "model": "audio-v1"}
@@ -208,7 +208,7 @@ def _write_size(folder: Path, store: Path, n: int, m: int, t: int, seed: int) ->
 
 
 # ------------------------------------------------------------------------------------------
-# one run: `aria run` in a child process
+# one run: `aria-tda run` in a child process
 # ------------------------------------------------------------------------------------------
 
 
@@ -266,7 +266,7 @@ def run_aria(study: Path, out: Path, scheduler: str | None) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     sampler.stop()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"aria run failed ({scheduler or 'one machine'}):\n{text[-4000:]}")
+        raise SystemExit(f"aria-tda run failed ({scheduler or 'one machine'}):\n{text[-4000:]}")
     meta = json.loads((out / "results.json").read_text())
     timings = next(iter(meta["timings"]["settings"].values()))
     return {

@@ -5,7 +5,7 @@ Usage::
     .venv/bin/python benchmarks/bench_symbolic.py [--n-segments 4000] [--notes 64] [--seconds 8]
 
 Target (issue 3): >= 2,000 segments/s per core for the batch extractor
-(:func:`aria.features.symbolic.symbolic_features_batch`), on segments the size of the paper's
+(:func:`aria_tda.features.symbolic.symbolic_features_batch`), on segments the size of the paper's
 dattri/MAESTRO token blocks (a 256-token performance-event window holds ~64 notes over a few
 seconds; ``--notes``/``--seconds`` set the size).
 
@@ -84,7 +84,7 @@ def main() -> None:
 
     from threadpoolctl import threadpool_limits
 
-    from aria.features.symbolic import (
+    from aria_tda.features.symbolic import (
         batch_features,
         make_batch,
         reference_features,
@@ -144,7 +144,7 @@ def main() -> None:
         try:
             from music21 import corpus
 
-            from aria.features.midi import read_midi
+            from aria_tda.features.midi import read_midi
 
             tmp = Path(tempfile.mkdtemp(prefix="aria-bench-sym-"))
             paths = []

@@ -61,12 +61,17 @@ def run_preset(
 ) -> dict[str, float]:
     import torch
 
-    from aria.bench.corpus import build_corpus
-    from aria.bench.featurize import window_features
-    from aria.bench.generate import generate_queries
-    from aria.bench.model import functional_loss
-    from aria.bench.presets import preset
-    from aria.bench.train import evaluate_losses, sample_subsets, torch_threads, train_model
+    from aria_tda_experiments.corpus import build_corpus
+    from aria_tda_experiments.featurize import window_features
+    from aria_tda_experiments.generate import generate_queries
+    from aria_tda_experiments.model import functional_loss
+    from aria_tda_experiments.presets import preset
+    from aria_tda_experiments.train import (
+        evaluate_losses,
+        sample_subsets,
+        torch_threads,
+        train_model,
+    )
 
     p = preset(name)
     tc = p.train.__class__(**{**p.train.to_dict(), "num_threads": threads})

@@ -34,8 +34,8 @@ KS = (5, 10)
 
 def _inputs(tmp: Path) -> tuple[np.ndarray, np.ndarray, list[str], Path]:
     """The fixed score matrix, segment→track map, track ids and feature store."""
-    import aria
-    from aria.features.registry import channels
+    import aria_tda
+    from aria_tda.features.registry import channels
 
     rng = np.random.default_rng(SEED)
     ids = [f"track{i:02d}" for i in range(N_TRACKS)]
@@ -56,7 +56,7 @@ def _inputs(tmp: Path) -> tuple[np.ndarray, np.ndarray, list[str], Path]:
 
     meta = pd.DataFrame({"genre": genre}, index=pd.Index(ids, name="track_id"))
     store = tmp / "store"
-    aria.write_store(store, modality="audio", track_ids=ids, features=feats, metadata=meta)
+    aria_tda.write_store(store, modality="audio", track_ids=ids, features=feats, metadata=meta)
 
     q_cluster = np.arange(N_QUERIES) % 4
     global_axis = rng.standard_normal(N_TRACKS)  # a shared (popularity) direction
@@ -91,31 +91,31 @@ def _frame(df: Any) -> dict[str, Any]:
 
 def compute() -> dict[str, dict[str, Any]]:
     """Recompute every golden fixture: {file stem: JSON-able content}."""
-    import aria
+    import aria_tda
 
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as td, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tmp = Path(td)
         scores, seg_ids, ids, store_path = _inputs(tmp)
-        d = aria.diagnose(scores, with_u1=True)
+        d = aria_tda.diagnose(scores, with_u1=True)
         out["diagnostics"] = _plain({k: v for k, v in d.to_dict().items()})
 
         tracks: dict[str, Any] = {}
         for method in ("zscore", "rank"):
             for resid in (False, True):
-                s = aria.aggregate(
+                s = aria_tda.aggregate(
                     scores, segments=seg_ids, normalize=method, residual=resid, tracks=ids
                 )
                 tracks[f"{method}{'_residual' if resid else ''}"] = s.to_numpy()
         out["s_track"] = _plain(tracks)
 
-        store = aria.FeatureStore.open(store_path)
-        prepared = aria.prepare_channels(store)
+        store = aria_tda.FeatureStore.open(store_path)
+        prepared = aria_tda.prepare_channels(store)
         summaries: dict[str, Any] = {}
         null = None
         for name in ("zscore", "zscore_residual"):
-            res, null, groups = aria.run_homogeneity(
+            res, null, groups = aria_tda.run_homogeneity(
                 tracks[name], prepared, ks=list(KS), B=50, seed=0, null=null, n_jobs=1
             )
             summaries[name] = {
@@ -124,11 +124,11 @@ def compute() -> dict[str, dict[str, Any]]:
             }
         out["homogeneity"] = summaries
 
-        from aria.alignment import sequence_histogram
-        from aria.features.registry import channels as registry_channels
+        from aria_tda.alignment import sequence_histogram
+        from aria_tda.features.registry import channels as registry_channels
 
         # u1 of S_track (as the study runner takes it), against each channel's feature groups
-        u1_track = aria.rank1(tracks["zscore"]).u1
+        u1_track = aria_tda.rank1(tracks["zscore"]).u1
         by_channel: dict[str, dict[str, np.ndarray]] = {}
         for channel, specs in registry_channels("audio").items():
             groups_c: dict[str, np.ndarray] = {}
@@ -140,14 +140,14 @@ def compute() -> dict[str, dict[str, Any]]:
                         [np.asarray(q, dtype=np.int64) for q in store.sequences(s.name)]
                     )
             by_channel[channel] = groups_c
-        al = aria.channel_alignment(u1_track, by_channel)
+        al = aria_tda.channel_alignment(u1_track, by_channel)
         out["alignment"] = _plain({c: r.to_dict() for c, r in al.items()})
         # and a u1 planted on the harmony channel, so the cross-validated fit is exercised
         rng = np.random.default_rng(SEED + 1)
         chroma = by_channel["harmony"]["chroma"]
         planted = (chroma - chroma.mean(0)) @ rng.standard_normal(chroma.shape[1])
         planted = planted / np.linalg.norm(planted) + 0.02 * rng.standard_normal(N_TRACKS)
-        al = aria.channel_alignment(planted, by_channel)
+        al = aria_tda.channel_alignment(planted, by_channel)
         out["alignment_planted"] = _plain({c: r.to_dict() for c, r in al.items()})
     return out
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up ARIA on a fresh machine: the system packages it uses, and a virtual environment at
-# .venv in this checkout with the `aria` command and every extra installed.
+# .venv in this checkout with the `aria-tda` command and every extra installed.
 #
-#   scripts/setup.sh          # runtime: .venv with aria-tda[all]
+#   scripts/setup.sh          # runtime: .venv with aria-tda[all] and aria-tda-experiments
 #   scripts/setup.sh --dev    # also test tools (pytest, playwright, ruff, mypy) and Chromium
 #
 # System packages (Debian/Ubuntu, installed with apt-get when missing and we are root or have
@@ -71,12 +71,12 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
 fi
 
 if [ "$DEV" = 1 ]; then extras="dev"; else extras="all"; fi
-log "installing aria-tda[$extras] (editable)"
-pip_install -e ".[$extras]"
+log "installing aria-tda[$extras] and aria-tda-experiments (editable)"
+pip_install -e ".[$extras]" -e experiments
 
 # BeatNet (the paper's beat/downbeat tracker) is an optional audio backend. Its own pins
 # (numba 0.54, pyaudio) would break the environment, so it goes in without them: ARIA uses only
-# its model code and shipped weights (see aria.features.audio.beatnet).
+# its model code and shipped weights (see aria_tda.features.audio.beatnet).
 if ! .venv/bin/python -c "import BeatNet" >/dev/null 2>&1; then
   log "installing BeatNet==1.1.3 (--no-deps)"
   pip_install --no-deps "BeatNet==1.1.3"
@@ -89,4 +89,4 @@ if [ "$DEV" = 1 ] && ! .venv/bin/python -c "import importlib.util as u; exit(u.f
   pip_install --no-deps "laion-clap==1.1.7"
 fi
 
-log "done: $(.venv/bin/aria --version)"
+log "done: $(.venv/bin/aria-tda --version)"

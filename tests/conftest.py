@@ -1,32 +1,10 @@
-"""Shared fixtures: a seeded ``rng`` and a quiet environment (no progress bars)."""
+"""Fixtures of the library's tests (the seeded ``rng`` and the quiet environment are in the
+repository's root ``conftest.py``, shared with the experiments' tests)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-
-os.environ.setdefault("ARIA_PROGRESS", "0")
-os.environ.setdefault("TQDM_DISABLE", "1")
-
-
-@pytest.fixture
-def rng() -> np.random.Generator:
-    """A seeded generator; tests must not depend on global random state."""
-    return np.random.default_rng(20261125)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache_dir(tmp_path_factory):
-    """Keep caches (music21 work conversions, ...) out of the user's home during tests."""
-    old = os.environ.get("ARIA_CACHE_DIR")
-    os.environ["ARIA_CACHE_DIR"] = str(tmp_path_factory.mktemp("aria-cache"))
-    yield
-    if old is None:
-        os.environ.pop("ARIA_CACHE_DIR", None)
-    else:
-        os.environ["ARIA_CACHE_DIR"] = old
 
 
 @pytest.fixture
@@ -44,9 +22,9 @@ def planted_study():
 def _make_planted_study(tmp_path, rng, *, collapsed=False):
     import pandas as pd
 
-    from aria.features.registry import features as registry_features
-    from aria.features.store import write_store
-    from aria.scores import save_scores
+    from aria_tda.features.registry import features as registry_features
+    from aria_tda.features.store import write_store
+    from aria_tda.scores import save_scores
 
     n_tracks, n_queries, seg_per_track = 120, 24, 2
     cluster = np.arange(n_tracks) % 4

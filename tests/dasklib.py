@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from aria.scores.distributed import TASK_DELAY_ENV
+from aria_tda.scores.distributed import TASK_DELAY_ENV
 
 
 def kill_during(client: Any, fn: Callable[[], Any], *, kill_all: bool = False,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.alignment import alignment, alignment_reference, channel_alignment, sequence_histogram
-from aria.errors import DataError, ParameterError
+from aria_tda.alignment import alignment, alignment_reference, channel_alignment, sequence_histogram
+from aria_tda.errors import DataError, ParameterError
 
 
 def test_matches_reference(rng):

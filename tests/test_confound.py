@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.confound import stratify
-from aria.errors import DataError
+from aria_tda.confound import stratify
+from aria_tda.errors import DataError
 
 
 def test_stratify_against_hand_computation():

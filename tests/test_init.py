@@ -6,10 +6,10 @@ import pytest
 
 
 def test_top_level_api_is_lazy_and_complete():
-    import aria
+    import aria_tda
 
-    for name in aria.__all__:
-        assert getattr(aria, name) is not None, name
-    assert aria.diagnose.__module__.startswith("aria.diagnostics")
+    for name in aria_tda.__all__:
+        assert getattr(aria_tda, name) is not None, name
+    assert aria_tda.diagnose.__module__.startswith("aria_tda.diagnostics")
     with pytest.raises(AttributeError):
-        aria.nope  # noqa: B018
+        aria_tda.nope  # noqa: B018

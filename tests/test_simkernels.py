@@ -1,10 +1,10 @@
-"""Numba kernels of aria._simkernels not covered through aria.similarity."""
+"""Numba kernels of aria_tda._simkernels not covered through aria_tda.similarity."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from aria import _simkernels
+from aria_tda import _simkernels
 
 
 def test_kernel_topk_insert_matches_sort(rng):

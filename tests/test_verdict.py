@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aria.errors import ParameterError
-from aria.verdict import Verdict, VerdictThresholds, classify, rank_settings
+from aria_tda.errors import ParameterError
+from aria_tda.verdict import Verdict, VerdictThresholds, classify, rank_settings
 
 # (setting, r1, r2_5, p, kappa) from the paper's Table 2 (audio, K=300) and Table 1 (symbolic).
 PAPER_AUDIO = {

@@ -10,8 +10,8 @@ checks (scikit-learn's "common tests" for metrics):
 * permutation invariance: permuting the input as the pair declares (``permute``) leaves the
   result unchanged, or changes it exactly as declared.
 
-Naming scheme: the reference of ``aria.x.foo`` is ``aria.x.foo_reference`` (same module, same
-parameters, not in ``__all__``).
+Naming scheme: the reference of ``aria_tda.x.foo`` is ``aria_tda.x.foo_reference`` (same module,
+same parameters, not in ``__all__``).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def train_model(
     windows: np.ndarray, *, seed: int, steps: int = 30, lr: float = 0.05
 ) -> tuple[TinyLM, list, list]:
     """Train a TinyLM on windows with plain SGD; return it, 3 checkpoints and their LRs."""
-    from aria.bench.model import sequence_loss
+    from aria_tda_experiments.model import sequence_loss
 
     model = make_model(seed)
     model.train()
@@ -99,7 +99,7 @@ def per_sample_grads(model, state, windows, kind, *, margin=False):
     """Per-sample gradients by plain autograd, one window at a time (float64 model copy)."""
     import copy
 
-    from aria.bench.model import loss_fn
+    from aria_tda_experiments.model import loss_fn
 
     net = copy.deepcopy(model).double()
     net.load_state_dict({k: v.double() for k, v in state.items()})

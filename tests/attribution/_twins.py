@@ -1,7 +1,7 @@
-"""Reference twins of :mod:`aria.attribution`: the linear datamodeling score.
+"""Reference twins of :mod:`aria_tda.attribution`: the linear datamodeling score.
 
-:func:`~aria.attribution.lds.lds` (ranks + one vectorised Pearson per query) against
-:func:`~aria.attribution.lds.lds_reference` (explicit subset sums + ``scipy.stats.spearmanr``
+:func:`~aria_tda.attribution.lds.lds` (ranks + one vectorised Pearson per query) against
+:func:`~aria_tda.attribution.lds.lds_reference` (explicit subset sums + ``scipy.stats.spearmanr``
 per query), with permutation invariance: reordering the subsets (rows of ``subsets`` and
 ``outputs`` together) and relabelling the training rows leave every per-query LDS unchanged.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.attribution.lds import lds, lds_bootstrap, lds_bootstrap_reference, lds_reference
+from aria_tda.attribution.lds import lds, lds_bootstrap, lds_bootstrap_reference, lds_reference
 from twinlib import Twin
 
 
@@ -37,7 +37,7 @@ def _permute_lds(rng: np.random.Generator, args, kwargs):
 
 def _lds_boot_inputs(rng: np.random.Generator):
     (scores, subsets, outputs), _ = _lds_inputs(rng)
-    from aria.paired import bootstrap_counts
+    from aria_tda.paired import bootstrap_counts
 
     seed = int(rng.integers(0, 1000))
     qc = bootstrap_counts(scores.shape[1], 10, seed)

@@ -9,11 +9,11 @@ torch = pytest.importorskip("torch")
 
 from _lm import per_sample_grads  # noqa: E402
 
-from aria.attribution import (  # noqa: E402
+from aria_tda.attribution import (  # noqa: E402
     factgrass,
     logra,
 )
-from aria.errors import ParameterError  # noqa: E402
+from aria_tda.errors import ParameterError  # noqa: E402
 
 
 def _linear_grads(model, state, windows, kind):
@@ -38,7 +38,7 @@ def test_block_projected_identity_equals_linear_layer_gradient_dot(tiny, batch_s
     """With identity compressors and no Hessian, dattri's hook machinery must give exact
     per-sample Linear-layer gradient dot products: checks the wrapper, the batch-mean loss
     (dattri rescales by the batch size) and the query target."""
-    from aria.attribution.block_projected import _block_projected
+    from aria_tda.attribution.block_projected import _block_projected
 
     ident = {"device": "cpu", "proj_dim": -1, "proj_max_batch_size": 64, "proj_type": "identity"}
     scores, _ = _block_projected(

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from aria.attribution._device import check_device, device_of
-from aria.errors import DataError, ParameterError
+from aria_tda.attribution._device import check_device, device_of
+from aria_tda.errors import DataError, ParameterError
 
 
 def test_check_device_accepts_cpu_and_names_the_parameter_when_refusing():
@@ -30,7 +30,7 @@ def test_device_of_a_module():
 
 
 def test_attribution_options_check_the_device(tiny):
-    from aria.attribution import run_method
+    from aria_tda.attribution import run_method
 
     with pytest.raises(ParameterError, match="device"):
         run_method("GradDot", tiny["model"], tiny["train"], tiny["queries"],
@@ -38,8 +38,8 @@ def test_attribution_options_check_the_device(tiny):
 
 
 def test_training_reports_the_first_diverged_step():
-    from aria.bench.model import ModelConfig
-    from aria.bench.train import TrainConfig, train_model
+    from aria_tda_experiments.model import ModelConfig
+    from aria_tda_experiments.train import TrainConfig, train_model
 
     seg = np.random.default_rng(0).integers(0, 40, size=(16, 8))
     mc = ModelConfig(vocab_size=40, d_model=8, n_layers=1, n_heads=2, d_ff=16, max_len=8)

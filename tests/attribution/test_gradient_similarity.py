@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from _lm import per_sample_grads, project  # noqa: E402
 
-from aria.attribution import (  # noqa: E402
+from aria_tda.attribution import (  # noqa: E402
     grad_similarities,
     gradcos,
     graddot,
@@ -110,7 +110,7 @@ def test_tracin_projects_each_checkpoint_with_its_own_matrix(tiny):
 
 def test_graddot_sign_matches_one_sgd_step(tiny):
     """Higher score = training on s lowers the query's loss: Δlog p(q) ≈ η g(s)·g(q)."""
-    from aria.bench.model import last_token_loss, sequence_loss
+    from aria_tda_experiments.model import last_token_loss, sequence_loss
 
     res = graddot(
         tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None, batch_size=5

@@ -7,9 +7,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aria.attribution import lds, lds_reference, query_log_probs, retrain_outputs, sample_subsets  # noqa: E402
-from aria.attribution.lds import model_outputs  # noqa: E402
-from aria.errors import AriaWarning, DataError, ParameterError  # noqa: E402
+from aria_tda.attribution import (  # noqa: E402
+    lds,
+    lds_reference,
+    query_log_probs,
+    retrain_outputs,
+    sample_subsets,
+)
+from aria_tda.attribution.lds import model_outputs  # noqa: E402
+from aria_tda.errors import AriaWarning, DataError, ParameterError  # noqa: E402
 
 
 def _planted(rng, n=40, t=7, s=32, noise=0.5):
@@ -107,7 +113,7 @@ def test_retrain_outputs_are_query_log_probs_and_resume(tiny, tmp_path):
 
 
 def test_query_log_probs_match_bench_losses(tiny):
-    from aria.bench.model import last_token_loss, sequence_loss
+    from aria_tda_experiments.model import last_token_loss, sequence_loss
 
     q = torch.as_tensor(tiny["queries"])
     with torch.no_grad():
@@ -124,8 +130,8 @@ def test_query_log_probs_match_bench_losses(tiny):
 
 
 def test_lds_bootstrap_is_paired_and_matches_lds_at_unit_counts():
-    from aria.attribution.lds import lds_bootstrap
-    from aria.paired import bootstrap_counts
+    from aria_tda.attribution.lds import lds_bootstrap
+    from aria_tda.paired import bootstrap_counts
 
     rng = np.random.default_rng(4)
     n, t, s = 40, 12, 10

@@ -1,4 +1,4 @@
-"""The per-sample losses live in aria.attribution; aria.bench.model re-exports them."""
+"""The per-sample losses live in aria_tda.attribution; the experiments' model re-exports them."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from aria.attribution import losses
-from aria.errors import ParameterError
+from aria_tda.attribution import losses
+from aria_tda.errors import ParameterError
 
 
 def test_bench_model_reexports_the_same_functions():
-    from aria.bench import model
+    from aria_tda_experiments import model
 
     for name in losses.__all__:
         assert getattr(model, name) is getattr(losses, name), name
@@ -29,15 +29,16 @@ def test_loss_fn_names_and_errors():
 
     logits = torch.zeros(2, 4, 5)
     with pytest.raises(ParameterError, match="reduction"):
-        losses.sequence_loss(lambda t: logits, torch.zeros(2, 4, dtype=torch.long),
-                             reduction="max")
+        losses.sequence_loss(lambda t: logits, torch.zeros(2, 4, dtype=torch.long), reduction="max")
 
 
 def test_attribution_does_not_import_the_benchmark():
-    """Arrows point one way: aria.attribution (and its method modules) never load aria.bench."""
+    """Arrows point one way: aria_tda.attribution (and its method modules) never load the
+    experiments package."""
     code = (
-        "import sys, aria.attribution, aria.attribution.methods, aria.attribution.registry\n"
-        "bad = sorted(m for m in sys.modules if m.startswith('aria.bench'))\n"
+        "import sys, aria_tda.attribution, aria_tda.attribution.methods\n"
+        "import aria_tda.attribution.registry\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('aria_tda_experiments'))\n"
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -66,17 +67,19 @@ def test_continuation_loss_equals_a_hand_computation():
     torch.testing.assert_close(fn(model, tokens), hand)
     torch.testing.assert_close(fn(model, tokens, reduction="mean"), hand.mean())
     # start=1 is the sequence loss; the last position only is the last-token loss
-    torch.testing.assert_close(losses.ContinuationLoss(1)(model, tokens),
-                               losses.sequence_loss(model, tokens))
+    torch.testing.assert_close(
+        losses.ContinuationLoss(1)(model, tokens), losses.sequence_loss(model, tokens)
+    )
     causal = lambda t: logits[: t.shape[0], : t.shape[1]]  # noqa: E731
-    torch.testing.assert_close(losses.ContinuationLoss(6)(model, tokens),
-                               losses.last_token_loss(causal, tokens))
+    torch.testing.assert_close(
+        losses.ContinuationLoss(6)(model, tokens), losses.last_token_loss(causal, tokens)
+    )
 
 
 def test_continuation_loss_as_attribution_loss():
     import pickle
 
-    from aria.attribution.task import check_loss, loss_name
+    from aria_tda.attribution.task import check_loss, loss_name
 
     fn = losses.ContinuationLoss(3)
     assert check_loss("loss", fn) is fn and loss_name(fn) == "continuation(start=3)"

@@ -7,14 +7,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aria.attribution import (  # noqa: E402
+from aria_tda.attribution import (  # noqa: E402
     METHODS,
     graddot,
     run_method,
     run_methods,
     tracin,
 )
-from aria.errors import DataError, ParameterError  # noqa: E402
+from aria_tda.errors import DataError, ParameterError  # noqa: E402
 
 
 @pytest.mark.parametrize("method", list(METHODS))
@@ -58,7 +58,7 @@ def test_bad_inputs_raise_typed_errors(tiny):
 
 
 def test_run_methods_saves_every_matrix(tiny, tmp_path):
-    from aria.attribution import load_attribution, run_methods
+    from aria_tda.attribution import load_attribution, run_methods
 
     res = run_methods(
         ["GradCos", "TRAK", "GradDot"],
@@ -101,7 +101,7 @@ def test_an_option_the_method_does_not_take_is_an_error(tiny, method, option, va
 
 
 def test_unknown_options_fail_before_any_work(tiny, monkeypatch):
-    from aria.attribution import registry
+    from aria_tda.attribution import registry
 
     def boom(*a, **k):
         raise AssertionError("a method ran")
@@ -120,7 +120,7 @@ def test_unknown_options_fail_before_any_work(tiny, monkeypatch):
 
 
 def test_registry_says_which_checkpoints_and_arguments():
-    from aria.attribution import (
+    from aria_tda.attribution import (
         REGISTRY,
         FactGraSSArgs,
         GradientArgs,
@@ -147,7 +147,7 @@ def test_registry_says_which_checkpoints_and_arguments():
 def test_defaults_and_signatures_come_from_the_arguments():
     import inspect
 
-    from aria.attribution import DEFAULTS, REGISTRY
+    from aria_tda.attribution import DEFAULTS, REGISTRY
 
     assert DEFAULTS == {
         "TRAK": {"proj_dim": 512, "lam": 0.01},
@@ -167,7 +167,7 @@ def test_defaults_and_signatures_come_from_the_arguments():
 
 
 def test_result_parameters_record_the_arguments(tiny, tmp_path):
-    from aria.attribution import GradientArgs, load_attribution
+    from aria_tda.attribution import GradientArgs, load_attribution
 
     res = run_method(
         "GradDot",
@@ -194,7 +194,7 @@ def test_result_parameters_record_the_arguments(tiny, tmp_path):
 def test_arguments_are_frozen_and_checked():
     import dataclasses
 
-    from aria.attribution import FactGraSSArgs, LoGraArgs, TrakArgs
+    from aria_tda.attribution import FactGraSSArgs, LoGraArgs, TrakArgs
 
     a = TrakArgs()
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -221,6 +221,6 @@ def test_arguments_are_frozen_and_checked():
 
 
 def _custom_loss(model, tokens):
-    from aria.attribution.losses import sequence_loss
+    from aria_tda.attribution.losses import sequence_loss
 
     return sequence_loss(model, tokens)

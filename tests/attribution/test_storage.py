@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from aria.attribution import AttributionResult, load_attribution, save_attribution
-from aria.errors import DataError, ManifestMismatchError
-from aria.manifest import read_manifest
+from aria_tda.attribution import AttributionResult, load_attribution, save_attribution
+from aria_tda.errors import DataError, ManifestMismatchError
+from aria_tda.manifest import read_manifest
 
 
 def test_save_load_round_trip(tmp_path, rng):

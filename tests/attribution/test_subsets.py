@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.attribution import sample_subsets
+from aria_tda.attribution import sample_subsets
 
 
 def test_sample_subsets_are_random_halves(rng):
@@ -17,6 +17,6 @@ def test_sample_subsets_are_random_halves(rng):
 
 
 def test_bench_train_reexports_the_same_draw():
-    from aria.bench import train
+    from aria_tda_experiments import train
 
     assert train.sample_subsets is sample_subsets

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from _lm import per_sample_grads  # noqa: E402
 
-from aria.attribution import (  # noqa: E402
+from aria_tda.attribution import (  # noqa: E402
     graddot,
     logra,
     trak,

@@ -6,8 +6,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aria.attribution._threads import pinned_threads, torch_threads  # noqa: E402
-from aria.errors import ParameterError  # noqa: E402
+from aria_tda.attribution._threads import pinned_threads, torch_threads  # noqa: E402
+from aria_tda.errors import ParameterError  # noqa: E402
 
 
 def test_threads_are_pinned_and_restored():
@@ -22,6 +22,6 @@ def test_threads_are_pinned_and_restored():
 
 
 def test_bench_train_reexports_torch_threads():
-    from aria.bench import train
+    from aria_tda_experiments import train
 
     assert train.torch_threads is torch_threads

@@ -12,11 +12,11 @@ torch = pytest.importorskip("torch")
 
 from _lm import per_sample_grads  # noqa: E402
 
-from aria.attribution import (  # noqa: E402
+from aria_tda.attribution import (  # noqa: E402
     gradcos,
     trak,
 )
-from aria.errors import ParameterError  # noqa: E402
+from aria_tda.errors import ParameterError  # noqa: E402
 
 
 def _n_params(model):
@@ -35,7 +35,7 @@ def test_trak_without_projection_matches_closed_form(tiny):
         kernel_avg = kernel_avg + psi @ torch.linalg.solve(a, phi.T)
         net = copy.deepcopy(model)
         net.load_state_dict(state)
-        from aria.bench.model import sequence_loss
+        from aria_tda_experiments.model import sequence_loss
 
         with torch.no_grad():
             p = torch.exp(-sequence_loss(net, torch.as_tensor(tiny["train"]))).double()
@@ -85,7 +85,7 @@ def test_trak_rejects_singular_kernel(tiny):
 
 
 def test_projection_defaults_of_dattri_are_not_mutated(tiny):
-    from aria.attribution.task import import_dattri
+    from aria_tda.attribution.task import import_dattri
 
     dt_tracin = import_dattri("dattri.algorithm.tracin")
     dt_trak = import_dattri("dattri.algorithm.trak")

@@ -1,4 +1,4 @@
-"""``aria aggregate``: S_track written with ids and manifest; errors leave nothing behind."""
+"""``aria-tda aggregate``: S_track written with ids and manifest; errors leave nothing behind."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.cli import main
-from aria.manifest import read_manifest
-from aria.scores import open_scores, save_scores, segment_codes
-from aria.scores.aggregation import aggregate_reference
+from aria_tda.cli import main
+from aria_tda.manifest import read_manifest
+from aria_tda.scores import open_scores, save_scores, segment_codes
+from aria_tda.scores.aggregation import aggregate_reference
 
 
 def aggregate_exact(s, codes, n_tracks, method):
@@ -113,7 +113,7 @@ def test_errors_leave_no_output(inputs, tmp_path, capsys):
         out = tmp_path / "out.npy"
         assert main(["aggregate", str(src), *extra, "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and err[0].startswith("aria aggregate: error:")
+        assert len(err) == 1 and err[0].startswith("aria-tda aggregate: error:")
         assert (message or "row 7, column 3") in err[0]
         assert not out.exists()
         assert not list(tmp_path.glob(".out.npy*"))
@@ -155,6 +155,6 @@ def test_out_of_the_wrong_kind_is_one_line(inputs, tmp_path, capsys, kind):
     before = sorted(p.name for p in tmp_path.rglob("*"))
     assert main(["aggregate", str(path), "--segments", str(seg_map), "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("aria aggregate: error:")
+    assert len(err) == 1 and err[0].startswith("aria-tda aggregate: error:")
     assert str(out) in err[0]
     assert sorted(p.name for p in tmp_path.rglob("*")) == before

@@ -1,7 +1,7 @@
-"""A corpus of malformed inputs, one per case, across every ``aria`` command (issue 13, item 9).
+"""A corpus of malformed inputs, one per case, across every ``aria-tda`` command (issue 13, item 9).
 
 Every case builds its bad input in ``tmp_path`` and runs the command in-process. Each must end
-the same way: exit status 2; stderr exactly one non-empty line ``aria COMMAND: error: ...``
+the same way: exit status 2; stderr exactly one non-empty line ``aria-tda COMMAND: error: ...``
 that names the offending thing (file, key, parameter, index); no traceback anywhere; nothing
 half-written (``tmp_path`` is byte-for-byte and mtime-for-mtime what it was before the run:
 no output folder, no empty parent folder, no ``*.tmp-*`` leftover); and the inputs untouched.
@@ -10,7 +10,7 @@ Each case is ``build(d, kit) -> (argv, names)``: ``d`` is the case's folder, ``k
 artefacts built once per module (a small symbolic study and its results folder), ``names`` the
 substrings the error line must contain.
 
-A bad *file* inside an input folder of ``aria features`` is not a user mistake of the run: it
+A bad *file* inside an input folder of ``aria-tda features`` is not a user mistake of the run: it
 is recorded in the store's errors table and skipped (status 0); the last tests check that for
 MIDI and audio files. The module is longer than the house's ~600 lines because it is a corpus:
 one small builder per case, kept side by side so a reviewer sees every input in one place.
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.cli import main
+from aria_tda.cli import main
 
 N_TRACKS, SEG_PER_TRACK, N_QUERIES = 60, 2, 8
 
@@ -43,7 +43,7 @@ CASES: dict[str, tuple[str, Build]] = {}
 
 
 def case(command: str, case_id: str) -> Callable[[Build], Build]:
-    """Register ``build`` as the bad-input case ``case_id`` of ``aria COMMAND``."""
+    """Register ``build`` as the bad-input case ``case_id`` of ``aria-tda COMMAND``."""
 
     def deco(build: Build) -> Build:
         assert case_id not in CASES, case_id
@@ -101,9 +101,9 @@ class Kit:
 
 
 def _write_study(d: Path) -> None:
-    from aria.features.registry import features as registry_features
-    from aria.features.store import write_store
-    from aria.scores import save_scores
+    from aria_tda.features.registry import features as registry_features
+    from aria_tda.features.store import write_store
+    from aria_tda.scores import save_scores
 
     rng = np.random.default_rng(13)
     ids = [f"t{i:02d}" for i in range(N_TRACKS)]
@@ -178,7 +178,7 @@ def _track_ids(n_rows: int, per_track: int = 2) -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------
-# aria diagnose: score files
+# aria-tda diagnose: score files
 # ----------------------------------------------------------------------------------------
 def _nan(d, kit):
     a = np.ones((30, 4))
@@ -317,7 +317,7 @@ def _bad_choice(d, kit):
 
 
 # ----------------------------------------------------------------------------------------
-# aria aggregate: segment maps, outputs
+# aria-tda aggregate: segment maps, outputs
 # ----------------------------------------------------------------------------------------
 def _aggregate(d: Path, seg: Path | None, *extra: str, shape=(40, 6)) -> list[str]:
     argv = ["aggregate", str(_scores(d, shape=shape)), "--out", str(d / "out" / "track.npy")]
@@ -408,7 +408,7 @@ def _agg_nan(d, kit):
 
 
 # ----------------------------------------------------------------------------------------
-# aria homogeneity: feature stores, groups, queries, outputs
+# aria-tda homogeneity: feature stores, groups, queries, outputs
 # ----------------------------------------------------------------------------------------
 def _homogeneity(d: Path, kit: Kit, *extra: str, store: str = "store",
                  out: Path | None = None, B: str = "5") -> list[str]:
@@ -469,7 +469,7 @@ def _hom_rows(d, kit):
 
 
 # ----------------------------------------------------------------------------------------
-# aria run: study files
+# aria-tda run: study files
 # ----------------------------------------------------------------------------------------
 def _run(d: Path, kit: Kit, text: str | None = None, *extra: str) -> list[str]:
     study = kit.study(d, text)
@@ -542,8 +542,8 @@ def _run_modality(d, kit):
 
 @case("run", "run-audio-store-in-symbolic-study")
 def _run_audio_store(d, kit):
-    from aria.features.registry import features as registry_features
-    from aria.features.store import write_store
+    from aria_tda.features.registry import features as registry_features
+    from aria_tda.features.store import write_store
 
     argv = _run(d, kit, STUDY.replace('feature_store = "store"', 'feature_store = "astore"'))
     rng = np.random.default_rng(3)
@@ -587,7 +587,7 @@ def _run_confound(d, kit):
 
 
 # ----------------------------------------------------------------------------------------
-# aria features: extraction arguments, the errors listing, jSymbolic on one MIDI file
+# aria-tda features: extraction arguments, the errors listing, jSymbolic on one MIDI file
 # ----------------------------------------------------------------------------------------
 @case("features", "features-missing-input-folder")
 def _feat_missing(d, kit):
@@ -692,7 +692,7 @@ def _js_missing(d, kit):
 
 
 # ----------------------------------------------------------------------------------------
-# aria report: result folders
+# aria-tda report: result folders
 # ----------------------------------------------------------------------------------------
 @case("report", "report-not-a-results-folder")
 def _rep_plain(d, kit):
@@ -757,21 +757,22 @@ def _rep_k(d, kit):
 
 
 # ----------------------------------------------------------------------------------------
-# aria sweep and aria demo: bad flags only (their valid runs train models)
+# aria-tda sensitivity and aria-tda demo (the experiments package): bad flags only (their valid runs
+# train models)
 # ----------------------------------------------------------------------------------------
 def _sweep(d: Path, kit: Kit, out: Path) -> list[str]:
     kit.study(d)
     np.save(d / "train.npy", np.zeros((4, 8), dtype=np.int64))
-    return ["sweep", "--ensemble", str(d / "models"), "--train", str(d / "train.npy"),
+    return ["sensitivity", "--ensemble", str(d / "models"), "--train", str(d / "train.npy"),
             "--queries", str(d / "train.npy"), "--features", str(d / "store"), "--out", str(out)]
 
 
-@case("sweep", "sweep-missing-ensemble")
+@case("sensitivity", "sensitivity-missing-ensemble")
 def _sweep_ens(d, kit):
     return _sweep(d, kit, d / "out" / "res"), ("ensemble", "models")
 
 
-@case("sweep", "sweep-out-is-a-file")
+@case("sensitivity", "sensitivity-out-is-a-file")
 def _sweep_out(d, kit):
     (d / "res.txt").write_text("keep me")
     return _sweep(d, kit, d / "res.txt"), ("out", "res.txt")
@@ -861,7 +862,7 @@ def _run_main(argv: list[str]) -> int:
 def test_the_corpus_is_large_enough():
     assert len(CASES) >= 40
     assert {command for command, _ in CASES.values()} == {
-        "diagnose", "aggregate", "homogeneity", "run", "features", "report", "sweep", "demo"}
+        "diagnose", "aggregate", "homogeneity", "run", "features", "report", "sensitivity", "demo"}
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
@@ -880,7 +881,7 @@ def test_bad_input_is_one_line_and_leaves_nothing(case_id, kit, tmp_path, capsys
     assert "Traceback" not in captured.err + captured.out
     assert len(lines) == 1, captured.err
     line = lines[0]
-    assert re.match(rf"aria {command}( \w+)?: error: \S", line), line
+    assert re.match(rf"aria-tda {command}( \w+)?: error: \S", line), line
     for name in names:
         assert name in line, f"{name!r} not in {line!r}"
     assert code == 2, line
@@ -897,7 +898,7 @@ def test_console_script_is_one_line(case_id, kit, tmp_path):
     """A few cases through a real process: the same line, exit status 2, no traceback."""
     _, build = CASES[case_id]
     argv, names = build(tmp_path, kit)
-    proc = subprocess.run([sys.executable, "-m", "aria.cli", *argv], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "aria_tda.cli", *argv], capture_output=True,
                           text=True, timeout=120)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr

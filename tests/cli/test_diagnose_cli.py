@@ -1,4 +1,4 @@
-"""``aria diagnose``: JSON and table output, one-line errors without tracebacks."""
+"""``aria-tda diagnose``: JSON and table output, one-line errors without tracebacks."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from aria.cli import main
-from aria.diagnostics import diagnose
-from aria.scores import save_scores
+from aria_tda.cli import main
+from aria_tda.diagnostics import diagnose
+from aria_tda.scores import save_scores
 
 
 @pytest.fixture
@@ -61,7 +61,8 @@ def test_key_and_constant_columns(rng, tmp_path, capsys):
     assert json.loads(captured.out)["constant_columns"] == 1
     warn = captured.err.strip().splitlines()
     assert warn == [
-        "aria diagnose: warning: 1 of 4 score columns are constant (columns 0); their correlation "
+        "aria-tda diagnose: warning: 1 of 4 score columns are constant (columns 0); "
+        "their correlation "
         "is undefined, so they are left out of kappa (and all-zero ones out of p)"
     ]
     assert main(["diagnose", str(tmp_path / "m.npz"), "--json"]) == 2
@@ -90,7 +91,7 @@ def test_errors_are_one_line(tmp_path, capsys, make, message):
     captured = capsys.readouterr()
     assert captured.out == ""
     err = captured.err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("aria diagnose: error:")
+    assert len(err) == 1 and err[0].startswith("aria-tda diagnose: error:")
     assert message in err[0]
 
 
@@ -102,14 +103,14 @@ def test_bad_flag_value(scores_file, capsys):
 
 def test_console_script_prints_no_traceback(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "aria.cli", "diagnose", str(tmp_path / "nope.npy")],
+        [sys.executable, "-m", "aria_tda.cli", "diagnose", str(tmp_path / "nope.npy")],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("aria diagnose: error: FileFormatError")
+    assert proc.stderr.startswith("aria-tda diagnose: error: FileFormatError")
 
 
 def test_verdict_in_table_and_json(rng, tmp_path, capsys):

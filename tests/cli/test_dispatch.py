@@ -1,4 +1,4 @@
-"""The ``aria`` dispatcher: one-line errors, Ctrl-C, visible bugs, each warning printed once."""
+"""The ``aria-tda`` dispatcher: one-line errors, Ctrl-C, visible bugs, each warning printed once."""
 
 from __future__ import annotations
 
@@ -6,20 +6,20 @@ import warnings
 
 import pytest
 
-import aria.cli
-import aria.cli.run
-from aria.cli import main
-from aria.cli._common import WarningPrinter
-from aria.errors import AriaWarning, DataError
+import aria_tda.cli
+import aria_tda.cli.run
+from aria_tda.cli import main
+from aria_tda.cli._common import WarningPrinter
+from aria_tda.errors import AriaWarning, DataError
 
 
 @pytest.fixture
 def command(monkeypatch):
-    """Make ``aria run`` call the given body instead (only ``run`` is registered)."""
+    """Make ``aria-tda run`` call the given body instead (only ``run`` is registered)."""
 
     def install(body):
-        monkeypatch.setattr(aria.cli, "_command_modules", lambda: ["run"])
-        monkeypatch.setattr(aria.cli.run, "run", lambda args: body())
+        monkeypatch.setattr(aria_tda.cli, "_command_modules", lambda: ["run"])
+        monkeypatch.setattr(aria_tda.cli.run, "run", lambda args: body())
 
     return install
 
@@ -35,7 +35,7 @@ def test_aria_error_is_one_line(command, capsys):
     command(body)
     assert main(["run", "s.toml"]) == 2
     assert _err_lines(capsys) == [
-        "aria run: error: DataError: queries: index 9000 out of range for 7148 queries "
+        "aria-tda run: error: DataError: queries: index 9000 out of range for 7148 queries "
         "see the file"
     ]
 
@@ -47,7 +47,7 @@ def test_keyboard_interrupt_is_one_line_and_130(command, capsys):
     command(body)
     assert main(["run", "s.toml"]) == 130
     err = _err_lines(capsys)
-    assert len(err) == 1 and err[0].startswith("aria run: error: interrupted")
+    assert len(err) == 1 and err[0].startswith("aria-tda run: error: interrupted")
 
 
 def test_a_bug_keeps_its_traceback(command):
@@ -79,10 +79,10 @@ def test_duplicate_warnings_print_once(command, capsys):
     command(body)
     assert main(["run", "s.toml"]) == 0
     assert _err_lines(capsys) == [
-        "aria run: warning: the same message",
-        "aria run: warning: null K=20, 50, 100: feature 'ioi' has the same g_d in every random "
+        "aria-tda run: warning: the same message",
+        "aria-tda run: warning: null K=20, 50, 100: feature 'ioi' has the same g_d in every random "
         "group (sigma_d = 0); it is left out of channel 'rhythm' at this K",
-        "aria run: warning: K=300: channel 'dynamic' has no informative feature; z_c is NaN",
+        "aria-tda run: warning: K=300: channel 'dynamic' has no informative feature; z_c is NaN",
     ]
 
 
@@ -95,8 +95,8 @@ def test_warnings_are_flushed_when_the_command_fails(command, capsys):
     command(body)
     assert main(["run", "s.toml"]) == 2
     assert _err_lines(capsys) == [
-        "aria run: error: DataError: bad input",
-        "aria run: warning: K=5, 10: channel 'x' has no informative feature",
+        "aria-tda run: error: DataError: bad input",
+        "aria-tda run: warning: K=5, 10: channel 'x' has no informative feature",
     ]
 
 
@@ -110,4 +110,4 @@ def test_other_libraries_warnings_keep_their_format(capsys):
         warnings.warn("not ours", UserWarning, stacklevel=1)
         warnings.warn("ours", AriaWarning, stacklevel=1)
     assert seen == [UserWarning]  # passed on to the hook that was there before
-    assert capsys.readouterr().err == "aria run: warning: ours\n"
+    assert capsys.readouterr().err == "aria-tda run: warning: ours\n"

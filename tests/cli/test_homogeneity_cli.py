@@ -1,9 +1,9 @@
-"""``aria homogeneity``: one setting, flags derived from the study spec, its own log name."""
+"""``aria-tda homogeneity``: one setting, flags derived from the study spec, its own log name."""
 
 from __future__ import annotations
 
-from aria.cli import build_parser, main
-from aria.results import read_table
+from aria_tda.cli import build_parser, main
+from aria_tda.results import read_table
 
 
 def test_cli_homogeneity_one_setting(tmp_path, rng, planted_study):
@@ -26,8 +26,8 @@ def test_logs_under_its_own_name(tmp_path, rng, capsys, planted_study):
                  "--out", str(tmp_path / "one")])
     assert code == 0
     out = capsys.readouterr().out
-    assert "[aria homogeneity] scores: reliability diagnostics" in out
-    assert "aria run" not in out
+    assert "[aria-tda homogeneity] scores: reliability diagnostics" in out
+    assert "aria-tda run" not in out
 
 
 def test_defaults_and_help_come_from_the_study_spec():
@@ -36,7 +36,7 @@ def test_defaults_and_help_come_from_the_study_spec():
     helps = {a.dest: a.help for a in p._actions}
     assert helps["B"].endswith("(default: 200)")
     assert helps["n_bootstrap"].endswith("(default: 1000)")
-    assert "aria.homogeneity.DEFAULT_KS" in helps["K"]
+    assert "aria_tda.homogeneity.DEFAULT_KS" in helps["K"]
     args = p.parse_args(["s.npy", "--features", "f", "--out", "o"])
     assert args.B is None and args.K is None and args.n_bootstrap is None  # spec defaults
 
@@ -44,7 +44,7 @@ def test_defaults_and_help_come_from_the_study_spec():
 def test_transpose_flag(tmp_path, rng, planted_study):
     import numpy as np
 
-    from aria.results import read_results_meta
+    from aria_tda.results import read_results_meta
 
     planted_study(tmp_path, rng)
     s = np.load(tmp_path / "scores.npy")

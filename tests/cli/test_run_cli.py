@@ -1,8 +1,8 @@
-"""``aria run STUDY.toml``: results folder, one-line errors, nothing half-made on failure."""
+"""``aria-tda run STUDY.toml``: results folder, one-line errors, nothing half-made on failure."""
 
 from __future__ import annotations
 
-from aria.cli import main
+from aria_tda.cli import main
 
 
 def test_cli_run_and_errors(tmp_path, rng, capsys, planted_study):
@@ -12,7 +12,7 @@ def test_cli_run_and_errors(tmp_path, rng, capsys, planted_study):
     capsys.readouterr()
     assert main(["run", str(tmp_path / "missing.toml")]) == 2
     err = capsys.readouterr().err
-    assert "aria run: error:" in err and "no such file" in err and "Traceback" not in err
+    assert "aria-tda run: error:" in err and "no such file" in err and "Traceback" not in err
     study.write_text(study.read_text().replace("B = 30", "B = 30\nBB = 2"))
     assert main(["run", str(study)]) == 2
     assert "study.toml:9: BB: expected a known key" in capsys.readouterr().err
@@ -23,7 +23,7 @@ def test_out_pointing_at_a_file_is_one_line(tmp_path, rng, capsys, planted_study
     (tmp_path / "file.txt").write_text("keep me")
     assert main(["run", str(study), "--quiet", "--out", str(tmp_path / "file.txt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("aria run: error: ParameterError: output:")
+    assert len(err) == 1 and err[0].startswith("aria-tda run: error: ParameterError: output:")
     assert "expected a results folder, got a file" in err[0]
     assert (tmp_path / "file.txt").read_text() == "keep me"
 
@@ -34,5 +34,7 @@ def test_failed_run_leaves_no_empty_output_folder(tmp_path, rng, capsys, planted
     q.write_text(q.read_text().replace("\n3,", "\n9000,"))
     assert main(["run", str(study), "--quiet", "--out", str(tmp_path / "new" / "res")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["aria run: error: DataError: queries: index 9000 out of range for 24 queries"]
+    assert err == [
+        "aria-tda run: error: DataError: queries: index 9000 out of range for 24 queries"
+    ]
     assert not (tmp_path / "new").exists()

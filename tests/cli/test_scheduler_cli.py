@@ -1,4 +1,4 @@
-"""``--scheduler`` of ``aria diagnose`` and ``aria homogeneity``: a real ``local:N`` cluster
+"""``--scheduler`` of ``aria-tda diagnose`` and ``aria-tda homogeneity``: a real ``local:N`` cluster
 of worker processes gives the single-machine numbers; bad values are one-line errors."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from aria.cli import main
-from aria.scores import save_scores
+from aria_tda.cli import main
+from aria_tda.scores import save_scores
 
 pytest.importorskip("dask.distributed")
 
@@ -27,7 +27,7 @@ def test_diagnose_on_a_local_cluster_equals_local(scores_file, capsys):
     assert main(["diagnose", str(scores_file), "--json", "--chunk-rows", "32"]) == 0
     want = json.loads(capsys.readouterr().out)
     proc = subprocess.run(
-        [sys.executable, "-m", "aria", "diagnose", str(scores_file), "--json",
+        [sys.executable, "-m", "aria_tda", "diagnose", str(scores_file), "--json",
          "--chunk-rows", "32", "--scheduler", "local:2"],
         capture_output=True, text=True, timeout=240, check=False,
     )
@@ -54,7 +54,7 @@ def test_diagnose_bad_scheduler_is_one_line(scores_file, capsys, extra, needle):
     assert main(["diagnose", str(scores_file), *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert err.startswith("aria diagnose: error:") and "--scheduler" in err and needle in err
+    assert err.startswith("aria-tda diagnose: error:") and "--scheduler" in err and needle in err
 
 
 def test_homogeneity_bad_scheduler_is_one_line(scores_file, tmp_path, capsys):

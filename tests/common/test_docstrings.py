@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import aria
+import aria_tda
 
 _SECTION = re.compile(r"^(\s*)Parameters\s*\n\1-{3,}\s*$", re.M)
 _HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]+\s*\n\s*-{3,}\s*$", re.M)
@@ -54,11 +54,14 @@ def documented_parameters(doc: str | None) -> set[str] | None:
 
 
 def _public_modules() -> Iterator[str]:
-    yield "aria"
-    for info in pkgutil.walk_packages(aria.__path__, "aria."):
-        if any(p.startswith("_") for p in info.name.split(".")):
-            continue
-        yield info.name
+    import aria_tda_experiments
+
+    for pkg in (aria_tda, aria_tda_experiments):
+        yield pkg.__name__
+        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            if any(p.startswith("_") for p in info.name.split(".")):
+                continue
+            yield info.name
 
 
 def _public_callables() -> Iterator[tuple[str, Any]]:
@@ -77,7 +80,7 @@ def _public_callables() -> Iterator[tuple[str, Any]]:
             if (
                 obj is None
                 or id(obj) in seen
-                or not str(getattr(obj, "__module__", "")).startswith("aria")
+                or not str(getattr(obj, "__module__", "")).startswith("aria_tda")
             ):
                 continue
             seen.add(id(obj))

@@ -21,30 +21,39 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
         0,
         (
-            "aria._version",
-            "aria.errors",
-            "aria._optional",
-            "aria._progress",
-            "aria._io",
-            "aria._checks",
-            "aria.manifest",
-            "aria._stages",
-            "aria.results",
-            "aria._options",
-            "aria._dask",
+            "aria_tda._version",
+            "aria_tda.errors",
+            "aria_tda._optional",
+            "aria_tda._progress",
+            "aria_tda._io",
+            "aria_tda._checks",
+            "aria_tda.manifest",
+            "aria_tda._stages",
+            "aria_tda.results",
+            "aria_tda._options",
+            "aria_tda._dask",
         ),
     ),
-    (1, ("aria.scores", "aria.features")),
-    (2, ("aria.similarity", "aria._simkernels", "aria.diagnostics")),
-    (3, ("aria.homogeneity", "aria.alignment", "aria.confound", "aria.verdict", "aria.paired")),
-    (4, ("aria.report",)),
-    (5, ("aria.study_config", "aria.study")),
-    (6, ("aria.attribution", "aria.encoders", "aria.embed")),
-    (7, ("aria.bench", "aria.demo")),
-    (8, ("aria.cli", "aria.__main__", "aria")),
+    (1, ("aria_tda.scores", "aria_tda.features")),
+    (2, ("aria_tda.similarity", "aria_tda._simkernels", "aria_tda.diagnostics")),
+    (
+        3,
+        (
+            "aria_tda.homogeneity",
+            "aria_tda.alignment",
+            "aria_tda.confound",
+            "aria_tda.verdict",
+            "aria_tda.paired",
+        ),
+    ),
+    (4, ("aria_tda.report",)),
+    (5, ("aria_tda.study_config", "aria_tda.study")),
+    (6, ("aria_tda.attribution", "aria_tda.encoders", "aria_tda.embed")),
+    (8, ("aria_tda.cli", "aria_tda.__main__", "aria_tda")),
+    (9, ("aria_tda_experiments",)),
 )
 #: Modules kept only so that an old public import path keeps working (pure re-exports).
-SHIMS = frozenset({"aria.render", "aria.demo", "aria.attribution.sweep"})
+SHIMS: frozenset[str] = frozenset()
 LAYER_NAMES = {
     0: "foundation",
     1: "storage & extraction",
@@ -53,8 +62,8 @@ LAYER_NAMES = {
     4: "presentation",
     5: "orchestration",
     6: "attribution & encoders",
-    7: "experiments",
     8: "interface",
+    9: "experiments (a package of its own; the library never imports it)",
 }
 
 
@@ -120,7 +129,12 @@ def imported_modules(source: str, module: str, *, is_package: bool) -> list[tupl
                             visit([inner])
 
     visit(tree.body)
-    return [(line, m) for line, m in found if m == "aria" or m.startswith("aria.")]
+    return [
+        (line, m)
+        for line, m in found
+        if m in ("aria_tda", "aria_tda_experiments")
+        or m.startswith(("aria_tda.", "aria_tda_experiments."))
+    ]
 
 
 def _exists(module: str) -> bool:
@@ -145,7 +159,7 @@ def is_shim(source: str) -> bool:
 
 def violations(source: str, module: str, *, is_package: bool) -> list[str]:
     """Upward imports of one module's source."""
-    if module == "aria":
+    if module == "aria_tda":
         return []  # the root package: lazy re-exports of every layer (interface)
     if module in SHIMS:
         assert is_shim(source), f"{module}: listed as a shim but holds code"
@@ -163,7 +177,7 @@ def violations(source: str, module: str, *, is_package: bool) -> list[str]:
 
 
 def _modules() -> list[Path]:
-    return sorted((SRC / "aria").rglob("*.py"))
+    return sorted((SRC / "aria_tda").rglob("*.py"))
 
 
 def test_every_module_has_a_layer():
@@ -206,9 +220,9 @@ def test_no_import_cycles_between_modules():
         seen[m] = 1
         stack.append(m)
         for n in sorted(graph.get(m, ())):
-            if n not in graph or n == "aria":
+            if n not in graph or n == "aria_tda":
                 continue
-            if seen.get(n) == 1 and not n.startswith("aria.cli") and not _same_package(m, n):
+            if seen.get(n) == 1 and not n.startswith("aria_tda.cli") and not _same_package(m, n):
                 return [*stack[stack.index(n) :], n]
             if n not in seen:
                 cycle = dfs(n)
@@ -234,23 +248,35 @@ def _same_package(a: str, b: str) -> bool:
 @pytest.mark.parametrize(
     ("module", "source", "bad"),
     [
-        ("aria.scores.stats", "from aria.diagnostics import diagnose\n", True),
-        ("aria.attribution.task", "from aria.bench.model import sequence_loss\n", True),
-        ("aria.homogeneity.core", "from ..study import run_study\n", True),
+        ("aria_tda.scores.stats", "from aria_tda.diagnostics import diagnose\n", True),
         (
-            "aria.scores.stats",
+            "aria_tda.attribution.task",
+            "from aria_tda_experiments.model import sequence_loss\n",
+            True,
+        ),
+        ("aria_tda.homogeneity.core", "from ..study import run_study\n", True),
+        (
+            "aria_tda.scores.stats",
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-            "    from aria.diagnostics import Diagnostics\n",
+            "    from aria_tda.diagnostics import Diagnostics\n",
             False,
         ),
-        ("aria.study", "def f():\n    from aria.homogeneity import run_homogeneity\n", False),
-        ("aria.features.store", "def f():\n    import aria.cli\n", True),
         (
-            "aria.render",
-            '"""shim"""\nfrom aria.features.audio.render import *\n__all__ = []\n',
+            "aria_tda.study",
+            "def f():\n    from aria_tda.homogeneity import run_homogeneity\n",
             False,
         ),
-        ("aria.similarity", '"""not a shim"""\nfrom aria.homogeneity import top_k_groups\n', True),
+        ("aria_tda.features.store", "def f():\n    import aria_tda.cli\n", True),
+        (
+            "aria_tda.features.audio.render",
+            '"""shim"""\nfrom aria_tda.features.audio.render import *\n__all__ = []\n',
+            False,
+        ),
+        (
+            "aria_tda.similarity",
+            '"""not a shim"""\nfrom aria_tda.homogeneity import top_k_groups\n',
+            True,
+        ),
     ],
 )
 def test_checker_catches_an_upward_import(module, source, bad):

@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
-SRC = TESTS.parent / "src"
+REPO = TESTS.parent
+#: (tests folder, package folder): the library's and the experiments' kernels.
+ROOTS = ((TESTS, REPO / "src" / "aria_tda"),
+         (REPO / "experiments" / "tests", REPO / "experiments" / "src" / "aria_tda_experiments"))
 sys.path.insert(0, str(TESTS))
 from twinlib import Twin, as_comparable, assert_same  # noqa: E402
 
@@ -28,15 +31,20 @@ SEEDS = (0, 1, 2)
 
 def _load_twins() -> list[Twin]:
     twins: list[Twin] = []
-    for path in sorted(TESTS.rglob("_twins.py")):
-        name = "twins_" + "_".join(path.relative_to(TESTS).with_suffix("").parts)
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        twins.extend(mod.TWINS)
+    for tests, _ in ROOTS:
+        for path in sorted(tests.rglob("_twins.py")):
+            twins.extend(_load(path, "twins_" + "_".join(
+                path.relative_to(REPO).with_suffix("").parts)))
     return twins
+
+
+def _load(path: Path, name: str) -> list[Twin]:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return list(mod.TWINS)
 
 
 TWINS = _load_twins()
@@ -115,8 +123,15 @@ def test_permutation_invariance(twin: Twin):
 
 def _defined_references() -> set[tuple[str, str]]:
     out = set()
-    for path in (SRC / "aria").rglob("*.py"):
-        parts = list(path.relative_to(SRC).with_suffix("").parts)
+    for _, package in ROOTS:
+        out |= _references_in(package)
+    return out
+
+
+def _references_in(package: Path) -> set[tuple[str, str]]:
+    out = set()
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         for node in ast.parse(path.read_text()).body:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import aria
+import aria_tda
 
-INIT = Path(aria.__file__)
+INIT = Path(aria_tda.__file__)
 
 
 def _type_checking_names() -> set[str]:
@@ -22,12 +22,12 @@ def _type_checking_names() -> set[str]:
 
 
 def test_every_lazy_name_is_a_typed_re_export():
-    assert set(aria._LAZY) == _type_checking_names()
+    assert set(aria_tda._LAZY) == _type_checking_names()
 
 
 def test_every_lazy_name_resolves_to_the_module_it_names():
-    for name, module in aria._LAZY.items():
-        obj = getattr(aria, name)
+    for name, module in aria_tda._LAZY.items():
+        obj = getattr(aria_tda, name)
         assert obj is not None
-        assert name in dir(aria)
+        assert name in dir(aria_tda)
         assert getattr(__import__(module, fromlist=[name]), name) is obj

@@ -1,6 +1,6 @@
-"""Reference twin of :func:`aria.diagnostics.diagnose`.
+"""Reference twin of :func:`aria_tda.diagnostics.diagnose`.
 
-The streaming diagnostics against :func:`aria.diagnostics.diagnose_reference`
+The streaming diagnostics against :func:`aria_tda.diagnostics.diagnose_reference`
 (``np.corrcoef`` + ``np.linalg.svd``), with chunk-size invariance (``chunk_rows``) and
 permutation invariance: permuting the rows of ``S`` leaves every diagnostic unchanged;
 permuting its columns (queries) permutes ``v1`` the same way and nothing else.
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from aria.diagnostics import diagnose, diagnose_reference
+from aria_tda.diagnostics import diagnose, diagnose_reference
 from twinlib import Twin
 
 
@@ -52,8 +52,8 @@ TWINS = [
 
 
 # -- many queries: the tiled exact path, the block Krylov solver, the sampled κ -------------
-from aria.scores.krylov import block_krylov_eigs, block_krylov_eigs_reference  # noqa: E402
-from aria.scores.sketch import kappa_estimate, kappa_estimate_reference  # noqa: E402
+from aria_tda.scores.krylov import block_krylov_eigs, block_krylov_eigs_reference  # noqa: E402
+from aria_tda.scores.sketch import kappa_estimate, kappa_estimate_reference  # noqa: E402
 
 
 def _make_tiled(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:

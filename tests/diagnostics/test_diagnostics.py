@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from aria.diagnostics import Diagnostics, diagnose, diagnose_reference
-from aria.errors import AriaWarning, DataError, FileFormatError, ParameterError
-from aria.scores import save_scores
+from aria_tda.diagnostics import Diagnostics, diagnose, diagnose_reference
+from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError
+from aria_tda.scores import save_scores
 
 FIELDS = ("kappa", "r1", "r2_5", "p", "sigma1", "frobenius", "v1_constancy")
 

@@ -10,12 +10,12 @@ import warnings
 import numpy as np
 import pytest
 
-from aria.diagnostics import ApproxOptions, choose_mode, diagnose
-from aria.errors import AriaWarning, ParameterError
-from aria.scores.krylov import block_krylov_eigs
-from aria.scores.sketch import abs_correlations, kappa_estimate
-from aria.scores.stats import stream_stats
-from aria.scores.tiled import parse_memory
+from aria_tda.diagnostics import ApproxOptions, choose_mode, diagnose
+from aria_tda.errors import AriaWarning, ParameterError
+from aria_tda.scores.krylov import block_krylov_eigs
+from aria_tda.scores.sketch import abs_correlations, kappa_estimate
+from aria_tda.scores.stats import stream_stats
+from aria_tda.scores.tiled import parse_memory
 
 FIELDS = ("kappa", "r1", "r2_5", "p", "sigma1", "frobenius", "v1_constancy")
 
@@ -188,7 +188,7 @@ def test_modes_refused_with_a_dask_client():
 
 # ---------------------------------------------------------------------------------- CLI
 def _cli(capsys, *args):
-    from aria.cli import main
+    from aria_tda.cli import main
 
     code = main(["diagnose", *args])
     out = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""A small, real, deterministic encoder for the tests of ``aria embed``: log-mel band energies.
+"""A small, real, deterministic encoder for the tests of ``aria-tda embed``: log-mel band energies.
 
 Frames of 1024 samples (hop 512) at 16 kHz → power spectrum → 24 triangular mel bands → log →
 a linear projection read from the "checkpoint" (a ``.npy`` matrix ``(dim, 24)``), so the
@@ -6,7 +6,7 @@ checkpoint's digest and contents matter exactly as for a real encoder. Pure nump
 processes import it by module name (this folder is on ``sys.path`` under pytest, and spawned
 workers inherit ``sys.path``).
 
-:data:`SPEC` is the registry entry tests add to :data:`aria.encoders.ENCODERS` (monkeypatched).
+:data:`SPEC` is the registry entry tests add to :data:`aria_tda.encoders.ENCODERS` (monkeypatched).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from aria.encoders.base import Encoder, EncoderSpec, file_sha256
+from aria_tda.encoders.base import Encoder, EncoderSpec, file_sha256
 
 RATE = 16_000
 N_FFT = 1024

@@ -1,4 +1,4 @@
-"""Fixtures of the ``aria embed`` tests: the toy encoder registered, a checkpoint, a corpus."""
+"""Fixtures of the ``aria-tda embed`` tests: the toy encoder registered, a checkpoint, a corpus."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 @pytest.fixture
 def toy_encoder(monkeypatch, tmp_path):
     """Register the toy encoder as ``"toy"``; returns its checkpoint path."""
-    from aria.encoders.registry import ENCODERS
+    from aria_tda.encoders.registry import ENCODERS
 
     monkeypatch.setitem(ENCODERS, "toy", toy.SPEC)
     return toy.save_checkpoint(tmp_path / "toy.npy")

@@ -1,13 +1,13 @@
-"""``aria embed`` on a real Dask LocalCluster (worker processes): the serial store, exactly."""
+"""``aria-tda embed`` on a real Dask LocalCluster (worker processes): the serial store, exactly."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria.cli import main
-from aria.embed import embed_to_store
-from aria.features.store import FeatureStore
+from aria_tda.cli import main
+from aria_tda.embed import embed_to_store
+from aria_tda.features.store import FeatureStore
 
 distributed = pytest.importorskip("dask.distributed")
 

@@ -1,4 +1,4 @@
-"""``aria embed``'s pipeline: real WAVs, a real (toy) encoder, the real extraction engine."""
+"""``aria-tda embed``'s pipeline: real WAVs, a real (toy) encoder, the real extraction engine."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import _toy_encoder as toy
 import numpy as np
 import pytest
 
-from aria.embed import embed_to_store
-from aria.embed.audio import load_mono, resample, segment_bounds
-from aria.errors import ManifestMismatchError, ParameterError
-from aria.features.store import FeatureStore
+from aria_tda.embed import embed_to_store
+from aria_tda.embed.audio import load_mono, resample, segment_bounds
+from aria_tda.errors import ManifestMismatchError, ParameterError
+from aria_tda.features.store import FeatureStore
 
 
 def _direct(path, ckpt):
@@ -139,7 +139,7 @@ def test_segment_bounds():
 
 
 def test_the_engine_needs_an_extractor_for_embeddings(tmp_path, corpus):
-    from aria.features.extract import extract_to_store
+    from aria_tda.features.extract import extract_to_store
 
     with pytest.raises(ParameterError, match="extractor: expected a module name for modality"):
         extract_to_store(corpus, tmp_path / "x", modality="embedding")

@@ -1,4 +1,4 @@
-"""``aria retrieve``: the cosine score matrix of two embedding stores, in ARIA's score format."""
+"""``aria-tda retrieve``: the cosine score matrix of two embedding stores, in ARIA's format."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.embed import embed_to_store, retrieve
-from aria.errors import DataError
-from aria.features.embeddings import queries_table_path
-from aria.features.store import FeatureStore, StoreWriter
-from aria.manifest import read_manifest
-from aria.scores import open_scores
-from aria.scores.retrieval import cosine_scores_reference
+from aria_tda.embed import embed_to_store, retrieve
+from aria_tda.errors import DataError
+from aria_tda.features.embeddings import queries_table_path
+from aria_tda.features.store import FeatureStore, StoreWriter
+from aria_tda.manifest import read_manifest
+from aria_tda.scores import open_scores
+from aria_tda.scores.retrieval import cosine_scores_reference
 
 
 @pytest.fixture
@@ -33,14 +33,12 @@ def test_retrieve_writes_the_cosine_matrix_with_ids(tmp_path, stores, suffix):
     a = FeatureStore.open(train).vectors("embedding")
     b = FeatureStore.open(queries).vectors("embedding")
     assert src.shape == (4, 12)
-    np.testing.assert_allclose(np.asarray(src.to_numpy()), cosine_scores_reference(a, b),
-                               atol=2e-6)
+    np.testing.assert_allclose(np.asarray(src.to_numpy()), cosine_scores_reference(a, b), atol=2e-6)
     assert list(src.row_ids) == ["t0", "t1", "t2", "t3"]
     man = read_manifest(out)
     assert man["kind"] == "track_scores" and man["method"] == "toy"
     assert man["query_ids"][:2] == ["t0#0000", "t0#0001"]
-    assert man["parameters"]["encoder"]["weights_sha256"] == toy.file_sha256(
-        tmp_path / "toy.npy")
+    assert man["parameters"]["encoder"]["weights_sha256"] == toy.file_sha256(tmp_path / "toy.npy")
     assert man["train_embeddings"]["path"] == str(train)
     assert man["query_embeddings"]["segment_seconds"] == 0.5
     table = pd.read_csv(queries_table_path(out))
@@ -58,10 +56,11 @@ def test_mismatched_encoders_are_refused(tmp_path, stores, corpus):
 
 
 def test_not_an_embedding_store(tmp_path, stores):
-    from aria.features.store import write_store
+    from aria_tda.features.store import write_store
 
-    write_store(tmp_path / "aud", modality="audio", track_ids=["a"],
-                features={"x": np.ones((1, 2))})
+    write_store(
+        tmp_path / "aud", modality="audio", track_ids=["a"], features={"x": np.ones((1, 2))}
+    )
     with pytest.raises(DataError, match="queries: expected an embedding store"):
         retrieve(stores[0], tmp_path / "aud", tmp_path / "s.npy")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.encoders.clews.cqt import cqt_kernels, cqt_magnitude, cqt_magnitude_reference
+from aria_tda.encoders.clews.cqt import cqt_kernels, cqt_magnitude, cqt_magnitude_reference
 from twinlib import Twin
 
 

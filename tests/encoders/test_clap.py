@@ -26,13 +26,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aria.encoders import Encoder, load_encoder  # noqa: E402
-from aria.encoders.clap import ClapEncoder, load_clap, save_random_checkpoint  # noqa: E402
-from aria.encoders.clap.checkpoint import read_checkpoint  # noqa: E402
-from aria.encoders.clap.config import BASE, SMALL  # noqa: E402
-from aria.encoders.clap.encoder import clap_windows, quantize_int16  # noqa: E402
-from aria.encoders.clap.frontend import mel_filterbank, stft_kernels  # noqa: E402
-from aria.errors import DataError, FileFormatError, ParameterError  # noqa: E402
+from aria_tda.encoders import Encoder, load_encoder  # noqa: E402
+from aria_tda.encoders.clap import ClapEncoder, load_clap, save_random_checkpoint  # noqa: E402
+from aria_tda.encoders.clap.checkpoint import read_checkpoint  # noqa: E402
+from aria_tda.encoders.clap.config import BASE, SMALL  # noqa: E402
+from aria_tda.encoders.clap.encoder import clap_windows, quantize_int16  # noqa: E402
+from aria_tda.encoders.clap.frontend import mel_filterbank, stft_kernels  # noqa: E402
+from aria_tda.errors import DataError, FileFormatError, ParameterError  # noqa: E402
 
 SR = 48_000
 
@@ -349,7 +349,7 @@ def test_full_size_htsat_base(tmp_path):
 
 def test_restricted_pickle_reads_plain_objects():
     # the restricted module is a working pickle "module" for simple data
-    from aria.encoders.clap.checkpoint import _restricted_pickle
+    from aria_tda.encoders.clap.checkpoint import _restricted_pickle
 
     data = pickle.dumps({"a": [1, 2.5, "x"], "b": (np.float64(0.25),)}, protocol=2)
     back = _restricted_pickle.load(io.BytesIO(data))

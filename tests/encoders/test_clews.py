@@ -16,12 +16,17 @@ import numpy as np
 import pytest
 import torch
 
-from aria.encoders import load_encoder
-from aria.encoders.clews import ClewsEncoder, load_clews, save_random_checkpoint
-from aria.encoders.clews.checkpoint import read_checkpoint
-from aria.encoders.clews.cqt import ConstantQ, cqt_kernels, cqt_magnitude, cqt_magnitude_reference
-from aria.encoders.clews.model import ClewsConfig, ClewsNet, shingle
-from aria.errors import DataError, FileFormatError, ParameterError
+from aria_tda.encoders import load_encoder
+from aria_tda.encoders.clews import ClewsEncoder, load_clews, save_random_checkpoint
+from aria_tda.encoders.clews.checkpoint import read_checkpoint
+from aria_tda.encoders.clews.cqt import (
+    ConstantQ,
+    cqt_kernels,
+    cqt_magnitude,
+    cqt_magnitude_reference,
+)
+from aria_tda.encoders.clews.model import ClewsConfig, ClewsNet, shingle
+from aria_tda.errors import DataError, FileFormatError, ParameterError
 
 SR = 16_000
 

@@ -2,7 +2,7 @@
 
 Every test writes a real checkpoint folder (``config.json`` with MERT's custom fields, random
 weights under MERT's parameter names) with :func:`save_random_checkpoint`, loads it through
-:func:`load_mert` / :func:`aria.encoders.load_encoder` and runs real audio (harmonic tones
+:func:`load_mert` / :func:`aria_tda.encoders.load_encoder` and runs real audio (harmonic tones
 synthesised with numpy) through it. The reference is ``transformers`` called directly:
 ``HubertModel.from_pretrained`` + ``Wav2Vec2FeatureExtractor.from_pretrained`` on the same folder.
 """
@@ -22,13 +22,13 @@ torch = pytest.importorskip("torch")
 
 from safetensors.torch import load_file, save_file  # noqa: E402
 
-from aria.encoders import file_sha256, load_encoder  # noqa: E402
-from aria.encoders.mert import (  # noqa: E402
+from aria_tda.encoders import file_sha256, load_encoder  # noqa: E402
+from aria_tda.encoders.mert import (  # noqa: E402
     MertEncoder,
     load_mert,
     save_random_checkpoint,
 )
-from aria.errors import AriaWarning, DataError, FileFormatError, ParameterError  # noqa: E402
+from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError  # noqa: E402
 
 SR = 24_000
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.features.audio.chords import viterbi, viterbi_reference
-from aria.features.audio.rhythm import interval_histogram, interval_histogram_reference
-from aria.features.jsymbolic import jsymbolic_features, jsymbolic_features_reference
-from aria.features.midi import NoteArray
-from aria.features.symbolic import symbolic_features, symbolic_features_reference
+from aria_tda.features.audio.chords import viterbi, viterbi_reference
+from aria_tda.features.audio.rhythm import interval_histogram, interval_histogram_reference
+from aria_tda.features.jsymbolic import jsymbolic_features, jsymbolic_features_reference
+from aria_tda.features.midi import NoteArray
+from aria_tda.features.symbolic import symbolic_features, symbolic_features_reference
 from twinlib import Twin
 
 

@@ -13,10 +13,10 @@ import types
 import numpy as np
 import pytest
 
-from aria.cli import main
-from aria.errors import AriaWarning, DataError
-from aria.features.extract import _merge_meta, extract_to_store
-from aria.features.store import FeatureStore
+from aria_tda.cli import main
+from aria_tda.errors import AriaWarning, DataError
+from aria_tda.features.extract import _merge_meta, extract_to_store
+from aria_tda.features.store import FeatureStore
 
 from ._midifiles import make_midi, note, save
 
@@ -85,7 +85,7 @@ def test_kill_9_of_the_parent_leaves_no_workers_and_a_consistent_store(tmp_path)
     argv = [
         sys.executable,
         "-m",
-        "aria",
+        "aria_tda",
         "features",
         "symbolic",
         str(src),
@@ -170,10 +170,10 @@ def test_an_unforeseen_clash_keeps_both_values(tmp_path, monkeypatch):
         "aria_tempo": 120.0,
         "meter": 4,
     }
-    fake = types.ModuleType("aria.features.audio")
+    fake = types.ModuleType("aria_tda.features.audio")
     fake.RESERVED_METADATA = ("source",)
     fake.extract_file_record = lambda path: ({"chroma": np.ones(12)}, {"mood": "calm"})
-    monkeypatch.setitem(sys.modules, "aria.features.audio", fake)
+    monkeypatch.setitem(sys.modules, "aria_tda.features.audio", fake)
     (tmp_path / "a.wav").write_bytes(b"x")
     (tmp_path / "list.csv").write_text("path,mood\na.wav,angry\n")
     extract_to_store(tmp_path / "list.csv", tmp_path / "s", modality="audio")

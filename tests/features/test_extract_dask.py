@@ -19,10 +19,10 @@ import time
 import numpy as np
 import pytest
 
-from aria.cli import main
-from aria.errors import AriaWarning
-from aria.features.extract import extract_to_store
-from aria.features.store import FeatureStore
+from aria_tda.cli import main
+from aria_tda.errors import AriaWarning
+from aria_tda.features.extract import extract_to_store
+from aria_tda.features.store import FeatureStore
 
 from ._midifiles import make_midi, note, save
 
@@ -225,7 +225,7 @@ def _without_dask_logs(text):
 def test_cli_with_a_local_cluster(tmp_path):
     src = corpus(tmp_path / "in", n=4, bad=True)
     extract_to_store(src, tmp_path / "serial", modality="symbolic")
-    argv = [sys.executable, "-m", "aria", "features", "symbolic", str(src),
+    argv = [sys.executable, "-m", "aria_tda", "features", "symbolic", str(src),
             "--out", str(tmp_path / "dask"), "--scheduler", "local:2", "--json"]
     env = dict(os.environ, ARIA_PROGRESS="0")
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)

@@ -1,4 +1,4 @@
-"""``aria features symbolic|audio``: resumable, parallel, errors recorded, clear failures."""
+"""``aria-tda features symbolic|audio``: resumable, parallel, errors recorded, clear failures."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import types
 import numpy as np
 import pytest
 
-from aria.cli import main
-from aria.features.store import FeatureStore, collect_inputs, extract_to_store
-from aria.features.symbolic import extract_file
+from aria_tda.cli import main
+from aria_tda.features.store import FeatureStore, collect_inputs, extract_to_store
+from aria_tda.features.symbolic import extract_file
 
 from ._midifiles import make_midi, note, save, tempo
 
@@ -224,15 +224,15 @@ def test_duplicate_ids_in_list(tmp_path):
 
 
 def test_audio_branch_without_extractor(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "aria.features.audio", None)  # as if the module were absent
+    monkeypatch.setitem(sys.modules, "aria_tda.features.audio", None)  # as if absent
     (tmp_path / "x.wav").write_bytes(b"RIFF")
     code, _, err = run(["features", "audio", str(tmp_path), "--out", str(tmp_path / "s")], capsys)
-    assert code == 2 and "aria.features.audio" in err
+    assert code == 2 and "aria_tda.features.audio" in err
 
 
 def test_audio_branch_plumbing(tmp_path, monkeypatch, capsys):
     """The audio branch with a stand-in extractor of the contracted shape (vectors + a sequence)."""
-    fake = types.ModuleType("aria.features.audio")
+    fake = types.ModuleType("aria_tda.features.audio")
 
     def extract_file(path, *, n=3):
         data = open(path, "rb").read()
@@ -241,7 +241,7 @@ def test_audio_branch_plumbing(tmp_path, monkeypatch, capsys):
         return {"chroma": np.full(12, len(data) / 100.0), "chord_progression": [len(data) % 12, n]}
 
     fake.extract_file = extract_file
-    monkeypatch.setitem(sys.modules, "aria.features.audio", fake)
+    monkeypatch.setitem(sys.modules, "aria_tda.features.audio", fake)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.wav").write_bytes(b"x" * 50)
     (tmp_path / "in" / "b.flac").write_bytes(b"")
@@ -291,11 +291,11 @@ def test_parallel_workers_give_the_same_store(tmp_path, capsys):
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    importlib.util.find_spec("aria.features.audio") is None, reason="no audio extractor"
+    importlib.util.find_spec("aria_tda.features.audio") is None, reason="no audio extractor"
 )
 def test_audio_branch_with_the_real_extractor(tmp_path, capsys):
     sf = pytest.importorskip("soundfile")
-    from aria.features.registry import features as registry_features
+    from aria_tda.features.registry import features as registry_features
 
     sr = 48000
     t = np.arange(4 * sr) / sr

@@ -9,16 +9,16 @@ import mido
 import numpy as np
 import pytest
 
-from aria.cli import main
-from aria.errors import ParameterError
-from aria.features.jsymbolic import (
+from aria_tda.cli import main
+from aria_tda.errors import ParameterError
+from aria_tda.features.jsymbolic import (
     CODES,
     java_microsecond_length,
     jsymbolic_features,
     jsymbolic_features_reference,
 )
-from aria.features.midi import read_midi
-from aria.features.symbolic import symbolic_features
+from aria_tda.features.midi import read_midi
+from aria_tda.features.symbolic import symbolic_features
 
 from ._midifiles import cc7, make_midi, note, off, on, random_midi, reload, tempo
 

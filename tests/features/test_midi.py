@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.errors import DataError, FileFormatError, ParameterError
-from aria.features.midi import NoteArray, read_midi
+from aria_tda.errors import DataError, FileFormatError, ParameterError
+from aria_tda.features.midi import NoteArray, read_midi
 
 from ._midifiles import cc7, make_midi, note, off, on, random_midi, reload, tempo
 

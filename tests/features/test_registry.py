@@ -1,11 +1,11 @@
-"""aria.features.registry: channels and feature dimensions of each modality."""
+"""aria_tda.features.registry: channels and feature dimensions of each modality."""
 
 from __future__ import annotations
 
 import pytest
 
-from aria.errors import ParameterError
-from aria.features import registry
+from aria_tda.errors import ParameterError
+from aria_tda.features import registry
 
 
 def test_registry_matches_paper_dimensions():

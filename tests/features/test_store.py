@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.errors import DataError, FileFormatError, ManifestMismatchError, ParameterError
-from aria.features.store import FeatureStore, StoreWriter, write_store
+from aria_tda.errors import DataError, FileFormatError, ManifestMismatchError, ParameterError
+from aria_tda.features.store import FeatureStore, StoreWriter, write_store
 
 
 def sample(rng, n=5):
@@ -329,7 +329,7 @@ def test_wrong_modality_names_it_with_the_right_article(tmp_path):
     with pytest.raises(DataError, match="expected an audio feature store, got a symbolic store"):
         FeatureStore.open(path).check_modality("audio")
     FeatureStore.open(path).check_modality("symbolic")
-    from aria.features.registry import feature_spec
+    from aria_tda.features.registry import feature_spec
 
     with pytest.raises(ParameterError, match="expected an audio feature name"):
         feature_spec("audio", "nope")

@@ -1,12 +1,12 @@
-"""aria._checks: argument validators and their house error messages."""
+"""aria_tda._checks: argument validators and their house error messages."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria import _checks as C
-from aria.errors import FileFormatError, ParameterError
+from aria_tda import _checks as C
+from aria_tda.errors import FileFormatError, ParameterError
 
 
 def test_check_int_messages():

@@ -1,10 +1,10 @@
-"""aria.errors: one exception hierarchy and the house message format."""
+"""aria_tda.errors: one exception hierarchy and the house message format."""
 
 from __future__ import annotations
 
 import pytest
 
-from aria.errors import (
+from aria_tda.errors import (
     AriaError,
     DataError,
     FileFormatError,

@@ -1,11 +1,11 @@
-"""aria._io: atomic writes of files and folders, JSON with numpy values."""
+"""aria_tda._io: atomic writes of files and folders, JSON with numpy values."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria._io import atomic_path, read_json, write_json
+from aria_tda._io import atomic_path, read_json, write_json
 
 
 def test_atomic_path_leaves_nothing_on_error(tmp_path):
@@ -37,8 +37,8 @@ def test_json_writer_handles_numpy(tmp_path):
 def test_atomic_path_never_swaps_a_folder_for_a_file(tmp_path):
     import pytest
 
-    from aria._io import atomic_path
-    from aria.errors import ParameterError
+    from aria_tda._io import atomic_path
+    from aria_tda.errors import ParameterError
 
     keep = tmp_path / "keep"
     keep.mkdir()

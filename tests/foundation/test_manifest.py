@@ -1,12 +1,12 @@
-"""aria.manifest: manifests beside artefacts, and the refusal of silent reuse."""
+"""aria_tda.manifest: manifests beside artefacts, and the refusal of silent reuse."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria.errors import ManifestMismatchError
-from aria.manifest import check_manifest, make_manifest, read_manifest, write_manifest
+from aria_tda.errors import ManifestMismatchError
+from aria_tda.manifest import check_manifest, make_manifest, read_manifest, write_manifest
 
 
 def test_manifest_roundtrip_and_mismatch(tmp_path):

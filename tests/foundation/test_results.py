@@ -1,4 +1,4 @@
-"""aria.results: the results folder schema, its tables and results.json."""
+"""aria_tda.results: the results folder schema, its tables and results.json."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.errors import DataError, FileFormatError
-from aria.results import TABLES, read_results_meta, read_table, write_results_meta, write_table
+from aria_tda.errors import DataError, FileFormatError
+from aria_tda.results import TABLES, read_results_meta, read_table, write_results_meta, write_table
 
 
 def test_results_tables_roundtrip(tmp_path):

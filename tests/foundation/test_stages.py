@@ -1,8 +1,8 @@
-"""aria._stages: resumable stages, reused only with the same parameters."""
+"""aria_tda._stages: resumable stages, reused only with the same parameters."""
 
 from __future__ import annotations
 
-from aria._stages import Stage
+from aria_tda._stages import Stage
 
 
 def test_stage_reuse_and_invalidation(tmp_path):

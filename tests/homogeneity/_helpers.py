@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.features.registry import FeatureSpec
-from aria.similarity import prepare_feature
+from aria_tda.features.registry import FeatureSpec
+from aria_tda.similarity import prepare_feature
 
 
 def vspec(name: str, channel: str, dim: int) -> FeatureSpec:

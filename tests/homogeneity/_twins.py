@@ -1,5 +1,5 @@
-"""Reference twins of the analyses layer: aria.homogeneity (top-K groups, K-sweep pair sums,
-null, homogeneity with evidence pairs) and aria.alignment (alpha_max / alpha_reg)."""
+"""Reference twins of the analyses layer: aria_tda.homogeneity (top-K groups, K-sweep pair sums,
+null, homogeneity with evidence pairs) and aria_tda.alignment (alpha_max / alpha_reg)."""
 
 from __future__ import annotations
 
@@ -9,18 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from aria.alignment import alignment, alignment_reference
-from aria.features.registry import FeatureSpec
-from aria.homogeneity import homogeneity, null_distribution, top_k_groups
-from aria.homogeneity.core import homogeneity_reference
-from aria.homogeneity.groups import (
+from aria_tda.alignment import alignment, alignment_reference
+from aria_tda.features.registry import FeatureSpec
+from aria_tda.homogeneity import homogeneity, null_distribution, top_k_groups
+from aria_tda.homogeneity.core import homogeneity_reference
+from aria_tda.homogeneity.groups import (
     constant_queries,
     constant_queries_reference,
     top_k_groups_reference,
 )
-from aria.homogeneity.null import null_distribution_reference
-from aria.homogeneity.sweep import group_sums, group_sums_reference
-from aria.similarity import prepare_feature
+from aria_tda.homogeneity.null import null_distribution_reference
+from aria_tda.homogeneity.sweep import group_sums, group_sums_reference
+from aria_tda.similarity import prepare_feature
 from twinlib import Inputs, Twin
 
 

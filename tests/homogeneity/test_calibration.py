@@ -14,10 +14,10 @@ import warnings
 import numpy as np
 import pytest
 
-from aria.features.registry import FeatureSpec
-from aria.homogeneity import null_distribution, run_homogeneity
-from aria.homogeneity.null import AUTO_B_MAX, AUTO_FRACTION
-from aria.similarity import prepare_feature
+from aria_tda.features.registry import FeatureSpec
+from aria_tda.homogeneity import null_distribution, run_homogeneity
+from aria_tda.homogeneity.null import AUTO_B_MAX, AUTO_FRACTION
+from aria_tda.similarity import prepare_feature
 
 SEEDS = range(40)
 KS = (5, 10, 20)
@@ -96,8 +96,8 @@ def test_auto_B_grows_until_mc_error_is_small():
 def test_study_key_B_accepts_auto():
     from pathlib import Path
 
-    from aria.errors import ParameterError
-    from aria.study_config import SettingSpec, StudySpec
+    from aria_tda.errors import ParameterError
+    from aria_tda.study_config import SettingSpec, StudySpec
 
     base = {"modality": "symbolic", "feature_store": Path("features"),
             "settings": (SettingSpec(scores=Path("s.npy")),)}

@@ -1,4 +1,4 @@
-"""Homogeneity of attributed groups: z-scores, K-sweep, evidence pairs (aria.homogeneity.core)."""
+"""Homogeneity of attributed groups: z-scores, K-sweep, evidence pairs (homogeneity.core)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import warnings
 import numpy as np
 import pytest
 
-from aria.errors import AriaWarning, ParameterError
-from aria.homogeneity import (
+from aria_tda.errors import AriaWarning, ParameterError
+from aria_tda.homogeneity import (
     constant_queries,
     homogeneity,
     null_distribution,
     run_homogeneity,
     top_k_groups,
 )
-from aria.similarity import pairwise_reference
+from aria_tda.similarity import pairwise_reference
 
 from ._helpers import make_features, topk_reference
 
@@ -124,7 +124,14 @@ def test_evidence_pairs_decompose_channel_score(rng):
             np.testing.assert_allclose(res.pair_similarity[q, c, :105], raw_mean)
     df = res.pairs_frame(track_ids=np.array([f"t{i}" for i in range(90)]))
     assert set(df.columns) >= {
-        "K", "query", "channel", "rank", "track_a", "track_b", "similarity", "contribution"
+        "K",
+        "query",
+        "channel",
+        "rank",
+        "track_a",
+        "track_b",
+        "similarity",
+        "contribution",
     }
     assert len(df) == 5 * 3 * 105 and df["track_a"].str.startswith("t").all()
 
@@ -171,8 +178,11 @@ def test_constant_query_column_is_excluded_not_scored(rng):
     prepared, _ = make_features(rng, n, clusters=clusters)
     s = rng.standard_normal((n, t))
     s[:, 7] = 0.25  # a degenerate query: every track scores the same
-    with pytest.warns(AriaWarning, match=r"1 of 40 queries have a constant score column "
-                      r"\(column 7\)") as rec:
+    with pytest.warns(
+        AriaWarning,
+        match=r"1 of 40 queries have a constant score column "
+        r"\(column 7\)",
+    ) as rec:
         res, _, groups = run_homogeneity(s, prepared, ks=[10, 20], B=50, seed=0, n_pairs=3)
     assert sum("constant score column" in str(w.message) for w in rec) == 1
     np.testing.assert_array_equal(groups[7], np.arange(20))  # the tie rule's first rows
@@ -205,5 +215,9 @@ def test_constant_queries_detection(rng):
     with pytest.raises(ParameterError, match="constant: expected a boolean mask of the 3"):
         prepared, _ = make_features(rng, 30)
         null = null_distribution(prepared, ks=[5], B=5)
-        homogeneity(top_k_groups(rng.standard_normal((30, 3)), 5), prepared, null,
-                    constant=np.zeros(4, bool))
+        homogeneity(
+            top_k_groups(rng.standard_normal((30, 3)), 5),
+            prepared,
+            null,
+            constant=np.zeros(4, bool),
+        )

@@ -1,4 +1,4 @@
-"""Top-K attributed groups and the feature pool (aria.homogeneity.groups)."""
+"""Top-K attributed groups and the feature pool (aria_tda.homogeneity.groups)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import warnings
 import numpy as np
 import pytest
 
-from aria.errors import AriaWarning, DataError, ParameterError
-from aria.homogeneity import feature_pool, homogeneity, null_distribution, top_k_groups
-from aria.similarity import prepare_feature
+from aria_tda.errors import AriaWarning, DataError, ParameterError
+from aria_tda.homogeneity import feature_pool, homogeneity, null_distribution, top_k_groups
+from aria_tda.similarity import prepare_feature
 
 from ._helpers import make_features, topk_reference, vspec
 

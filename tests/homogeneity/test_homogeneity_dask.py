@@ -11,16 +11,16 @@ import warnings
 import numpy as np
 import pytest
 
-from aria.errors import DataError
-from aria.homogeneity import (
+from aria_tda.errors import DataError
+from aria_tda.homogeneity import (
     constant_queries,
     homogeneity,
     null_distribution,
     run_homogeneity,
     top_k_groups,
 )
-from aria.homogeneity.distributed import groups_and_constant_dask
-from aria.scores import save_scores
+from aria_tda.homogeneity.distributed import groups_and_constant_dask
+from aria_tda.scores import save_scores
 from dasklib import kill_during
 
 from ._helpers import make_features, topk_reference

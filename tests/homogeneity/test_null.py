@@ -1,13 +1,13 @@
-"""The null distribution of homogeneity (aria.homogeneity.null)."""
+"""The null distribution of homogeneity (aria_tda.homogeneity.null)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria.errors import AriaWarning, ManifestMismatchError, ParameterError
-from aria.homogeneity import NullDistribution, homogeneity, null_distribution, top_k_groups
-from aria.similarity import pairwise_reference, prepare_feature
+from aria_tda.errors import AriaWarning, ManifestMismatchError, ParameterError
+from aria_tda.homogeneity import NullDistribution, homogeneity, null_distribution, top_k_groups
+from aria_tda.similarity import pairwise_reference, prepare_feature
 
 from ._helpers import make_features, vspec
 

@@ -1,12 +1,12 @@
-"""Summary metrics z-bar / Pos / Sig with bootstrap intervals (aria.homogeneity.summary)."""
+"""Summary metrics z-bar / Pos / Sig with bootstrap intervals (aria_tda.homogeneity.summary)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria.errors import ParameterError
-from aria.homogeneity import summarize
+from aria_tda.errors import ParameterError
+from aria_tda.homogeneity import summarize
 
 
 def test_summarize_point_values_and_intervals(rng):

@@ -1,4 +1,4 @@
-"""Reference twins of :mod:`aria.paired`: paired bootstrap, rank correlations, exact p-values,
+"""Reference twins of :mod:`aria_tda.paired`: paired bootstrap, rank correlations, exact p-values,
 diagnostics under a query resample.
 
 Permutation invariance: relabelling the queries (rows of ``values`` with the columns of
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.paired import (
+from aria_tda.paired import (
     bootstrap_counts,
     diagnostics_bootstrap,
     exact_rank_pvalue,
@@ -18,9 +18,9 @@ from aria.paired import (
     paired_mean_differences,
     spearman_rows,
 )
-from aria.paired.bootstrap import paired_mean_differences_reference
-from aria.paired.diagnostics import diagnostics_bootstrap_reference
-from aria.paired.rank import (
+from aria_tda.paired.bootstrap import paired_mean_differences_reference
+from aria_tda.paired.diagnostics import diagnostics_bootstrap_reference
+from aria_tda.paired.rank import (
     exact_rank_pvalue_reference,
     kendall_rows_reference,
     spearman_rows_reference,

@@ -1,4 +1,4 @@
-"""aria.paired: exact permutation p-values, paired bootstrap intervals, rank agreement,
+"""aria_tda.paired: exact permutation p-values, paired bootstrap intervals, rank agreement,
 diagnostics under a query resample."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau, spearmanr
 
-from aria.diagnostics import diagnose
-from aria.errors import DataError, ParameterError
-from aria.paired import (
+from aria_tda.diagnostics import diagnose
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.paired import (
     MAX_EXACT_N,
     bootstrap_counts,
     diagnostics_bootstrap,
@@ -27,7 +27,7 @@ from aria.paired import (
 
 def _brute_force(x, y, stat):
     """Exact p-values (greater, less, two-sided) from the permutation distribution enumerated
-    here with scipy, independently of aria.paired."""
+    here with scipy, independently of aria_tda.paired."""
     fn = spearmanr if stat == "spearman" else kendalltau
     obs = fn(x, y).statistic
     vals = np.array([fn(x, np.asarray(y)[list(p)]).statistic

@@ -1,4 +1,4 @@
-"""aria.paired.tables: paired z-bar differences from a query_z table."""
+"""aria_tda.paired.tables: paired z-bar differences from a query_z table."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.errors import DataError
-from aria.paired import zbar_paired_table
+from aria_tda.errors import DataError
+from aria_tda.paired import zbar_paired_table
 
 
 def _query_z(rng, shift):

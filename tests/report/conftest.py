@@ -1,10 +1,10 @@
-"""Realistic results folders for the report tests, written through aria.results only.
+"""Realistic results folders for the report tests, written through aria_tda.results only.
 
 Settings: TRAK semantic (ok), TRAK coarse (collapsed: the same top-K group for every query),
 TRAK fine (suspect) and MERT (stage '-', ok); variants original + residual; K = 20, 50, 100, 300;
 audio channels rhythm / harmony / timbre (or the five symbolic ones); 14 queries with labels and
 genres; 40 tracks, one with a label full of HTML/LaTeX special characters; every table of
-aria.results.TABLES (planted influence included).
+aria_tda.results.TABLES (planted influence included).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.results import read_table, write_results_meta, write_table
+from aria_tda.results import read_table, write_results_meta, write_table
 
 NASTY = '<script>alert("x")</script> & Bach_{1}% $5 #2'
 SETTINGS = [
@@ -266,7 +266,7 @@ def build_results(
             "separated",
         ],
     )
-    from aria.paired import zbar_paired_table
+    from aria_tda.paired import zbar_paired_table
 
     out["paired"] = zbar_paired_table(out["query_z"], n_boot=50, seed=7)
     out["planted"] = pd.DataFrame(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from aria.report import load_results, write_report
-from aria.report.embeddings import embedding_alignment_table, embedding_settings
-from aria.results import read_results_meta, write_results_meta
+from aria_tda.report import load_results, write_report
+from aria_tda.report.embeddings import embedding_alignment_table, embedding_settings
+from aria_tda.results import read_results_meta, write_results_meta
 
 
 def _mark(path, **extra) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.report.evidence import build_evidence, pack_arrays, unpack_arrays
-from aria.report.load import load_results
+from aria_tda.report.evidence import build_evidence, pack_arrays, unpack_arrays
+from aria_tda.report.load import load_results
 
 
 def test_pack_round_trip_exact(rng):
@@ -94,7 +94,7 @@ def test_blocks_equal_tables(results):
 
 def test_missing_queries_and_fewer_tracks_are_padded(results):
     path, frames = results
-    from aria.results import write_table
+    from aria_tda.results import write_table
 
     topk = frames["topk"]
     # query 4 gets only 3 tracks in one block; query 7 has none there

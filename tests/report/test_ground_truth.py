@@ -9,9 +9,9 @@ import re
 import pandas as pd
 import pytest
 
-from aria.report import load_results, write_report
-from aria.report.tables import build_tables
-from aria.results import write_table
+from aria_tda.report import load_results, write_report
+from aria_tda.report.tables import build_tables
+from aria_tda.results import write_table
 
 STAGES = ("semantic", "coarse", "fine")
 METHODS = ("TRAK", "GradCos")

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aria.report import write_report
+from aria_tda.report import write_report
 
 from .conftest import NASTY, build_results
 

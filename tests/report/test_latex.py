@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.report import write_report
-from aria.report.latex import escape
+from aria_tda.report import write_report
+from aria_tda.report.latex import escape
 
 from .conftest import build_results
 
@@ -236,7 +236,7 @@ def test_escape_specials():
 
 def test_special_characters_in_setting_names(make_results):
     path, frames = make_results()
-    from aria.results import write_table
+    from aria_tda.results import write_table
 
     new = "MERT_v2 & 50% #1"
     for name, df in frames.items():

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.errors import AriaWarning, FileFormatError, ParameterError
-from aria.report import load_results, write_report
-from aria.report.load import choose_k
-from aria.report.tables import build_tables
-from aria.results import TABLES, write_results_meta, write_table
+from aria_tda.errors import AriaWarning, FileFormatError, ParameterError
+from aria_tda.report import load_results, write_report
+from aria_tda.report.load import choose_k
+from aria_tda.report.tables import build_tables
+from aria_tda.results import TABLES, write_results_meta, write_table
 
 
 def test_orders_and_k(results):

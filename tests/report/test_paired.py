@@ -6,9 +6,9 @@ import re
 
 import pandas as pd
 
-from aria.report import load_results, write_report
-from aria.report.tables import build_tables
-from aria.results import write_table
+from aria_tda.report import load_results, write_report
+from aria_tda.report.tables import build_tables
+from aria_tda.results import write_table
 
 
 def _table_html(page: str, table_id: str) -> str:

@@ -9,10 +9,10 @@ import re
 import pandas as pd
 import pytest
 
-from aria.errors import ParameterError
-from aria.report import load_results, write_report
-from aria.report.planted import chance_recall, planted_tables
-from aria.results import write_table
+from aria_tda.errors import ParameterError
+from aria_tda.report import load_results, write_report
+from aria_tda.report.planted import chance_recall, planted_tables
+from aria_tda.results import write_table
 
 from .conftest import SETTINGS
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from aria.report import plots as P
-from aria.report.load import load_results
+from aria_tda.report import plots as P
+from aria_tda.report.load import load_results
 
 pytest.importorskip("matplotlib")
 

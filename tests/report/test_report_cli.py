@@ -1,10 +1,10 @@
-"""The ``aria report`` command: exports, exit codes and one-line errors."""
+"""The ``aria-tda report`` command: exports, exit codes and one-line errors."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from aria.cli import main
+from aria_tda.cli import main
 
 
 def test_cli_report(results, tmp_path, capsys):
@@ -37,7 +37,7 @@ def test_cli_report(results, tmp_path, capsys):
 def test_cli_errors(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "aria report: error: FileFormatError" in err and "not an ARIA results folder" in err
+    assert "aria-tda report: error: FileFormatError" in err and "not an ARIA results folder" in err
     assert "Traceback" not in err
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.report import load_results
-from aria.report.tables import build_tables
-from aria.results import write_table
+from aria_tda.report import load_results
+from aria_tda.report.tables import build_tables
+from aria_tda.results import write_table
 
 
 def test_wide_tables_match_long_tables(results):

@@ -1,4 +1,4 @@
-"""Reference twins of :mod:`aria.scores`: normalisation and track aggregation.
+"""Reference twins of :mod:`aria_tda.scores`: normalisation and track aggregation.
 
 Each fast streaming kernel against its in-memory ``*_reference`` (same signature), with
 chunk-size invariance (``chunk_rows``) and permutation invariance: permuting the rows of
@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from aria.scores.aggregation import aggregate, aggregate_reference
-from aria.scores.normalization import normalize, normalize_reference
-from aria.scores.retrieval import cosine_scores, cosine_scores_reference
+from aria_tda.scores.aggregation import aggregate, aggregate_reference
+from aria_tda.scores.normalization import normalize, normalize_reference
+from aria_tda.scores.retrieval import cosine_scores, cosine_scores_reference
 from twinlib import Twin
 
 

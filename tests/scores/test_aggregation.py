@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import aria.scores.normalization as N
-from aria.errors import DataError, FileFormatError, ParameterError
-from aria.manifest import read_manifest
-from aria.scores import aggregate, open_scores, save_scores, segment_codes
-from aria.scores.aggregation import aggregate_reference
+import aria_tda.scores.normalization as N
+from aria_tda.errors import DataError, FileFormatError, ParameterError
+from aria_tda.manifest import read_manifest
+from aria_tda.scores import aggregate, open_scores, save_scores, segment_codes
+from aria_tda.scores.aggregation import aggregate_reference
 
 
 def aggregate_exact(s, codes, n_tracks, method):
@@ -229,7 +229,7 @@ def test_refuses_to_overwrite_its_input(seg, tmp_path):
 def test_segment_column_without_row_ids_is_a_row_index(tmp_path):
     import pandas as pd
 
-    from aria.scores import aggregate
+    from aria_tda.scores import aggregate
 
     s = np.arange(8, dtype=float).reshape(4, 2)
     pd.DataFrame({"segment": [2, 0, 1, 3], "track_id": ["c", "a", "b", "d"]}).to_csv(

@@ -11,11 +11,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from aria.diagnostics import diagnose
-from aria.errors import DataError, ParameterError
-from aria.scores import save_scores
-from aria.scores.distributed import matvec_dask, row_ranges, stats_dask
-from aria.scores.stats import stream_stats
+from aria_tda.diagnostics import diagnose
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.scores import save_scores
+from aria_tda.scores.distributed import matvec_dask, row_ranges, stats_dask
+from aria_tda.scores.stats import stream_stats
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -95,7 +95,7 @@ def test_errors_travel_back(rng, tmp_path, client):
         diagnose(path, client=client, chunk_rows=50)
     with pytest.raises(DataError, match="row 250, column 1"):
         diagnose(s, client=client, chunk_rows=50)
-    from aria.scores.lowrank import residual
+    from aria_tda.scores.lowrank import residual
 
     with pytest.raises(ParameterError, match="file-backed matrix"):
         stats_dask(residual(rng.standard_normal((20, 3))), client=client)
@@ -111,7 +111,7 @@ def test_process_cluster_under_main_guard(rng, tmp_path):
         textwrap.dedent(f"""
         import json
         from dask.distributed import Client, LocalCluster
-        from aria.diagnostics import diagnose
+        from aria_tda.diagnostics import diagnose
 
         if __name__ == "__main__":
             with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,

@@ -1,6 +1,6 @@
 """S_track aggregation on a real Dask cluster (worker processes on loopback) equals the local path.
 
-Also the task runner under it (:func:`aria.scores.distributed.run_ordered`): results in task
+Also the task runner under it (:func:`aria_tda.scores.distributed.run_ordered`): results in task
 order, and workers killed mid-task — Dask reruns their tasks, lost scattered inputs are
 scattered again.
 """
@@ -12,11 +12,11 @@ import warnings
 import numpy as np
 import pytest
 
-from aria.errors import DataError
-from aria.homogeneity.groups import top_k_groups
-from aria.scores import save_scores
-from aria.scores.aggregation import aggregate
-from aria.scores.distributed import run_ordered
+from aria_tda.errors import DataError
+from aria_tda.homogeneity.groups import top_k_groups
+from aria_tda.scores import save_scores
+from aria_tda.scores.aggregation import aggregate
+from aria_tda.scores.distributed import run_ordered
 from dasklib import kill_during
 
 distributed = pytest.importorskip("dask.distributed")

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aria.diagnostics import diagnose
-from aria.errors import DataError, FileFormatError
-from aria.scores import as_source, open_scores, save_scores
-from aria.scores.formats import FORMATS, sniff_format
-from aria.scores.formats.npy import NpySource
+from aria_tda.diagnostics import diagnose
+from aria_tda.errors import DataError, FileFormatError
+from aria_tda.scores import as_source, open_scores, save_scores
+from aria_tda.scores.formats import FORMATS, sniff_format
+from aria_tda.scores.formats.npy import NpySource
 
 SAFETENSORS_CODES = {"<f4": "F32", "<f2": "F16", "<f8": "F64", "<u2": "BF16"}
 
@@ -188,7 +188,7 @@ def test_aria_zarr_stores_keep_all_zero_chunks(tmp_path):
     s = np.zeros((40, 3))
     s[0] = 1.0
     out = save_scores(s, tmp_path / "z.zarr", chunk_rows=8)
-    from aria.scores.writers import ZARR_CHUNK_BYTES
+    from aria_tda.scores.writers import ZARR_CHUNK_BYTES
 
     assert ZARR_CHUNK_BYTES  # one chunk here; a multi-chunk store is checked below
     np.testing.assert_array_equal(open_scores(out).to_numpy(), s)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.diagnostics import diagnose
-from aria.errors import DataError, ParameterError
-from aria.scores import Rank1, rank1, residual, save_scores
-from aria.scores.lowrank import fix_sign, top_eigenpairs
+from aria_tda.diagnostics import diagnose
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.scores import Rank1, rank1, residual, save_scores
+from aria_tda.scores.lowrank import fix_sign, top_eigenpairs
 
 
 def svd_rank1(s):

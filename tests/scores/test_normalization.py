@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import aria.scores.normalization as N
-from aria.errors import AriaWarning, DataError, ParameterError
-from aria.manifest import read_manifest
-from aria.scores import (
+import aria_tda.scores.normalization as N
+from aria_tda.errors import AriaWarning, DataError, ParameterError
+from aria_tda.manifest import read_manifest
+from aria_tda.scores import (
     choose_normalization,
     column_moments,
     normalize,
     save_scores,
 )
-from aria.scores.normalization import normalize_reference
+from aria_tda.scores.normalization import normalize_reference
 
 
 def test_zscore_matches_reference(rng):

@@ -8,10 +8,17 @@ import zipfile
 import numpy as np
 import pytest
 
-from aria.errors import DataError, FileFormatError, ParameterError
-from aria.manifest import read_manifest
-from aria.scores import ArraySource, ScoreSource, ScoreWriter, as_source, open_scores, save_scores
-from aria.scores.readers import NpySource, default_chunk_rows
+from aria_tda.errors import DataError, FileFormatError, ParameterError
+from aria_tda.manifest import read_manifest
+from aria_tda.scores import (
+    ArraySource,
+    ScoreSource,
+    ScoreWriter,
+    as_source,
+    open_scores,
+    save_scores,
+)
+from aria_tda.scores.readers import NpySource, default_chunk_rows
 
 
 def chunks_concat(src: ScoreSource, chunk_rows, **kw) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The streaming cosine-score kernel of the embedding baselines (aria.scores.retrieval)."""
+"""The streaming cosine-score kernel of the embedding baselines (aria_tda.scores.retrieval)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from aria.errors import DataError, ParameterError
-from aria.scores.retrieval import cosine_scores, cosine_scores_reference, default_block_rows
-from aria.scores.writers import ScoreWriter
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.scores.retrieval import cosine_scores, cosine_scores_reference, default_block_rows
+from aria_tda.scores.writers import ScoreWriter
 
 
 class _Blocks:

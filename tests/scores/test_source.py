@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.diagnostics import diagnose
-from aria.errors import DataError, ParameterError
-from aria.scores import aggregate, as_source, open_scores, save_scores
-from aria.scores.source import TransposedSource, check_orientation, transpose_source
+from aria_tda.diagnostics import diagnose
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.scores import aggregate, as_source, open_scores, save_scores
+from aria_tda.scores.source import TransposedSource, check_orientation, transpose_source
 
 
 def blocks(src, rows):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from aria.errors import DataError, ParameterError
-from aria.scores import BlockStats, block_stats, stream_matvec, stream_stats
-from aria.scores.stats import blas_threads
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.scores import BlockStats, block_stats, stream_matvec, stream_stats
+from aria_tda.scores.stats import blas_threads
 
 
 def exact(s):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.errors import FileFormatError, ParameterError
-from aria.scores import aggregate, open_scores, save_scores
-from aria.scores.writers import check_output_path
+from aria_tda.errors import FileFormatError, ParameterError
+from aria_tda.scores import aggregate, open_scores, save_scores
+from aria_tda.scores.writers import check_output_path
 
 
 def test_existing_directory_where_a_npy_file_goes(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.features.registry import FeatureSpec, feature_spec
+from aria_tda.features.registry import FeatureSpec, feature_spec
 
 CHORDS = feature_spec("audio", "chord_progression")
 CQT = feature_spec("audio", "cqt")

@@ -1,4 +1,4 @@
-"""Reference twins of aria.similarity: bit-parallel LCS vs the dynamic program, group blocks
+"""Reference twins of aria_tda.similarity: bit-parallel LCS vs the dynamic program, group blocks
 (Gram path / LCS group kernel) vs pair-by-pair recomputation from the raw values."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from aria.features.registry import FeatureSpec
-from aria.similarity import lcs_length, lcs_similarity, pairwise, prepare_feature
-from aria.similarity.lcs import lcs_length_reference, lcs_similarity_reference
-from aria.similarity.prepare import pairwise_reference
+from aria_tda.features.registry import FeatureSpec
+from aria_tda.similarity import lcs_length, lcs_similarity, pairwise, prepare_feature
+from aria_tda.similarity.lcs import lcs_length_reference, lcs_similarity_reference
+from aria_tda.similarity.prepare import pairwise_reference
 from twinlib import Inputs, Twin
 
 VEC = FeatureSpec("v", "c", "audio", "vector", 6, "std_euclidean", "audio", "test")

@@ -1,13 +1,13 @@
 """std_euclidean: scale, Gram path against the exact formula, VectorFeature
-(aria.similarity.euclidean)."""
+(aria_tda.similarity.euclidean)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria.errors import AriaWarning, ParameterError
-from aria.similarity import (
+from aria_tda.errors import AriaWarning, ParameterError
+from aria_tda.similarity import (
     VectorFeature,
     pairwise_reference,
     prepare_feature,

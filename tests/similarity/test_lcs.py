@@ -1,13 +1,13 @@
 """chord_lcs: bit-parallel LCS against the dynamic program, SequenceFeature
-(aria.similarity.lcs)."""
+(aria_tda.similarity.lcs)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria.errors import ParameterError
-from aria.similarity import (
+from aria_tda.errors import ParameterError
+from aria_tda.similarity import (
     SequenceFeature,
     lcs_length,
     lcs_length_reference,

@@ -1,12 +1,12 @@
-"""prepare_feature input checks and prepare_channels from a store (aria.similarity.prepare)."""
+"""prepare_feature input checks and prepare_channels from a store (aria_tda.similarity.prepare)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from aria.errors import AriaWarning, DataError, ParameterError
-from aria.similarity import pairwise_reference, prepare_feature
+from aria_tda.errors import AriaWarning, DataError, ParameterError
+from aria_tda.similarity import pairwise_reference, prepare_feature
 
 from ._helpers import CQT, vec_spec
 
@@ -30,9 +30,9 @@ def test_vector_input_errors(rng):
 
 
 def test_prepare_channels_from_a_store(rng, tmp_path):
-    from aria.features.registry import channels
-    from aria.features.store import FeatureStore, write_store
-    from aria.similarity import prepare_channels
+    from aria_tda.features.registry import channels
+    from aria_tda.features.store import FeatureStore, write_store
+    from aria_tda.similarity import prepare_channels
 
     n = 30
     feats = {}

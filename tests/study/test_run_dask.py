@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.cli import main
-from aria.errors import ParameterError
-from aria.results import TABLES, read_results_meta, read_table
-from aria.study import run_study
-from aria.study.cluster import TASK_DELAY_ENV
+from aria_tda.cli import main
+from aria_tda.errors import ParameterError
+from aria_tda.results import TABLES, read_results_meta, read_table
+from aria_tda.study import run_study
+from aria_tda.study.cluster import TASK_DELAY_ENV
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -66,7 +66,7 @@ def client(dask_client):
 @pytest.fixture
 def study(tmp_path, rng, planted_study):
     """The planted study with four settings: three over all tracks, one over 100 of them."""
-    from aria.scores import open_scores, save_scores
+    from aria_tda.scores import open_scores, save_scores
 
     path = planted_study(tmp_path, rng)
     s = np.asarray(open_scores(tmp_path / "scores.npy").read_rows(0, 240))
@@ -138,7 +138,7 @@ def test_study_key_and_cli_flag(tmp_path, study, client):
     assert read_results_meta(out)["execution"]["scheduler"] == client.scheduler.address
     # the flag overrides the key; "local:2" starts (and closes) a cluster of its own
     proc = subprocess.run(
-        [sys.executable, "-m", "aria", "run", str(study), "--scheduler", "local:2",
+        [sys.executable, "-m", "aria_tda", "run", str(study), "--scheduler", "local:2",
          "--out", str(tmp_path / "cli"), "--no-progress"],
         capture_output=True, text=True, timeout=300,
     )
@@ -153,7 +153,7 @@ def test_bad_scheduler_is_a_one_line_error(tmp_path, rng, planted_study, capsys)
     study = planted_study(tmp_path, rng)
     assert main(["run", str(study), "--scheduler", "local:many"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("aria run: error: ParameterError: --scheduler:")
+    assert len(err) == 1 and err[0].startswith("aria-tda run: error: ParameterError: --scheduler:")
     assert "'local:many'" in err[0]
     study.write_text('scheduler = "nowhere"\n' + study.read_text())
     assert main(["run", str(study), "--quiet"]) == 2

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.errors import DataError, ParameterError
-from aria.results import read_results_meta, read_table
-from aria.study import run_study
-from aria.study_config import load_study
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.results import read_results_meta, read_table
+from aria_tda.study import run_study
+from aria_tda.study_config import load_study
 
 N_TRACKS, N_QUERIES = 120, 24  # the sizes of the planted_study fixture (tests/conftest.py)
 
@@ -132,15 +132,15 @@ def test_input_mistake_creates_no_output_folder(tmp_path, rng, planted_study):
 def test_failed_setting_leaves_no_running_stage_and_rerun_redoes_it(
     tmp_path, rng, planted_study, monkeypatch
 ):
-    import aria.homogeneity
-    from aria._stages import RECORD
+    import aria_tda.homogeneity
+    from aria_tda._stages import RECORD
 
     study = planted_study(tmp_path, rng)
 
     def broken(*args, **kwargs):
         raise RuntimeError("the null broke")
 
-    monkeypatch.setattr(aria.homogeneity, "null_distribution", broken)
+    monkeypatch.setattr(aria_tda.homogeneity, "null_distribution", broken)
     with pytest.raises(RuntimeError, match="the null broke"):
         run_study(study, quiet=True)
     records = list((tmp_path / "results").rglob(RECORD))

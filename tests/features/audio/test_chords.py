@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.errors import DataError, ParameterError
-from aria.features.audio.chords import (
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.features.audio.chords import (
     CHORD_LABELS,
     ChordSegment,
     chord_log_emissions,
@@ -21,7 +21,7 @@ from aria.features.audio.chords import (
     viterbi,
     viterbi_reference,
 )
-from aria.features.audio.madmom import label_root
+from aria_tda.features.audio.madmom import label_root
 
 # --- Viterbi --------------------------------------------------------------------------------
 

@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from aria.errors import DataError, FileFormatError, MissingDependencyError, ParameterError
-from aria.features import audio as A
-from aria.features.audio.chords import coverage, root_motions
-from aria.features.audio.rhythm import interval_histogram
-from aria.features.registry import features
+from aria_tda.errors import DataError, FileFormatError, MissingDependencyError, ParameterError
+from aria_tda.features import audio as A
+from aria_tda.features.audio.chords import coverage, root_motions
+from aria_tda.features.audio.rhythm import interval_histogram
+from aria_tda.features.registry import features
 
 pytest.importorskip("librosa")
 fluidsynth_ok = True
@@ -39,7 +39,7 @@ WALTZ = [
 
 def _song(prog, *, bpm, beats=4, bars=8, transpose=0, program=0, kick_every_beat=False):
     """Chords on every beat, the root in the bass, kick on 1 (and 3), snare, eighth hi-hats."""
-    from aria.features.audio.render import Note, midi_from_notes
+    from aria_tda.features.audio.render import Note, midi_from_notes
 
     notes = []
     for bar in range(bars):
@@ -65,7 +65,7 @@ def clips(tmp_path_factory):
     """Rendered clips (cached as WAV for the session): name -> (y, truth chords, bar, bpm)."""
     import soundfile as sf
 
-    from aria.features.audio.render import render_midi
+    from aria_tda.features.audio.render import render_midi
 
     root = tmp_path_factory.mktemp("audio_clips")
     specs = {
@@ -323,7 +323,7 @@ def test_available_backends_lists_every_backend():
 def test_missing_madmom_names_what_to_install(monkeypatch, clips):
     import importlib.metadata as md
 
-    from aria.features.audio import madmom as audio_madmom
+    from aria_tda.features.audio import madmom as audio_madmom
 
     def no_dist(name):
         raise md.PackageNotFoundError(name)
@@ -339,7 +339,7 @@ def test_missing_madmom_names_what_to_install(monkeypatch, clips):
 
 
 def test_missing_beatnet_names_what_to_install(monkeypatch, clips):
-    from aria.features.audio import beatnet as audio_beatnet
+    from aria_tda.features.audio import beatnet as audio_beatnet
 
     if not A.available_backends()["beat"]["madmom"]:
         pytest.skip("madmom not installed (its own error comes first)")
@@ -398,7 +398,7 @@ def test_feature_store_extraction_records_bad_files(clips, tmp_path):
     """The audio extractor through the store: good files become rows, bad ones error records."""
     import soundfile as sf
 
-    from aria.features.store import FeatureStore, extract_to_store
+    from aria_tda.features.store import FeatureStore, extract_to_store
 
     src = tmp_path / "in"
     src.mkdir()

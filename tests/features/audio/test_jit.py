@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aria.errors import AriaWarning
-from aria.features.audio import jit
+from aria_tda.errors import AriaWarning
+from aria_tda.features.audio import jit
 
-pytestmark = pytest.mark.filterwarnings("error::aria.errors.AriaWarning")
+pytestmark = pytest.mark.filterwarnings("error::aria_tda.errors.AriaWarning")
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def numba_config():
 
 
 def test_cache_dir_is_per_user_and_version_and_overridable(tmp_path, monkeypatch, numba_config):
-    from aria._version import __version__
+    from aria_tda._version import __version__
 
     monkeypatch.setenv("ARIA_CACHE_DIR", str(tmp_path / "a"))
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
@@ -116,7 +116,7 @@ def _cold_env(cache: Path) -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("attempt", [1, 2, 3])
 def test_cold_multiprocess_audio_extraction(tmp_path_factory, attempt):
-    """``aria features audio --workers 2`` from an empty JIT cache succeeds (issue 13: it
+    """``aria-tda features audio --workers 2`` from an empty JIT cache succeeds (issue 13: it
     crashed in 3 of 5 cold starts when workers compiled into the venv at once)."""
     tmp = tmp_path_factory.mktemp(f"cold{attempt}")
     src = _wavs(tmp / "wavs")
@@ -125,7 +125,7 @@ def test_cold_multiprocess_audio_extraction(tmp_path_factory, attempt):
     argv = [
         sys.executable,
         "-m",
-        "aria",
+        "aria_tda",
         "features",
         "audio",
         str(src),
@@ -138,7 +138,7 @@ def test_cold_multiprocess_audio_extraction(tmp_path_factory, attempt):
     proc = subprocess.run(argv, env=_cold_env(cache), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
-    from aria.features.store import FeatureStore
+    from aria_tda.features.store import FeatureStore
 
     st = FeatureStore.open(out)
     assert st.track_ids.tolist() == [f"tone{i}" for i in range(4)]
@@ -154,7 +154,7 @@ def test_a_corrupt_cache_is_detected_and_rebuilt(tmp_path):
     the extraction then succeeds instead of failing on every file."""
     src = _wavs(tmp_path / "wavs", n=2)
     env = _cold_env(tmp_path / "cache")
-    argv = [sys.executable, "-m", "aria", "features", "audio", str(src), "--workers", "2"]
+    argv = [sys.executable, "-m", "aria_tda", "features", "audio", str(src), "--workers", "2"]
     first = subprocess.run(
         [*argv, "--out", str(tmp_path / "s1")], env=env, capture_output=True, text=True, timeout=600
     )
@@ -168,7 +168,7 @@ def test_a_corrupt_cache_is_detected_and_rebuilt(tmp_path):
     )
     assert second.returncode == 0, second.stderr[-2000:]
     assert "corrupt: wiped and recompiled" in second.stderr and "Traceback" not in second.stderr
-    from aria.features.store import FeatureStore
+    from aria_tda.features.store import FeatureStore
 
     st = FeatureStore.open(tmp_path / "s2")
     assert len(st) == 2 and st.errors["track_id"].tolist() == ["silent"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from aria.errors import ParameterError
-from aria.features.audio import FEATURE_NAMES, AudioFeatureParams
-from aria.features.registry import features
+from aria_tda.errors import ParameterError
+from aria_tda.features.audio import FEATURE_NAMES, AudioFeatureParams
+from aria_tda.features.registry import features
 
 # --- parameters ---------------------------------------------------------------------------
 

@@ -6,8 +6,8 @@ import mido
 import numpy as np
 import pytest
 
-from aria.errors import FileFormatError, MissingDependencyError, ParameterError
-from aria.features.audio.render import (
+from aria_tda.errors import FileFormatError, MissingDependencyError, ParameterError
+from aria_tda.features.audio.render import (
     Note,
     find_soundfont,
     midi_from_notes,
@@ -217,8 +217,8 @@ def test_old_module_path_is_a_shim():
     import ast
     import inspect
 
-    import aria.features.audio.render as new
-    import aria.render as old
+    import aria_tda.features.audio.render as new
+    import aria_tda.features.audio.render as old
 
     for name in old.__all__:
         assert getattr(old, name) is getattr(new, name)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.errors import DataError
-from aria.features.audio.rhythm import (
+from aria_tda.errors import DataError
+from aria_tda.features.audio.rhythm import (
     estimate_downbeats,
     interval_histogram,
     interval_histogram_reference,

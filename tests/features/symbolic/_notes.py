@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aria.features.midi import NoteArray
+from aria_tda.features.midi import NoteArray
 
 
 def arr(*rows):

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from aria.errors import DataError
-from aria.features.midi import NoteArray, read_midi
-from aria.features.registry import features as registry_features
-from aria.features.symbolic import (
+from aria_tda.errors import DataError
+from aria_tda.features.midi import NoteArray, read_midi
+from aria_tda.features.registry import features as registry_features
+from aria_tda.features.symbolic import (
     FEATURE_NAMES,
     batch_features,
     extract_file,

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aria.errors import DataError, ParameterError
-from aria.features.midi import NoteArray
-from aria.features.symbolic import (
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.features.midi import NoteArray
+from aria_tda.features.symbolic import (
     make_batch,
     segment_notes,
     symbolic_features,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aria.features.symbolic import (
+from aria_tda.features.symbolic import (
     reference_features,
     symbolic_features_batch,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria.features.symbolic import (
+from aria_tda.features.symbolic import (
     batch_features,
     reference_features,
     segment_notes,

@@ -1,0 +1,183 @@
+r"""The embedding-retrieval baselines of ``aria-tda demo audio`` (paper §4.3, Tables 2 and 3).
+
+Three resumable demo stages (:class:`aria_tda_experiments.demo._Runner`) between the features and
+the study:
+
+1. ``encoders`` — :func:`aria_tda_experiments.audio.encoders.train_demo_encoders` trains the
+   encoders
+   with the objectives of CLAP, CLEWS and MERT (``clap-style``, ``clews-style``,
+   ``mert-style``) on the corpus' training tracks, at the preset's ``encoder_steps`` /
+   ``encoder_batch``; a baseline given a published checkpoint (``encoders={"mert": path}``)
+   is not trained;
+2. ``query_audio`` — the audio of each generated query
+   (:func:`aria_tda_experiments.audio.query_audio.write_query_audio`: generated acoustic tokens
+   decoded to log-mel and inverted by Griffin–Lim — a mel inversion, not a codec decoder);
+3. ``embeddings`` — per baseline, :func:`aria_tda.embed.embed_to_store` of the training tracks and
+   of the query WAVs, then :func:`aria_tda.embed.retrieve`: the cosine score matrix (training
+   tracks × queries, row ids = track ids), its columns put in the attribution queries' order
+   (``<baseline>/scores.npy``), so query ``j`` is the same held-out track in all 15 settings.
+
+Each baseline becomes one track-level setting of the study (method = the encoder's registry
+name, stage ``"-"``, no segment map).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aria_tda._checks import check_choice
+from aria_tda._io import write_text
+from aria_tda.errors import ParameterError, expected
+from aria_tda_experiments.demo import _Runner
+
+__all__ = ["EMBEDDING_BASELINES"]
+
+#: The paper's three embedding baselines (Table 3 order); each runs as its demo-trained
+#: ``<name>-style`` encoder unless a published checkpoint is given (``encoders=``).
+EMBEDDING_BASELINES: tuple[str, ...] = ("clap", "clews", "mert")
+
+
+def _log(msg: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"[aria-tda demo audio] {msg}", flush=True)
+
+
+def _row_ids(path: Path) -> list[str]:
+    from aria_tda.errors import FileFormatError
+    from aria_tda.scores import open_scores
+
+    ids = open_scores(path).row_ids
+    if ids is None:
+        raise FileFormatError(f"{path}: embedding scores without row ids (training track ids)")
+    return [str(t) for t in ids]
+
+
+def _check_encoders(encoders: Mapping[str, Any] | None, embeddings: bool) -> dict[str, Path]:
+    """Validate ``encoders=`` (baseline name -> existing checkpoint path)."""
+    if encoders is None:
+        return {}
+    if not isinstance(encoders, Mapping):
+        raise ParameterError(expected("encoders", "a mapping name -> checkpoint path",
+                                      type(encoders).__name__))
+    if encoders and not embeddings:
+        raise ParameterError(expected("encoders", "nothing when embeddings=False",
+                                      sorted(encoders)))
+    out: dict[str, Path] = {}
+    for name, path in encoders.items():
+        check_choice("encoders key", name, EMBEDDING_BASELINES)
+        p = Path(path)
+        if not p.exists():
+            raise ParameterError(expected(f"encoders[{name!r}]", "an existing checkpoint file "
+                                          "or folder", str(p)))
+        out[str(name)] = p.absolute()
+    return out
+
+
+def _fingerprint(path: Path) -> dict[str, Any]:
+    """Path, size and mtime of a checkpoint file or folder (its files), for stage params."""
+    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    return {"path": str(path), "files": [[str(f.relative_to(path)) if path.is_dir() else f.name,
+                                          f.stat().st_size, f.stat().st_mtime_ns]
+                                         for f in files]}
+
+
+def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir: Path,
+                      queries: Any, query_ids: list[str], published: Mapping[str, Path],
+                      seed: int, n_threads: int, progress: bool | None,
+                      quiet: bool) -> dict[str, tuple[str, Path]]:
+    """Encoders, query audio, embeddings and cosine scores; baseline -> (encoder, scores)."""
+    import pandas as pd
+
+    from aria_tda_experiments.audio.tokenizers import load_tokenizers
+
+    trained = [f"{b}-style" for b in EMBEDDING_BASELINES if b not in published]
+    weights: dict[str, Path] = {b: published[b] for b in published}
+    after_enc: list[str] = []
+    if trained:
+        from aria_tda_experiments.audio.encoders import (
+            CLEWS_EXTRA_WORKS,
+            CLEWS_VERSIONS,
+            demo_encoder_configs,
+            train_demo_encoders,
+        )
+
+        sizes = {k: v for k, v in (("steps", p.encoder_steps), ("batch_size", p.encoder_batch))
+                 if v is not None}
+        cfgs = {n: c.replace(**sizes) for n, c in demo_encoder_configs().items() if n in trained}
+
+        def _encoders(d: Path) -> dict[str, Any]:
+            got = train_demo_encoders(corpus, d, tokenizers=load_tokenizers(tokens_dir /
+                                      "tokenizers"), seed=seed, threads=n_threads,
+                                      progress=progress, quiet=quiet, names=trained,
+                                      configs=cfgs)
+            return {"checkpoints": {n: str(v) for n, v in got.items()}}
+
+        # clews-style's training renderings are part of the stage (more versions or works
+        # retrain it)
+        clews_data = ({"clews_versions": CLEWS_VERSIONS, "clews_extra_works": CLEWS_EXTRA_WORKS}
+                      if "clews-style" in trained else {})
+        enc_dir = run.stage("encoders", {"names": trained, "seed": seed, "configs": {
+            n: c.to_dict() for n, c in cfgs.items()}, **clews_data}, ["corpus", "tokens"],
+            _encoders, resumable=True)
+        weights.update({n.removesuffix("-style"): enc_dir / f"{n}.pt" for n in trained})
+        after_enc = ["encoders"]
+
+    from aria_tda_experiments.audio.query_audio import write_query_audio
+
+    qa_cfg = {"oversample": 4, "n_iter": p.query_audio_iters, "seed": seed}
+
+    def _query_audio(d: Path) -> dict[str, Any]:
+        listing = write_query_audio(load_tokenizers(tokens_dir / "tokenizers"), queries,
+                                    d / "wav", oversample=4, n_iter=p.query_audio_iters,
+                                    seed=seed, progress_bar=progress)
+        return {"n_queries": len(pd.read_csv(listing))}
+
+    qa_dir = run.stage("query_audio", qa_cfg, ["tokens", "queries"], _query_audio)
+    names = {b: b if b in published else f"{b}-style" for b in EMBEDDING_BASELINES}
+
+    def _embed(d: Path) -> dict[str, Any]:
+        from aria_tda.embed import embed_to_store, retrieve
+
+        listing = train[["track_id", "path", "genre", "work_id"]].copy()
+        listing["path"] = [str(corpus.root / p_) for p_ in listing["path"]]
+        write_text(d / "train.csv", listing.to_csv(index=False))
+        info: dict[str, Any] = {}
+        for b in EMBEDDING_BASELINES:
+            kw: dict[str, Any] = {"encoder": names[b], "weights": weights[b],
+                                  "progress": progress}
+            tr = embed_to_store(d / "train.csv", d / b / "train", **kw)
+            qs = embed_to_store(qa_dir / "wav" / "queries.csv", d / b / "queries", **kw)
+            out = retrieve(d / b / "train", d / b / "queries", d / b / "cosine.npy",
+                           progress=progress)
+            _in_query_order(out, query_ids, d / b / "scores.npy")
+            info[b] = {"encoder": names[b], "n_train_errors": tr.get("n_errors"),
+                       "n_query_errors": qs.get("n_errors")}
+            _log(f"{names[b]}: {tr.get('n_extracted')} training tracks and "
+                 f"{qs.get('n_extracted')} queries embedded", quiet)
+        return info
+
+    emb_dir = run.stage("embeddings", {"encoders": {b: {"encoder": names[b], **_fingerprint(
+        weights[b])} for b in EMBEDDING_BASELINES}}, ["corpus", "query_audio", *after_enc],
+        _embed, resumable=True)
+    return {b: (names[b], emb_dir / b / "scores.npy") for b in EMBEDDING_BASELINES}
+
+
+def _in_query_order(path: Path, query_ids: Sequence[str], out: Path) -> None:
+    """Write ``path``'s matrix to ``out`` with its columns in ``query_ids`` order."""
+    from aria_tda.errors import DataError
+    from aria_tda.manifest import read_manifest
+    from aria_tda.scores import open_scores, save_scores
+
+    src = open_scores(path)
+    man = read_manifest(path) or {}
+    have = [str(q) for q in man.get("query_ids") or []]
+    if sorted(have) != sorted(query_ids):
+        raise DataError(expected(f"{path} query_ids", f"the {len(query_ids)} generated queries",
+                                 f"{len(have)} ids"))
+    col = {q: i for i, q in enumerate(have)}
+    s = src.to_numpy()[:, [col[q] for q in query_ids]]
+    save_scores(s, out, method=str(man.get("method") or "cosine"), stage="-",
+                parameters={"score": "cosine", "query_ids": list(query_ids)},
+                row_ids=src.row_ids)

@@ -1,6 +1,0 @@
-"""The audio benchmark (paper §4.2): a MusicLM-style three-stage model on rendered music21 works.
-
-Modules: :mod:`~aria.bench.audio.stages` (stage vocabularies, sequences, segment sets,
-training), :mod:`~aria.bench.audio.generate` (query generation) and
-:mod:`~aria.bench.audio.attribute` (attribution, LDS per stage, planted-influence recall).
-"""

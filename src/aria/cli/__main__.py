@@ -1,7 +1,0 @@
-"""``python -m aria.cli`` — same as the ``aria`` console script."""
-
-import sys
-
-from aria.cli import main
-
-sys.exit(main())

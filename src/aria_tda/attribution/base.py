@@ -1,0 +1,248 @@
+"""What every attribution method shares: its result, its common arguments, input checks.
+
+Each method family (:mod:`~aria_tda.attribution.trak_ensemble`,
+:mod:`~aria_tda.attribution.gradient_similarity`, :mod:`~aria_tda.attribution.block_projected`)
+takes its options as one frozen arguments dataclass built on :class:`MethodArgs` (checked on
+construction; an option the method does not take is an error, see
+:meth:`aria_tda._options.Options.from_mapping`) and returns an :class:`AttributionResult` whose
+``parameters`` record those arguments (:meth:`MethodArgs.to_dict`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from aria_tda._options import Options, option
+from aria_tda._progress import progress
+from aria_tda.attribution._device import check_device
+from aria_tda.attribution._features import DEFAULT_MAX_PROJECTION_BYTES
+from aria_tda.attribution.task import LossLike, as_windows, check_loss, import_dattri, loss_name, nn
+from aria_tda.errors import DataError, ParameterError, expected
+
+__all__ = [
+    "ENGINES",
+    "PROJ_TYPES",
+    "AttributionResult",
+    "MethodArgs",
+    "ProjectionArgs",
+    "prepare_inputs",
+    "scores_to_numpy",
+]
+
+#: ``engine="aria"`` (dattri's numbers, faster) or ``"dattri"`` (dattri's own classes).
+ENGINES = ("aria", "dattri")
+#: Dense random projections of TRAK / TracIn / GradDot / GradCos.
+PROJ_TYPES = ("normal", "rademacher")
+
+
+@dataclass(frozen=True)
+class AttributionResult:
+    """Scores of one method plus what produced them.
+
+    Attributes
+    ----------
+    scores : np.ndarray [shape=(n_train, n_test)], float32
+        Higher = more influential.
+    method : str
+        The method's name (a key of :data:`aria_tda.attribution.METHODS`).
+    parameters : dict
+        The method's arguments (:meth:`MethodArgs.to_dict`) and what the run derived from its
+        inputs (number of models, weights, ...); JSON-able.
+    seed : int
+        Projection seed.
+    seconds : float
+        Wall time of the computation.
+    """
+
+    scores: np.ndarray
+    method: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    seconds: float = 0.0
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.scores.shape[0]), int(self.scores.shape[1]))
+
+    def save(self, path: Any, *, row_ids: Any = None) -> Path:
+        """Write the scores and their manifest (:func:`aria_tda.attribution.save_attribution`).
+
+        Parameters
+        ----------
+        path : path
+            ``.npy`` or ``.zarr``.
+        row_ids : array of str, optional
+            Training-segment ids of the rows.
+        """
+        from aria_tda.attribution.storage import save_attribution
+
+        return save_attribution(
+            self.scores, path, method=self.method, parameters=self.parameters, seed=self.seed,
+            row_ids=row_ids, extra={"seconds": round(self.seconds, 3)},
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# arguments
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MethodArgs(Options):
+    """The arguments every attribution method takes (one frozen dataclass per family).
+
+    Build one with keywords or with :meth:`~aria_tda._options.Options.from_mapping`, which rejects
+    options the method does not take. ``tuned`` names the hyper-parameters whose defaults were
+    chosen for the benchmark model (``aria_tda.attribution.DEFAULTS`` shows them).
+    """
+
+    tuned: ClassVar[tuple[str, ...]] = ()
+
+    loss: LossLike = option(
+        "sequence", check=check_loss,
+        help="per-sample loss of training windows: 'sequence', 'last_token' or a callable "
+             "f(model, tokens) -> (B,)")
+    target: LossLike = option(
+        "last_token", check=check_loss,
+        help="per-sample loss of queries (the attributed output), as loss")
+    batch_size: int = option(32, min_value=1, help="windows per per-sample-gradient batch")
+    seed: int = option(0, min_value=0, help="projection seed (dattri's proj_seed)")
+    num_threads: int | None = option(1, kind="int", min_value=1,
+                                     help="torch intra-op threads while computing "
+                                          "(None: leave torch's setting)")
+    device: str = option("cpu", check=check_device,
+                         help="where gradients are computed: 'cpu' or an accelerator such as "
+                              "'cuda' (TRAK and the TracIn family: the CPU's projections, "
+                              "scores equal up to rounding; LoGra/FactGraSS: dattri draws "
+                              "their compressors on the device)")
+    progress: bool | None = option(None, help="progress bars on/off (None: ARIA's default)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The arguments as a JSON-able dict (losses by name), as manifests record them."""
+        out = super().to_dict()
+        out["loss"] = loss_name(self.loss)
+        out["target"] = loss_name(self.target)
+        return out
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The arguments as keyword arguments of the method's function (values untouched)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class ProjectionArgs(MethodArgs):
+    """:class:`MethodArgs` plus the dense-projection settings of TRAK and the TracIn family."""
+
+    proj_type: str = option("normal", choices=PROJ_TYPES, help="random projection distribution")
+    engine: str = option("aria", choices=ENGINES,
+                         help="'aria' (dattri's numbers, faster) or 'dattri' (its own classes)")
+    max_projection_bytes: int = option(DEFAULT_MAX_PROJECTION_BYTES, min_value=0,
+                                       help="largest projection matrix kept between batches "
+                                            "(engine 'aria'; bytes)")
+
+
+# ------------------------------------------------------------------------------------------
+# helpers shared by the families
+# ------------------------------------------------------------------------------------------
+
+
+def prepare_inputs(model: Any, train: Any, queries: Any) -> tuple[nn.Module, Any, Any]:
+    """Check the model and turn the windows into int64 tensors ``(N, L)``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The architecture.
+    train : array [shape=(n_train, L)], integer
+        Training windows.
+    queries : array [shape=(n_test, L)], integer
+        Query windows.
+
+    Returns
+    -------
+    tuple
+        ``(model, train_tensor, query_tensor)``.
+    """
+    if not isinstance(model, nn.Module):
+        raise ParameterError(expected("model", "a torch.nn.Module", type(model).__name__))
+    train_t = as_windows(train, name="train")
+    query_t = as_windows(queries, name="queries")
+    return model, train_t, query_t
+
+
+def scores_to_numpy(scores: Any, n_train: int, n_test: int, method: str) -> np.ndarray:
+    """A finite float32 ``(n_train, n_test)`` array from a torch score matrix.
+
+    Parameters
+    ----------
+    scores : torch.Tensor [shape=(n_train, n_test)]
+        The scores a method computed.
+    n_train, n_test : int
+        The expected shape.
+    method : str
+        How to name the method in an error message.
+    """
+    out = scores.detach().cpu().numpy().astype(np.float32, copy=False)
+    if out.shape != (n_train, n_test):  # pragma: no cover - would be a dattri contract break
+        raise DataError(f"{method}: expected scores of shape {(n_train, n_test)}, "
+                        f"got {out.shape}")
+    if not np.isfinite(out).all():
+        bad = int((~np.isfinite(out)).sum())
+        raise DataError(
+            f"{method}: {bad} non-finite score(s); lower the learning rates of the checkpoints, "
+            "raise lam/damping, or use a smaller proj_dim"
+        )
+    return out
+
+
+def _one(checkpoint: Any) -> list[Any]:
+    """A single checkpoint as a one-element list (a list of several is an error)."""
+    if isinstance(checkpoint, (list, tuple)):
+        if len(checkpoint) != 1:
+            got = f"{len(checkpoint)} checkpoints"
+            raise ParameterError(expected("checkpoint", "one checkpoint", got))
+        return list(checkpoint)
+    return [checkpoint]
+
+
+@contextlib.contextmanager
+def _dattri_progress(enabled: bool | None) -> Iterator[None]:
+    """Route dattri's internal tqdm bars through ARIA's progress setting while it runs."""
+    names = (
+        "dattri.algorithm.trak",
+        "dattri.algorithm.tracin",
+        "dattri.algorithm.block_projected_if.block_projected_if",
+    )
+    saved = []
+
+    def _bar(iterable: Any = None, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("leave", None)
+        return progress(iterable, desc=kwargs.pop("desc", None), total=kwargs.pop("total", None),
+                        enabled=enabled, leave=False)
+
+    for name in names:
+        mod = import_dattri(name)
+        saved.append((mod, mod.tqdm))
+        mod.tqdm = _bar
+    try:
+        yield
+    finally:
+        for mod, orig in saved:
+            mod.tqdm = orig
+
+
+class _Timer:
+    def __enter__(self) -> _Timer:
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.seconds = time.perf_counter() - self.t0

@@ -1,0 +1,176 @@
+"""The ``aria-tda`` command line: a thin layer over the library.
+
+Each sub-command lives in its own module ``aria_tda.cli.<name>`` exposing::
+
+    def register(subparsers) -> None   # add its parser; set_defaults(func=run)
+    def run(args: argparse.Namespace) -> int
+
+Modules are discovered automatically (names starting with ``_`` are private helpers); other
+installed packages add sub-commands through the ``aria_tda.commands`` entry-point group, each
+entry point naming such a module (the experiments package adds ``demo`` and ``sensitivity``).
+A command an absent package would add is still listed and says in one line what to install.
+Sub-command modules must import heavy dependencies inside ``run`` so ``aria-tda --help`` is fast.
+Flags map one-to-one onto library keyword arguments; no logic lives here.
+
+:func:`main` is the dispatcher: a user mistake (any :class:`~aria_tda.errors.AriaError`) is one
+line ``aria-tda COMMAND: error: ...`` and exit status 2, Ctrl-C one line and status 130, and an
+unexpected exception keeps its traceback (a bug should be visible). ARIA's warnings print
+once each; repeats that differ only in K are one line listing the K's
+(:class:`aria_tda.cli._common.WarningPrinter`). A usage error (an unknown flag, a bad choice) is
+one line too, and a failed command removes the empty folders it made for its output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import pkgutil
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from aria_tda._version import __version__
+from aria_tda.cli._common import handle_errors, install_warning_format
+
+# Order in ``aria-tda --help``; discovered modules not listed here follow alphabetically.
+ORDER = (
+    "demo", "diagnose", "aggregate", "features", "embed", "retrieve", "homogeneity", "run",
+    "report", "sensitivity",
+)
+
+#: Entry-point group of sub-commands that other installed packages add.
+ENTRY_POINT_GROUP = "aria_tda.commands"
+
+#: Sub-commands of the experiments package, listed (and refused in one line) when it is absent.
+EXPERIMENT_COMMANDS = {
+    "demo": "the paper's experiments end to end (symbolic ground-truth validation; audio)",
+    "sensitivity": "TRAK sensitivity over projection dimension x lambda (benchmark models)",
+}
+
+
+def _command_modules() -> dict[str, str]:
+    """Sub-command name -> module path: ARIA's own, then those of installed packages."""
+    from importlib.metadata import entry_points
+
+    import aria_tda.cli as pkg
+
+    found = {m.name: f"aria_tda.cli.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)
+             if not m.name.startswith("_")}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep.value)
+    names = sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+    return {n: found[n] for n in names}
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``aria-tda CMD: error: ...``), status 2.
+
+    argparse prints the whole usage block before the message; ARIA prints only the message
+    and where the usage is (every user mistake is one line). Sub-parsers inherit the class.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE (see PROG --help)`` on one line and exit with status 2.
+
+        Parameters
+        ----------
+        message : str
+            argparse's message.
+        """
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aria-tda`` argument parser with every sub-command registered."""
+    parser = _OneLineParser(
+        prog="aria-tda",
+        description=(
+            "ARIA: is a training-data-attribution score matrix for a music model trustworthy, "
+            "and along which musical aspects does it operate? "
+            "Run 'aria-tda COMMAND --help' for each command."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"aria-tda {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    modules = _command_modules()
+    for name in sorted({*modules, *EXPERIMENT_COMMANDS},
+                       key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)):
+        if name in modules:
+            importlib.import_module(modules[name]).register(sub)
+        else:
+            _register_absent(sub, name)
+    return parser
+
+
+def _register_absent(sub: argparse._SubParsersAction, name: str) -> None:
+    """A sub-command of the experiments package, which is not installed: it says so in one line."""
+    p = sub.add_parser(name, help=f"{EXPERIMENT_COMMANDS[name]} [needs aria-tda-experiments]",
+                       add_help=False)
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=_absent_command)
+
+
+def _absent_command(args: argparse.Namespace) -> int:
+    from aria_tda.errors import MissingDependencyError
+
+    raise MissingDependencyError(
+        f"'aria-tda {args.command}' is a command of the experiments package, which is not "
+        "installed: pip install -e experiments (from a clone of the repository; "
+        "scripts/setup.sh installs it)"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``aria-tda`` console script; returns the exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        The arguments (default: ``sys.argv[1:]``).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    absent = _absent_output_dirs(args)
+    with warnings.catch_warnings():
+        printer = install_warning_format(args.command)
+        try:
+            status = handle_errors(args.command, lambda: args.func(args))
+        finally:
+            printer.flush()
+    if status != 0:
+        _remove_empty(absent)
+    return status
+
+
+#: Flags naming something a command writes; a failed run removes the empty folders it made.
+_OUTPUT_FLAGS = ("out", "output", "tables_dir", "tmp_dir")
+
+
+def _absent_output_dirs(args: argparse.Namespace) -> list[Path]:
+    """The output paths of ``args`` and their ancestors that do not exist yet, innermost first."""
+    absent: list[Path] = []
+    for flag in _OUTPUT_FLAGS:
+        value = getattr(args, flag, None)
+        if not isinstance(value, str) or not value:
+            continue
+        p = Path(value).absolute()
+        while not p.exists() and p != p.parent:
+            absent.append(p)
+            p = p.parent
+    return sorted(set(absent), key=lambda q: len(q.parts), reverse=True)
+
+
+def _remove_empty(dirs: list[Path]) -> None:
+    """Remove the folders of ``dirs`` that a failed command left empty (innermost first)."""
+    for d in dirs:
+        if d.is_dir() and not d.is_symlink():
+            with contextlib.suppress(OSError):
+                d.rmdir()  # only an empty folder goes
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

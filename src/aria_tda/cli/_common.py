@@ -1,0 +1,234 @@
+"""Shared CLI plumbing: one-line errors, warnings printed once, JSON printing, common flags.
+
+Errors: an :class:`~aria_tda.errors.AriaError` (a user mistake: bad parameters, bad data,
+unreadable files, manifest mismatch, missing extra) or an ``OSError`` (missing or unwritable
+paths) is one line ``aria-tda CMD: error: ...`` and exit status 2; Ctrl-C is one line and
+status 130. Any other exception is a bug in ARIA and keeps its traceback. ``ARIA_DEBUG=1``
+shows the traceback of user mistakes too.
+
+Warnings: ARIA's warnings are ``aria-tda CMD: warning: ...`` lines, each printed once. Warnings
+that differ only in the group size (``K=20``, ``K=50``, ...) are collected and printed once at
+the end of the command, as one line listing the K's they concern.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from aria_tda.errors import AriaError, AriaWarning
+
+__all__ = [
+    "WarningPrinter",
+    "add_progress_flag",
+    "add_score_reading_flags",
+    "add_transpose_flag",
+    "handle_errors",
+    "install_warning_format",
+    "print_json",
+]
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: ``K=20`` (or ``K = 20``) inside a warning: the part that varies between repeats.
+_K_IN_MESSAGE = re.compile(r"\bK ?= ?(\d+)\b")
+
+
+def handle_errors(command: str, body: Callable[[], int | None]) -> int:
+    """Run ``body``; turn user mistakes into a one-line message on stderr and exit status 2.
+
+    Parameters
+    ----------
+    command : str
+        The sub-command's name (``aria-tda COMMAND: error: ...``).
+    body : callable
+        Runs the command; returns its exit status (``None`` means 0).
+    """
+    debug = os.environ.get("ARIA_DEBUG", "") not in {"", "0"}
+    try:
+        status = body()
+        return 0 if status is None else int(status)
+    except AriaError as exc:
+        if debug:
+            raise
+        _one_line_error(command, f"{type(exc).__name__}: {exc}")
+        return EXIT_USAGE
+    except OSError as exc:
+        if debug:
+            raise
+        where = f": {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        _one_line_error(command, f"{exc.strerror or exc}{where}")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _one_line_error(command, "interrupted; finished stages are kept and a rerun resumes")
+        return EXIT_INTERRUPTED
+
+
+class WarningPrinter:
+    """Prints ARIA's warnings as ``aria-tda COMMAND: warning: ...`` lines, each once.
+
+    A warning whose text names a group size (``K=20``) is held back; :meth:`flush` prints one
+    line per (message with the K left out, warning class), listing every K it was raised for.
+
+    Parameters
+    ----------
+    command : str
+        The sub-command's name.
+    file : file-like, optional
+        Where to print (default: ``sys.stderr`` at the time of printing).
+    """
+
+    def __init__(self, command: str, file: Any = None) -> None:
+        self.command = command
+        self.file = file
+        self._seen: set[tuple[str, type]] = set()
+        self._by_k: dict[tuple[str, type], list[int]] = {}
+        self._first: dict[tuple[str, type], str] = {}
+        self._other: Callable[..., Any] = warnings.showwarning
+
+    def _print(self, text: str) -> None:
+        print(f"aria-tda {self.command}: warning: {text}", file=self.file or sys.stderr, flush=True)
+
+    def show(self, message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+             line: Any = None) -> None:
+        """The ``warnings.showwarning`` hook.
+
+        Parameters
+        ----------
+        message : Warning or str
+            The warning.
+        category : type
+            Its class.
+        filename : str
+            Where it was raised.
+        lineno : int
+            The line it was raised on.
+        file : file-like, optional
+            Passed on for warnings that are not ARIA's.
+        line : str, optional
+            Passed on for warnings that are not ARIA's.
+        """
+        if not (isinstance(category, type) and issubclass(category, AriaWarning)):
+            self._other(message, category, filename, lineno, file, line)
+            return
+        text = str(message)
+        ks = [int(k) for k in _K_IN_MESSAGE.findall(text)]
+        if len(ks) == 1:
+            key = (_K_IN_MESSAGE.sub("K=#", text), category)
+            self._first.setdefault(key, text)
+            found = self._by_k.setdefault(key, [])
+            if ks[0] not in found:
+                found.append(ks[0])
+            return
+        if (text, category) not in self._seen:
+            self._seen.add((text, category))
+            self._print(text)
+
+    def flush(self) -> None:
+        """Print the held-back warnings, one line per message listing its K's."""
+        for key, ks in self._by_k.items():
+            if len(ks) == 1:
+                self._print(self._first[key])
+            else:
+                listed = ", ".join(str(k) for k in sorted(ks))
+                self._print(key[0].replace("K=#", f"K={listed}"))
+        self._by_k.clear()
+        self._first.clear()
+
+
+def install_warning_format(command: str) -> WarningPrinter:
+    """Show ARIA's warnings as ``aria-tda COMMAND: warning: ...`` lines (each message once).
+
+    Call inside ``warnings.catch_warnings()``, and call the returned printer's ``flush()``
+    when the command ends. Other libraries' warnings keep Python's format.
+
+    Parameters
+    ----------
+    command : str
+        The sub-command's name.
+    """
+    printer = WarningPrinter(command)
+    warnings.showwarning = printer.show
+    warnings.simplefilter("always", AriaWarning)  # the printer does the de-duplication
+    return printer
+
+
+def _one_line_error(command: str, message: str) -> None:
+    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    print(f"aria-tda {command}: error: {text}", file=sys.stderr, flush=True)
+
+
+def print_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON on stdout (numpy values allowed).
+
+    Parameters
+    ----------
+    obj : Any
+        A JSON-able object.
+    """
+    from aria_tda._io import _json_default
+
+    print(json.dumps(obj, indent=2, default=_json_default))
+
+
+def add_score_reading_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--chunk-rows N`` and ``--key NAME`` (how a score matrix is read).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The sub-command's parser.
+    """
+    parser.add_argument("--chunk-rows", type=int, default=None, metavar="N",
+                        help="rows per streamed block (default: about 64 MB)")
+    parser.add_argument("--key", default=None, metavar="NAME",
+                        help="array to read from an .npz, a torch dict or a zarr group")
+
+
+def add_scheduler_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--scheduler ADDRESS|local:N`` (maps to ``scheduler=...``; see :mod:`aria_tda._dask`).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The sub-command's parser.
+    """
+    parser.add_argument(
+        "--scheduler", default=None, metavar="ADDRESS|local:N",
+        help="run on a Dask cluster: 'local:N' starts N worker processes on this machine for "
+        "the run, 'tcp://HOST:PORT' uses a running scheduler whose workers see the same files "
+        "(pip install 'aria-tda[scale]'; default: no cluster)")
+
+
+def add_transpose_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--transpose`` (maps to ``transpose=True``: the matrix is queries x training)."""
+    parser.add_argument(
+        "--transpose",
+        action="store_true",
+        help="the score matrix is stored queries x training segments (captum TracInCP, "
+        "LogIX; the other way round from its format's convention): read its transpose",
+    )
+
+
+def add_progress_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--no-progress`` (maps to ``progress=False``).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The sub-command's parser.
+    """
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        default=None,
+        help="do not draw progress bars (also: ARIA_PROGRESS=0)",
+    )

@@ -1,0 +1,235 @@
+"""``aria-tda diagnose SCORES``: reliability diagnostics κ, r_i, p of a score matrix (paper §3.2).
+
+The table and the JSON end with the verdict of :func:`aria_tda.verdict.classify` (collapsed /
+suspect / ok, with the reason). ``--scheduler local:N`` (or a scheduler address) runs the
+pass as Dask tasks over row ranges (:mod:`aria_tda.scores.distributed`); that path sums the exact
+in-memory ``T x T`` Gram, so it refuses ``--approx``, ``--exact-tiled``, ``--device`` and a
+Gram larger than ``--memory`` with a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from aria_tda.cli._common import (
+    add_progress_flag,
+    add_scheduler_flag,
+    add_score_reading_flags,
+    add_transpose_flag,
+    print_json,
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``diagnose`` sub-command.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The ``aria-tda`` parser's sub-commands.
+    """
+    p = subparsers.add_parser(
+        "diagnose",
+        help="reliability diagnostics (kappa, r_i, p) of a score matrix",
+        description=(
+            "Stream a score matrix (n_train_segments x n_queries; .npy or TRAK .mmap, .npz, "
+            ".pt/.pth, Kronfluence .safetensors or .zarr) once and report the mean absolute "
+            "inter-query correlation kappa, the singular value energy ratios r_1..r_10 and "
+            "r_2:5, the mean concentration ratio p, how constant the leading query-side "
+            "singular vector v1 is (paper section 3.2), and the verdict: collapsed, suspect or "
+            "ok, with the reason."
+        ),
+    )
+    p.add_argument("scores", metavar="SCORES", help="score matrix file or zarr store")
+    p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    add_score_reading_flags(p)
+    add_transpose_flag(p)
+    p.add_argument(
+        "--n-energy",
+        type=int,
+        default=10,
+        metavar="N",
+        help="number of energy ratios r_1..r_N to report (default 10)",
+    )
+    p.add_argument(
+        "--compute-dtype",
+        choices=("float32", "float64"),
+        default=None,
+        help="precision of the block products (default: that of the input)",
+    )
+    p.add_argument("--device", default=None, help="torch device for the kernel, e.g. cuda")
+    many = p.add_argument_group("many queries (T x T Gram larger than memory)")
+    many.add_argument(
+        "--memory",
+        default=None,
+        metavar="SIZE",
+        help="memory budget, e.g. 8GB (default: half the physical memory); when the in-memory "
+        "T x T Gram exceeds it, the exact Gram is tiled over column blocks and spilled to disk",
+    )
+    choice = many.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--approx",
+        action="store_true",
+        help="approximate mode: r_1..r_N by randomised block Krylov in a few passes, with "
+        "guaranteed intervals; kappa from sampled columns with a confidence interval; p exact",
+    )
+    choice.add_argument(
+        "--exact-tiled", action="store_true", help="force the tiled exact Gram (tests, timing)"
+    )
+    many.add_argument(
+        "--spill-dir",
+        default=None,
+        metavar="DIR",
+        help="where tiles are spilled (default $ARIA_CACHE_DIR/tiles; removed afterwards)",
+    )
+    many.add_argument(
+        "--approx-passes", type=int, default=8, metavar="N", help="most passes (default 8)"
+    )
+    many.add_argument(
+        "--sample-columns",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="columns sampled for kappa in --approx (default 1000)",
+    )
+    many.add_argument("--seed", type=int, default=0, help="seed of --approx (default 0)")
+    add_scheduler_flag(p)
+    p.epilog = (
+        "--scheduler runs the exact pass (the in-memory T x T Gram) as Dask tasks over row "
+        "ranges; it cannot be combined with --approx, --exact-tiled or --device (one-line "
+        "error)."
+    )
+    add_progress_flag(p)
+    p.set_defaults(func=run)
+
+
+def verdict_of(d: Any) -> Any:
+    """The :class:`aria_tda.verdict.Verdict` of a :class:`~aria_tda.diagnostics.Diagnostics`.
+
+    Parameters
+    ----------
+    d : Diagnostics
+        The diagnostics of one score matrix.
+    """
+    from aria_tda.verdict import classify
+
+    return classify(kappa=d.kappa, r1=d.r1, r2_5=d.r2_5, p=d.p, v1_constancy=d.v1_constancy)
+
+
+def to_record(d: Any) -> dict[str, Any]:
+    """The JSON record of ``aria-tda diagnose``: the diagnostics and the verdict.
+
+    Parameters
+    ----------
+    d : Diagnostics
+        The diagnostics of one score matrix.
+    """
+    v = verdict_of(d)
+    rec = d.to_dict()
+    rec.setdefault("mode", d.mode)
+    return {**rec, "verdict": {"label": v.label, "reason": v.reason}}
+
+
+def format_table(d: Any, source: str) -> str:
+    """The human-readable report of :class:`aria_tda.diagnostics.Diagnostics`, with the verdict.
+
+    Parameters
+    ----------
+    d : Diagnostics
+        The diagnostics of one score matrix.
+    source : str
+        How the table names the matrix.
+    """
+
+    def f(x: float | None) -> str:
+        return "undefined" if x is None else f"{x:.4f}"
+
+    rec = to_record(d)
+    verdict = rec["verdict"]
+    lines = [
+        f"score matrix   {source}",
+        f"shape          {rec['n_train']} training segments x {rec['n_queries']} queries",
+        f"kappa          {f(rec['kappa'])}   mean |corr| between query columns (1 = query ignored)",
+        f"r1             {f(rec['r1'])}   energy on the leading singular axis",
+        f"r2:5           {f(rec['r2_5'])}   energy on axes 2-5",
+        f"p              {f(rec['p'])}   mean share of column energy in the column mean",
+        f"v1 constancy   {f(rec['v1_constancy'])}   |sum v1|/sqrt(T) "
+        "(1 = v1 constant across queries)",
+        f"constant cols  {rec['constant_columns']}",
+        "energy ratios  " + " ".join(f"{r:.4f}" for r in rec["energy_ratios"]),
+        f"verdict        {verdict['label'].upper()}: {verdict['reason']}",
+    ]
+    if d.mode != "exact":
+        lines.insert(2, f"mode           {d.mode}")
+        for i, (name, src_) in enumerate((rec.get("sources") or {}).items()):
+            lines.insert(3 + i, f"  {name:<12} {src_}")
+    if d.r1_interval is not None:
+        lo, hi = d.r1_interval
+        lines.insert(-1, f"r1 interval    [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+    if d.r2_5_interval is not None:
+        lo, hi = d.r2_5_interval
+        lines.insert(-1, f"r2:5 interval  [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+    if d.kappa_ci is not None:
+        lo, hi = d.kappa_ci
+        lines.insert(
+            -1, f"kappa CI       [{lo:.4f}, {hi:.4f}]   {100 * (d.kappa_level or 0):.0f}% (sampled)"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``aria-tda diagnose``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed flags.
+    """
+    import sys
+
+    from aria_tda._dask import check_scheduler, open_client
+    from aria_tda.diagnostics import ApproxOptions, choose_mode, diagnose
+    from aria_tda.errors import ParameterError
+    from aria_tda.scores.readers import as_source
+
+    scheduler = check_scheduler(getattr(args, "scheduler", None), name="--scheduler")
+    if scheduler is not None:
+        other = "--approx" if args.approx else "--exact-tiled" if args.exact_tiled else None
+        if other is None and args.device is not None:
+            other = "--device"
+        if other is not None:
+            raise ParameterError(
+                f"--scheduler: the Dask path runs the exact in-memory Gram on the workers' "
+                f"CPUs; drop {other} or --scheduler")
+    mode = "approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto"
+    src = as_source(args.scores, key=args.key, transpose=args.transpose)
+    mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
+    if scheduler is not None and mode != "exact":
+        raise ParameterError(
+            f"--scheduler: the Dask path needs the in-memory T x T Gram, but mode {reason}; "
+            "raise --memory or drop --scheduler")
+    if mode != "exact":  # the usual in-memory path stays quiet
+        print(f"aria-tda diagnose: mode {reason}", file=sys.stderr, flush=True)
+    approx = ApproxOptions(max_passes=args.approx_passes, sample_columns=args.sample_columns)
+    with open_client(scheduler) as client:
+        d = diagnose(
+            src,
+            chunk_rows=args.chunk_rows,
+            n_energy=args.n_energy,
+            key=None,
+            compute_dtype=args.compute_dtype,
+            device=args.device,
+            progress=args.progress,
+            mode=mode,
+            memory=args.memory,
+            spill_dir=args.spill_dir,
+            seed=args.seed,
+            approx=approx,
+            client=client,
+        )
+    if args.json:
+        print_json(to_record(d))
+    else:
+        print(format_table(d, str(args.scores)))
+    return 0

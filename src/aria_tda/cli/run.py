@@ -1,0 +1,60 @@
+"""``aria-tda run STUDY.toml`` — every analysis of a study, written as a results folder + report."""
+
+from __future__ import annotations
+
+import argparse
+
+from aria_tda.cli._common import add_progress_flag, add_scheduler_flag
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``run`` sub-command.
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+        The sub-parsers of ``aria-tda``.
+    """
+    p = sub.add_parser(
+        "run",
+        help=(
+            "run a study: diagnostics, homogeneity (K-sweep, residual), alignment, confounds, "
+            "report"
+        ),
+        description=(
+            "Run every analysis of a study file for every setting it names and write a results "
+            "folder (results.json + CSV/Parquet tables) and report.html. Finished settings are "
+            "cached and reused when their inputs and parameters are unchanged. See "
+            "'aria_tda.study_config' for the study file format. With --scheduler (or the study's "
+            "'scheduler' key) the settings run in parallel on a Dask cluster, each null "
+            "computed once; the results are those of the single-machine run."
+        ),
+    )
+    p.add_argument("study", metavar="STUDY.toml", help="the study file")
+    p.add_argument("--out", dest="output", default=None,
+                   help="results folder (default: the study's 'output')")
+    p.add_argument("--no-report", dest="report", action="store_false", default=None,
+                   help="do not write report.html")
+    p.add_argument("--quiet", action="store_true", help="no log lines")
+    add_progress_flag(p)
+    add_scheduler_flag(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``aria-tda run``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line.
+    """
+    from aria_tda._dask import check_scheduler
+    from aria_tda.study import run_study
+
+    scheduler = args.scheduler
+    if scheduler is not None:  # named as the flag in the error; "" forces no cluster
+        scheduler = check_scheduler(scheduler, name="--scheduler") or ""
+    run_study(args.study, output=args.output, report=args.report, progress=args.progress,
+              quiet=args.quiet, command="aria-tda run", scheduler=scheduler)
+    return 0

@@ -1,0 +1,64 @@
+r"""Score-matrix reliability diagnostics (paper §3.2): κ, r_i, p, from one streaming pass.
+
+Conventions
+-----------
+``S`` is the segment-level score matrix ``(M, T)`` = ``(n_train_segments, n_queries)``, used
+raw: the diagnostics are taken *before* per-query normalisation and track aggregation.
+
+- **Mean absolute inter-query correlation** (Eq. kappa). With :math:`C` the Pearson
+  correlation matrix of the columns of ``S``,
+  :math:`\kappa = \frac{1}{T(T-1)} \sum_{j \ne j'} |C_{jj'}| \in [0, 1]`.
+  A constant column has no correlation; such columns are left out (with an
+  :class:`~aria_tda.errors.AriaWarning`) and counted in ``constant_columns``; ``T`` then counts
+  the remaining columns. Fewer than two remaining columns make κ undefined (NaN, warned).
+- **Singular value energy ratios** (Eq. ri). :math:`r_i = \sigma_i^2 / \lVert S \rVert_F^2`,
+  reported for :math:`i = 1..10` (zeros beyond the rank); :math:`r_{2:5} = \sum_{i=2}^5 r_i`.
+- **Mean concentration ratio** (Eq. p). :math:`p = \frac{1}{T} \sum_j M \mu_j^2 /
+  \lVert S_{\cdot j} \rVert_2^2` with :math:`\mu_j` the column mean; all-zero columns (0/0)
+  are left out of the average.
+- The collapse reading of the paper needs :math:`r_1 \approx 1` *and* a near-constant
+  :math:`v_1`; ``v1_constancy`` :math:`= |\sum_j v_{1j}| / \sqrt{T} \in [0, 1]` is 1 exactly
+  when :math:`v_1 \propto (1, \dots, 1)`.
+
+How it is computed
+------------------
+One pass over row blocks accumulates the Gram :math:`S^\top S` (``T x T``, float64), column
+sums and sums of squares (:func:`aria_tda.scores.stats.stream_stats`). The Pearson matrix is the
+scatter matrix scaled by the column standard deviations; the eigenvalues of the Gram are the
+:math:`\sigma_i^2`; its top eigenvector is :math:`v_1`. A second pass gives
+:math:`u_1 = S v_1 / \sigma_1` when asked. Memory is bounded by the block size and
+:math:`T^2`, never by ``M``. With a Dask ``client`` the same sums come from the distributed
+kernels (:func:`aria_tda.scores.distributed.stats_dask`,
+:func:`~aria_tda.scores.distributed.matvec_dask`) and are finished here. :func:`diagnose_reference`
+is the small in-memory reference (``np.corrcoef`` and ``np.linalg.svd``, the same signature as
+:func:`diagnose`) the streaming path is tested against.
+
+Many queries
+------------
+The in-memory finish holds three ``T x T`` float64 arrays
+(:func:`aria_tda.scores.tiled.gram_bytes`). ``mode="auto"`` (the default) keeps that path while they
+fit ``memory`` (default: half the physical memory) and otherwise switches to ``"exact-tiled"``
+(:mod:`aria_tda.scores.tiled`: the Gram in column panels within the budget, spilled to disk,
+top eigenpairs by block Krylov on the spilled Gram, converged to ``1e-11`` of
+:math:`\sigma_1^2`). ``mode="approx"`` (:mod:`aria_tda.scores.sketch`) needs a few passes of
+:math:`O(M T b)`: r_i from randomised block Krylov with guaranteed intervals
+(:func:`aria_tda.scores.krylov.ritz_bounds`), κ from sampled columns with a confidence interval,
+p exact. :attr:`Diagnostics.mode` and :attr:`Diagnostics.sources` say which method produced
+each number; the intervals are in :attr:`Diagnostics.r1_interval` and the fields after it.
+"""
+
+
+from __future__ import annotations
+
+from aria_tda.diagnostics.core import diagnose, diagnose_reference  # noqa: F401 (the twin)
+from aria_tda.diagnostics.modes import choose_mode
+from aria_tda.diagnostics.result import (
+    CONST_ULPS,
+    MODES,
+    ApproxOptions,
+    Diagnostics,
+    diagnostics_from_stats,
+)
+
+__all__ = ["CONST_ULPS", "MODES", "ApproxOptions", "Diagnostics", "choose_mode", "diagnose",
+           "diagnostics_from_stats"]

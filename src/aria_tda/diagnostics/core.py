@@ -1,0 +1,303 @@
+"""The entry point :func:`diagnose` and its exact reference (see :mod:`aria_tda.diagnostics`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from aria_tda._checks import check_choice, check_int
+from aria_tda.diagnostics.modes import _diagnose_approx, _diagnose_tiled, choose_mode
+from aria_tda.diagnostics.result import (
+    MODES,
+    ApproxOptions,
+    Diagnostics,
+    _check_dims,
+    _kappa_from_corr,
+    _warn_constant,
+    diagnostics_from_stats,
+)
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.scores.lowrank import fix_sign
+from aria_tda.scores.readers import as_source
+from aria_tda.scores.stats import stream_matvec, stream_stats
+
+__all__ = ["diagnose"]
+
+
+def diagnose(
+    scores: Any,
+    *,
+    chunk_rows: int | None = None,
+    n_energy: int = 10,
+    with_u1: bool = False,
+    key: str | None = None,
+    compute_dtype: str | None = None,
+    device: Any = None,
+    n_threads: int | None = None,
+    client: Any = None,
+    progress: bool | None = None,
+    transpose: bool = False,
+    mode: str = "auto",
+    memory: Any = None,
+    spill_dir: Any = None,
+    seed: int = 0,
+    approx: ApproxOptions | None = None,
+) -> Diagnostics:
+    r"""Reliability diagnostics κ, r_i, p of a score matrix in one streaming pass.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        The segment-level score matrix ``(M, T)`` (``.npy``/TRAK ``.mmap``, ``.npz``,
+        ``.pt``/``.pth``, Kronfluence ``.safetensors`` or zarr on disk; float16/32/64,
+        see :mod:`aria_tda.scores.formats`), never loaded whole.
+    chunk_rows : int, optional
+        Rows per streamed block (default: about 64 MB). Results do not depend on it beyond
+        rounding.
+    n_energy : int
+        How many energy ratios :math:`r_1..r_n` to report (default 10).
+    with_u1 : bool
+        Also compute :math:`u_1 = S v_1 / \sigma_1` (a second pass).
+    key : str, optional
+        Array to read from an ``.npz``/torch dict/zarr group.
+    compute_dtype : {None, "float32", "float64"}
+        Precision of the block products (default: float32 for float32/float16 input,
+        float64 for float64 input); accumulation is always float64.
+    device : str, optional
+        Torch device for the kernel (e.g. ``"cuda"``); default NumPy on the CPU.
+    n_threads : int, optional
+        Limit BLAS threads during the pass (default: the BLAS library's setting).
+    client : dask.distributed.Client, optional
+        Run the passes as Dask tasks over row ranges (:mod:`aria_tda.scores.distributed`).
+    progress : bool, optional
+        Draw progress bars (default: when stderr is a terminal and ``ARIA_PROGRESS`` is
+        not ``0``).
+    transpose : bool
+        ``scores`` is stored queries x training segments (captum TracInCP, LogIX; the
+        other way round from its format's convention): diagnose its transpose.
+    mode : {"auto", "exact", "exact-tiled", "approx"}
+        ``"exact"``: the in-memory Gram; ``"exact-tiled"``: column panels within ``memory``,
+        spilled to disk; ``"approx"``: a few passes, intervals reported; ``"auto"``:
+        ``"exact"`` while its ``T x T`` arrays fit ``memory``, else ``"exact-tiled"``
+        (:func:`choose_mode`).
+    memory : str or int, optional
+        Memory budget (``"8GB"``; default: half the physical memory).
+    spill_dir : path, optional
+        Where ``"exact-tiled"`` spills its tiles (default ``$ARIA_CACHE_DIR/tiles``);
+        removed afterwards.
+    seed : int
+        Seed of the approximate mode's random start and column sample.
+    approx : ApproxOptions, optional
+        Settings of ``"approx"``.
+
+    Returns
+    -------
+    Diagnostics
+
+    Raises
+    ------
+    DataError
+        NaN/inf (naming the first bad row and column), fewer than 2 columns or rows,
+        an all-zero matrix.
+    FileFormatError
+        missing, truncated or unreadable files.
+
+    Warns
+    -----
+    AriaWarning
+        constant columns (left out of κ), or κ undefined.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> S = np.outer(rng.random(500) + 1, np.ones(8)) + 1e-3 * rng.standard_normal((500, 8))
+    >>> d = diagnose(S)
+    >>> round(d.r1, 3), round(d.kappa, 2), round(d.v1_constancy, 3)
+    (1.0, 1.0, 1.0)
+    """
+    n_energy = check_int("n_energy", n_energy, min_value=1)
+    check_choice("mode", mode, MODES)
+    if client is not None and mode in ("exact-tiled", "approx"):
+        raise ParameterError(f"mode: expected 'exact' or 'auto' with a Dask client, got {mode!r}")
+    if client is not None:
+        return _diagnose_dask(
+            scores,
+            client=client,
+            chunk_rows=chunk_rows,
+            n_energy=n_energy,
+            with_u1=with_u1,
+            key=key,
+            compute_dtype=compute_dtype,
+            transpose=transpose,
+        )
+    src = as_source(scores, key=key, transpose=transpose)
+    _check_dims(*src.shape)
+    mode, _ = choose_mode(src.n_cols, mode=mode, memory=memory)
+    if mode == "exact-tiled":
+        return _diagnose_tiled(
+            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress,
+            memory, spill_dir, seed,
+        )
+    if mode == "approx":
+        opts = approx if approx is not None else ApproxOptions()
+        return _diagnose_approx(
+            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress, seed, opts
+        )
+    stats = stream_stats(
+        src,
+        chunk_rows=chunk_rows,
+        compute_dtype=compute_dtype,
+        device=device,
+        n_threads=n_threads,
+        progress=progress,
+    )
+    d = diagnostics_from_stats(stats, n_energy=n_energy, device=device)
+    if with_u1:
+        u1 = stream_matvec(src, d.v1, chunk_rows=chunk_rows, device=device, progress=progress)
+        d = replace(d, u1=u1 / d.sigma1)
+    return d
+
+
+
+def _diagnose_dask(
+    scores: Any,
+    *,
+    client: Any,
+    chunk_rows: int | None,
+    n_energy: int,
+    with_u1: bool,
+    key: str | None,
+    compute_dtype: str | None,
+    transpose: bool,
+) -> Diagnostics:
+    """:func:`diagnose` with its passes run by the Dask kernels
+    (:mod:`aria_tda.scores.distributed`)."""
+    from aria_tda.scores.distributed import matvec_dask, stats_dask
+
+    if type(scores).__module__.startswith("dask"):
+        data: Any = scores.T if transpose else scores
+    else:
+        data = as_source(scores, key=key, transpose=transpose)
+    _check_dims(*data.shape)
+    stats = stats_dask(
+        data, client=client, chunk_rows=chunk_rows, key=key, compute_dtype=compute_dtype
+    )
+    d = diagnostics_from_stats(stats, n_energy=n_energy)
+    if with_u1:
+        u = matvec_dask(data, d.v1, client=client, chunk_rows=chunk_rows, key=key)
+        d = replace(d, u1=u / d.sigma1)
+    return d
+
+
+def diagnose_reference(
+    scores: Any,
+    *,
+    chunk_rows: int | None = None,
+    n_energy: int = 10,
+    with_u1: bool = False,
+    key: str | None = None,
+    compute_dtype: str | None = None,
+    device: Any = None,
+    n_threads: int | None = None,
+    client: Any = None,
+    progress: bool | None = None,
+    transpose: bool = False,
+    mode: str = "auto",
+    memory: Any = None,
+    spill_dir: Any = None,
+    seed: int = 0,
+    approx: ApproxOptions | None = None,
+) -> Diagnostics:
+    r"""In-memory reference of :func:`diagnose`: ``np.corrcoef`` for κ, ``np.linalg.svd`` for r_i.
+
+    Loads the whole matrix (``(M, T)``); the SVD runs in the block dtype (float32 input:
+    float32 SVD). Constant columns are those with ``np.ptp == 0``. Used to test
+    :func:`diagnose` and as the naive route in the benchmark.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``, read whole.
+    chunk_rows : int, optional
+        Ignored (no streaming).
+    n_energy : int
+        How many energy ratios to report.
+    with_u1 : bool
+        Also return :math:`u_1` (from the SVD).
+    key : str, optional
+        Array of a file with several.
+    compute_dtype : str, optional
+        Ignored.
+    device : str, optional
+        Ignored.
+    n_threads : int, optional
+        Ignored.
+    client : dask.distributed.Client, optional
+        Ignored.
+    progress : bool, optional
+        Ignored.
+    transpose : bool
+        Diagnose the transpose of ``scores``.
+    mode : str
+        Ignored (always exact).
+    memory : str or int, optional
+        Ignored.
+    spill_dir : path, optional
+        Ignored.
+    seed : int
+        Ignored.
+    approx : ApproxOptions, optional
+        Ignored.
+    """
+    n_energy = check_int("n_energy", n_energy, min_value=1)
+    s = as_source(scores, key=key, transpose=transpose).to_numpy()
+    m, t = s.shape
+    _check_dims(m, t)
+    if not np.isfinite(s).all():
+        i, j = np.argwhere(~np.isfinite(s))[0]
+        raise DataError(f"scores: expected finite scores, got {s[i, j]} at row {i}, column {j}")
+    constant = np.ptp(s, axis=0) == 0
+    const_idx = np.flatnonzero(constant)
+    _warn_constant(const_idx, t)
+    keep = ~constant
+    k = int(keep.sum())
+    if k >= 2:
+        c = np.corrcoef(s[:, keep], rowvar=False)
+        kappa = _kappa_from_corr(float(np.abs(c).sum() - np.trace(np.abs(c))), k)
+    else:
+        kappa = float("nan")
+    u, sv, vt = np.linalg.svd(s, full_matrices=False, compute_uv=True)
+    energy = sv.astype(np.float64) ** 2
+    frob2 = float(energy.sum())
+    if frob2 == 0.0:
+        raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
+    ratios = np.zeros(n_energy)
+    kk = min(n_energy, energy.size)
+    ratios[:kk] = energy[:kk] / frob2
+    v1 = vt[0].astype(np.float64)
+    sign = fix_sign(v1)
+    v1 *= sign
+    colsum = s.sum(axis=0, dtype=np.float64)
+    sumsq = np.einsum("ij,ij->j", s, s, dtype=np.float64)
+    nz = sumsq > 0
+    p = float(np.mean(colsum[nz] ** 2 / (m * sumsq[nz])))
+    return Diagnostics(
+        n_train=m,
+        n_queries=t,
+        kappa=kappa,
+        r1=float(ratios[0]),
+        r2_5=float(ratios[1:5].sum()),
+        p=p,
+        energy_ratios=tuple(float(r) for r in ratios),
+        sigma1=float(sv[0]),
+        frobenius=math.sqrt(frob2),
+        v1=v1,
+        v1_constancy=float(abs(v1.sum()) / math.sqrt(t)),
+        constant_columns=int(const_idx.size),
+        constant_indices=const_idx,
+        u1=(u[:, 0].astype(np.float64) * sign) if with_u1 else None,
+    )

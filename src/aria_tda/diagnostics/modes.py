@@ -1,0 +1,221 @@
+"""The many-query modes of :func:`~aria_tda.diagnostics.diagnose`: ``exact-tiled`` and ``approx``.
+
+See :mod:`aria_tda.diagnostics` ("Many queries"): :func:`choose_mode` picks the mode from the
+memory budget; the tiled and approximate passes live in :mod:`aria_tda.scores.tiled` and
+:mod:`aria_tda.scores.sketch`, and are finished here into a :class:`Diagnostics`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+from aria_tda._checks import check_choice
+from aria_tda.diagnostics.result import (
+    CONST_ULPS,
+    MODES,
+    ApproxOptions,
+    Diagnostics,
+    _kappa_from_corr,
+    _warn_constant,
+)
+from aria_tda.errors import AriaWarning, DataError
+from aria_tda.scores.blockstats import BlockStats
+from aria_tda.scores.stats import stream_matvec
+
+__all__ = ["choose_mode"]
+
+
+def _default_memory() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) // 2
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 * 2**30
+
+
+def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str, str]:
+    """The mode :func:`diagnose` uses for ``T`` columns, and why (one line).
+
+    Parameters
+    ----------
+    t : int
+        ``T``, the number of queries.
+    mode : {"auto", "exact", "exact-tiled", "approx"}
+        The mode asked for.
+    memory : str or int, optional
+        Memory budget (default: half the physical memory).
+
+    Returns
+    -------
+    mode : str
+        ``"exact"``, ``"exact-tiled"`` or ``"approx"``.
+    reason : str
+    """
+    from aria_tda.scores.tiled import gram_bytes, parse_memory
+
+    check_choice("mode", mode, MODES)
+    budget = _default_memory() if memory is None else parse_memory(memory)
+    need = gram_bytes(t)
+
+    def size(x: float) -> str:
+        return f"{x / 2**30:.1f} GB" if x >= 2**30 else f"{x / 2**20:.1f} MB"
+    if mode == "approx":
+        return mode, "approx: asked for (r_i with guaranteed intervals, kappa sampled, p exact)"
+    if mode == "exact-tiled":
+        return mode, f"exact-tiled: asked for (memory budget {size(budget)})"
+    if mode == "exact":
+        return mode, "exact: asked for (in-memory T x T Gram)"
+    if need <= budget:
+        return "exact", (
+            f"exact: the in-memory Gram ({size(need)} for T={t:,}) fits the "
+            f"{size(budget)} budget"
+        )
+    return "exact-tiled", (
+        f"exact-tiled: the in-memory Gram needs {size(need)} for T={t:,}, over the "
+        f"{size(budget)} budget; tiling it over column blocks (--approx for a few "
+        "passes instead)"
+    )
+
+
+def _diagnose_tiled(
+    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
+    compute_dtype: str | None, n_threads: int | None, progress: bool | None,
+    memory: Any, spill_dir: Any, seed: int,
+) -> Diagnostics:
+    """:func:`diagnose` with the Gram in column panels spilled to disk (exact)."""
+    from aria_tda.scores.krylov import block_krylov_eigs
+    from aria_tda.scores.tiled import parse_memory, tiled_gram
+
+    t = src.n_cols
+    budget = _default_memory() if memory is None else memory
+    with tiled_gram(
+        src, memory=budget, spill_dir=spill_dir, chunk_rows=chunk_rows,
+        compute_dtype=compute_dtype, n_threads=n_threads, progress=progress, ulps=CONST_ULPS,
+    ) as tg:
+        st = tg.stats
+        frob2 = float(st.sum_squares.sum())
+        if not frob2 > 0.0:
+            raise DataError(
+                "scores: expected a matrix with non-zero entries, got an all-zero matrix"
+            )
+        const_idx = np.flatnonzero(tg.constant)
+        _warn_constant(const_idx, t)
+        k = t - int(const_idx.size)
+        kappa = _kappa_from_corr(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
+        blk = max(n_energy + 6, 16)
+        # the basis, its products and the Rayleigh-Ritz copies (about 8 x T x dim float64)
+        # take at most half the budget; the reads of the spilled Gram an eighth
+        dim = max(blk + n_energy, min(12 * blk, parse_memory(budget) // (2 * 64 * t)) - blk)
+        ritz = block_krylov_eigs(
+            tg.matmat, t, n_energy, trace=frob2, block=blk, max_products=400, seed=seed,
+            max_dim=dim,
+            stop=lambda r: bool(np.all(r.residuals <= 1e-11 * max(r.values[0], 1e-300))),
+        )
+        details = {"passes": tg.passes, "panels": len(tg.panels), "gram_reads": ritz.n_products,
+                   "spill_bytes": tg.meta["spill_bytes"], "chunk_rows": tg.meta["chunk_rows"],
+                   "max_residual": float(ritz.residuals.max() / max(ritz.values[0], 1e-300))}
+    sources = {"kappa": "exact (tiled Gram)", "r": "exact (block Krylov on the tiled Gram)",
+               "p": "exact", "v1": "exact (block Krylov on the tiled Gram)"}
+    return _finish(src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1,
+                   chunk_rows, progress, mode="exact-tiled", sources=sources, details=details)
+
+
+def _nan_kappa(k: int, t: int) -> float:
+    warnings.warn(
+        f"only {k} of {t} score columns vary: kappa is undefined (NaN)", AriaWarning, stacklevel=4
+    )
+    return float("nan")
+
+
+def _finish(
+    src: Any, st: BlockStats, kappa: float, values: np.ndarray, v1: np.ndarray,
+    const_idx: np.ndarray, with_u1: bool, chunk_rows: int | None, progress: bool | None,
+    **extra: Any,
+) -> Diagnostics:
+    """A :class:`Diagnostics` from column sums, κ and the top eigenvalues (non-default modes)."""
+    m, t = src.shape
+    sumsq = st.sum_squares
+    frob2 = float(sumsq.sum())
+    total = max(frob2, float(values.sum()))
+    ratios = np.clip(values / total, 0.0, 1.0)
+    sigma1 = float(np.sqrt(values[0]))
+    colsum = st.column_sums
+    nz = sumsq > 0
+    p = float(np.mean(np.clip(colsum[nz] ** 2 / (m * sumsq[nz]), 0.0, 1.0)))
+    u1 = None
+    if with_u1:
+        u1 = stream_matvec(src, v1, chunk_rows=chunk_rows, progress=progress) / sigma1
+    return Diagnostics(
+        n_train=m, n_queries=t, kappa=kappa, r1=float(ratios[0]),
+        r2_5=float(ratios[1:5].sum()), p=p, energy_ratios=tuple(float(r) for r in ratios),
+        sigma1=sigma1, frobenius=math.sqrt(frob2), v1=v1,
+        v1_constancy=float(min(1.0, abs(v1.sum()) / math.sqrt(t))),
+        constant_columns=int(const_idx.size), constant_indices=const_idx, u1=u1, **extra,
+    )
+
+
+def _diagnose_approx(
+    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
+    compute_dtype: str | None, n_threads: int | None, progress: bool | None, seed: int,
+    opts: ApproxOptions,
+) -> Diagnostics:
+    """:func:`diagnose` in a few passes: block Krylov r_i, sampled κ, exact p."""
+    from aria_tda.scores.sketch import abs_correlations, kappa_estimate, sketch_passes
+
+    t = src.n_cols
+    sk = sketch_passes(
+        src, n_energy=n_energy, max_passes=opts.max_passes, rtol=opts.rtol,
+        block=opts.block or None, sample_columns=opts.sample_columns, seed=seed,
+        chunk_rows=chunk_rows, compute_dtype=compute_dtype, n_threads=n_threads,
+        progress=progress,
+    )
+    st, ritz = sk.stats, sk.ritz
+    frob2 = float(st.sum_squares.sum())
+    if not frob2 > 0.0:
+        raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
+    constant = st.constant_mask(ulps=CONST_ULPS)
+    const_idx = np.flatnonzero(constant)
+    _warn_constant(const_idx, t)
+    population = t - int(const_idx.size)
+    keep = ~sk.sample_stats.constant_mask(ulps=CONST_ULPS) & ~constant[sk.sample]
+    est = None
+    if population < 2 or int(keep.sum()) < 2:
+        kappa = _nan_kappa(population, t)
+    else:
+        est = kappa_estimate(abs_correlations(sk.sample_stats, keep), population, opts.level)
+        kappa = est.kappa
+    total = max(frob2, float(ritz.values.sum()))
+    lo, hi = ritz.lower / total, np.minimum(ritz.upper / total, 1.0)
+    exact_kappa = est is not None and est.n_sampled >= population
+    sources = {
+        "kappa": "exact (all columns)" if exact_kappa else (
+            f"sampled ({0 if est is None else est.n_sampled} of {population} columns, "
+            "U-statistic, jackknife CI)"),
+        "r": "approx (block Krylov, guaranteed Ritz intervals)",
+        "p": "exact (column sums)",
+        "v1": "approx (leading Ritz vector)",
+    }
+    details = {
+        "passes": sk.passes, "krylov_dim": ritz.dim, "seed": seed,
+        "sample_columns": 0 if est is None else est.n_sampled,
+        "r_certified": [bool(c) for c in ritz.certified],
+        "residuals": [float(r / total) for r in ritz.residuals],
+        "bound": "lower: Ritz values (interlacing); upper: Li-Li quadratic residual bound "
+                 "with a trace-certified gap, else Weyl (deterministic)",
+    }
+    return _finish(
+        src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1, chunk_rows,
+        progress, mode="approx", sources=sources, details=details,
+        r1_interval=(float(lo[0]), float(hi[0])),
+        r2_5_interval=(float(lo[1:5].sum()), float(min(1.0, hi[1:5].sum()))),
+        energy_intervals=tuple((float(a), float(b)) for a, b in zip(lo, hi, strict=True)),
+        kappa_ci=None if est is None else est.ci,
+        kappa_se=None if est is None else est.se,
+        kappa_level=opts.level,
+    )
+
+

@@ -1,0 +1,282 @@
+"""The :class:`Diagnostics` record and its finish from Gram sums (:mod:`aria_tda.diagnostics`)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aria_tda._checks import check_int
+from aria_tda._options import Options, option
+from aria_tda.errors import AriaWarning, DataError
+from aria_tda.scores.blockstats import BlockStats
+from aria_tda.scores.lowrank import top_eigenpairs
+from aria_tda.scores.source import expected_text
+
+__all__ = ["CONST_ULPS", "MODES", "ApproxOptions", "Diagnostics", "diagnostics_from_stats"]
+
+MODES = ("auto", "exact", "exact-tiled", "approx")
+
+
+@dataclass(frozen=True)
+class ApproxOptions(Options):
+    """Settings of ``mode="approx"`` (:func:`aria_tda.scores.sketch.sketch_passes`)."""
+
+    max_passes: int = option(8, help="most streaming passes for r_1..r_10", min_value=1)
+    rtol: float = option(
+        1e-3, help="stop when the r1 interval is this narrow (relative)", min_value=0.0
+    )
+    sample_columns: int = option(1000, help="columns sampled for kappa", min_value=3)
+    level: float = option(
+        0.95, help="confidence level of the kappa interval", min_value=0.5, max_value=0.9999
+    )
+    block: int = option(0, help="Krylov block size (0: n_energy + 10)", min_value=0)
+
+
+#: Constant-column rule: centred energy <= (CONST_ULPS * eps)^2 * raw energy of the column,
+#: eps the machine epsilon of the products (float32 or float64).
+CONST_ULPS = 64.0
+
+
+@dataclass(frozen=True, eq=False)
+class Diagnostics:
+    r"""Reliability diagnostics of one score matrix (paper §3.2).
+
+    Attributes
+    ----------
+    n_train, n_queries : int
+        ``M`` and ``T``.
+    kappa : float
+        Mean absolute inter-query correlation κ ∈ [0, 1] (Eq. kappa); NaN when fewer than
+        two columns vary.
+    r1, r2_5 : float
+        :math:`r_1` and :math:`r_{2:5} = r_2 + \dots + r_5` (Eq. ri).
+    p : float
+        Mean concentration ratio ∈ [0, 1] (Eq. p).
+    energy_ratios : tuple of float
+        :math:`(r_1, \dots, r_{n})`, ``n = n_energy`` (10 by default).
+    sigma1 : float
+        Largest singular value.
+    frobenius : float
+        :math:`\lVert S \rVert_F`.
+    v1 : numpy.ndarray [shape=(T,)]
+        Leading right (query-side) singular vector, :math:`\sum_j v_{1j} \ge 0`.
+    v1_constancy : float
+        :math:`|\sum_j v_{1j}| / \sqrt{T} \in [0, 1]`; 1 means :math:`v_1` is constant.
+    constant_columns : int
+        Columns left out of κ because they are constant (and, if all-zero, out of p).
+    constant_indices : numpy.ndarray [shape=(constant_columns,)] of int
+    u1 : numpy.ndarray [shape=(M,)] or None
+        Leading left (segment-side) singular vector :math:`S v_1 / \sigma_1` (``with_u1``).
+    mode : str
+        ``"exact"`` (in-memory Gram), ``"exact-tiled"`` or ``"approx"``.
+    sources : dict or None
+        Method behind each number (``kappa``, ``r``, ``p``, ``v1``) when ``mode`` is not
+        ``"exact"``.
+    r1_interval, r2_5_interval : tuple of float or None
+        Guaranteed intervals for :math:`r_1`, :math:`r_{2:5}` (approx mode).
+    energy_intervals : tuple of (float, float) or None
+        Guaranteed interval of each energy ratio (approx mode).
+    kappa_ci : tuple of float or None
+        Confidence interval of κ at ``kappa_level`` (approx mode, sampled columns).
+    kappa_se : float or None
+        Standard error of κ (approx mode).
+    kappa_level : float or None
+        Confidence level of ``kappa_ci``.
+    details : dict or None
+        Passes, sample size, Krylov basis and the like (``mode`` not ``"exact"``).
+    """
+
+    n_train: int
+    n_queries: int
+    kappa: float
+    r1: float
+    r2_5: float
+    p: float
+    energy_ratios: tuple[float, ...]
+    sigma1: float
+    frobenius: float
+    v1: np.ndarray
+    v1_constancy: float
+    constant_columns: int
+    constant_indices: np.ndarray
+    u1: np.ndarray | None = None
+    mode: str = "exact"
+    sources: dict[str, str] | None = None
+    r1_interval: tuple[float, float] | None = None
+    r2_5_interval: tuple[float, float] | None = None
+    energy_intervals: tuple[tuple[float, float], ...] | None = None
+    kappa_ci: tuple[float, float] | None = None
+    kappa_se: float | None = None
+    kappa_level: float | None = None
+    details: dict[str, Any] | None = None
+
+    def to_dict(self, *, vectors: bool = False) -> dict[str, Any]:
+        """JSON-ready mapping (NaN becomes ``None``).
+
+        Parameters
+        ----------
+        vectors : bool
+            Also include ``v1``, ``u1`` and ``constant_indices``.
+        """
+
+        def num(x: float) -> float | None:
+            return None if not math.isfinite(x) else float(x)
+
+        out: dict[str, Any] = {
+            "n_train": self.n_train,
+            "n_queries": self.n_queries,
+            "kappa": num(self.kappa),
+            "r1": num(self.r1),
+            "r2_5": num(self.r2_5),
+            "p": num(self.p),
+            "energy_ratios": [float(r) for r in self.energy_ratios],
+            "sigma1": float(self.sigma1),
+            "frobenius": float(self.frobenius),
+            "v1_constancy": float(self.v1_constancy),
+            "constant_columns": self.constant_columns,
+        }
+        if self.mode != "exact":  # the in-memory record keeps its historical keys
+            out["mode"] = self.mode
+            out["sources"] = dict(self.sources or {})
+            for name in ("r1_interval", "r2_5_interval", "kappa_ci"):
+                iv = getattr(self, name)
+                out[name] = None if iv is None else [float(iv[0]), float(iv[1])]
+            out["energy_intervals"] = (
+                None
+                if self.energy_intervals is None
+                else [[float(a), float(b)] for a, b in self.energy_intervals]
+            )
+            out["kappa_se"] = None if self.kappa_se is None else num(self.kappa_se)
+            out["kappa_level"] = self.kappa_level
+            out["details"] = dict(self.details or {})
+        if vectors:
+            out["v1"] = self.v1.tolist()
+            out["u1"] = None if self.u1 is None else self.u1.tolist()
+            out["constant_indices"] = self.constant_indices.tolist()
+        return out
+
+    def collapsed(self, *, r1_min: float = 0.9, constancy_min: float = 0.9) -> bool:
+        """The paper's collapse reading: ``r1 >= r1_min`` and ``v1_constancy >= constancy_min``.
+
+        :func:`aria_tda.verdict.classify` gives the full verdict (collapsed / suspect / ok).
+
+        Parameters
+        ----------
+        r1_min : float
+            Least :math:`r_1`.
+        constancy_min : float
+            Least ``v1_constancy``.
+        """
+        return self.r1 >= r1_min and self.v1_constancy >= constancy_min
+
+
+def _check_dims(m: int, t: int) -> None:
+    if t < 2:
+        raise DataError(
+            expected_text("scores", "at least 2 queries (columns) for κ", f"{t} column(s)")
+        )
+    if m < 2:
+        raise DataError(expected_text("scores", "at least 2 training rows", f"{m} row(s)"))
+
+
+def _warn_constant(idx: np.ndarray, t: int) -> None:
+    if idx.size:
+        first = ", ".join(str(int(i)) for i in idx[:5]) + (", ..." if idx.size > 5 else "")
+        warnings.warn(
+            f"{idx.size} of {t} score columns are constant (columns {first}); their "
+            "correlation is undefined, so they are left out of kappa (and all-zero ones out of p)",
+            AriaWarning,
+            stacklevel=3,
+        )
+
+
+def _kappa_from_corr(corr_abs_sum: float, k: int) -> float:
+    return float(min(1.0, max(0.0, corr_abs_sum / (k * (k - 1)))))
+
+
+def diagnostics_from_stats(
+    stats: BlockStats, *, n_energy: int = 10, device: Any = None, u1: np.ndarray | None = None
+) -> Diagnostics:
+    r"""Finish the diagnostics from the sums of a Gram pass (:class:`BlockStats`).
+
+    Used by :func:`diagnose` for the streaming and the Dask pass, which produce the same sums.
+
+    Parameters
+    ----------
+    stats : BlockStats
+        Sums with the Gram matrix (``gram=True``) over all rows of ``S``.
+    n_energy : int
+        How many energy ratios to report.
+    device : str, optional
+        Torch device for the eigendecomposition.
+    u1 : numpy.ndarray [shape=(M,)], optional
+        :math:`u_1`, when already computed.
+    """
+    n_energy = check_int("n_energy", n_energy, min_value=1)
+    m, t = stats.n, stats.n_cols
+    _check_dims(m, t)
+    if stats.gram is None:
+        raise ValueError("diagnostics need BlockStats with the Gram matrix")
+    sumsq = stats.sum_squares
+    frob2 = float(sumsq.sum())
+    if not frob2 > 0.0:
+        raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
+
+    # κ (Eq. kappa): Pearson correlations of the non-constant columns
+    css = stats.centered_ss
+    constant = stats.constant_mask(ulps=CONST_ULPS)
+    const_idx = np.flatnonzero(constant)
+    _warn_constant(const_idx, t)
+    keep = ~constant
+    k = int(keep.sum())
+    if k < 2:
+        warnings.warn(
+            f"only {k} of {t} score columns vary: kappa is undefined (NaN)",
+            AriaWarning,
+            stacklevel=2,
+        )
+        kappa = float("nan")
+    else:
+        corr = stats.centered_gram()
+        if const_idx.size:
+            corr = corr[np.ix_(keep, keep)]
+        sd = np.sqrt(css[keep])
+        corr /= sd[:, None]
+        corr /= sd[None, :]
+        np.abs(corr, out=corr)
+        np.minimum(corr, 1.0, out=corr)
+        kappa = _kappa_from_corr(float(corr.sum() - np.trace(corr)), k)
+        del corr
+
+    # r_i (Eq. ri): eigenvalues of the Gram are sigma_i^2
+    values, vectors = top_eigenpairs(stats.raw_gram(), n_energy, device=device, overwrite=True)
+    total = max(frob2, float(values.sum()))
+    ratios = np.clip(values / total, 0.0, 1.0)
+    v1 = vectors[:, 0].copy()
+    sigma1 = float(np.sqrt(values[0]))
+
+    # p (Eq. p): mean over columns of M mu_j^2 / ||S_.j||^2 (all-zero columns left out)
+    colsum = stats.column_sums
+    nz = sumsq > 0
+    p = float(np.mean(np.clip(colsum[nz] ** 2 / (m * sumsq[nz]), 0.0, 1.0)))
+
+    return Diagnostics(
+        n_train=m,
+        n_queries=t,
+        kappa=kappa,
+        r1=float(ratios[0]),
+        r2_5=float(ratios[1:5].sum()),
+        p=p,
+        energy_ratios=tuple(float(r) for r in ratios),
+        sigma1=sigma1,
+        frobenius=math.sqrt(frob2),
+        v1=v1,
+        v1_constancy=float(min(1.0, abs(v1.sum()) / math.sqrt(t))),
+        constant_columns=int(const_idx.size),
+        constant_indices=const_idx,
+        u1=u1,
+    )

@@ -1,0 +1,218 @@
+"""librosa's numba JIT cache: where it lives, warming it once, recovering from corruption.
+
+librosa compiles its numba kernels on first use (about 25 s on one core) and caches the
+machine code. By default numba writes that cache next to librosa's sources, inside the
+virtual environment; two processes compiling the same kernels at once can leave those files
+corrupt, and every later process then crashes (segfault) when it loads them. ARIA therefore:
+
+1. points ``NUMBA_CACHE_DIR`` at its own per-user, per-version directory
+   (:func:`numba_cache_dir`: ``$ARIA_CACHE_DIR/numba/<aria>-<numba>-py<X.Y>``, default
+   ``~/.cache/aria/...``) *before* numba is imported (:func:`configure_numba_cache`, run when
+   :mod:`aria_tda.features.audio` is imported; worker processes inherit the variable). A
+   ``NUMBA_CACHE_DIR`` the user set themselves is respected;
+2. compiles (warms) the kernels once, in a separate probe process and under a file lock, before
+   any extraction worker starts (:func:`prepare_workers`), so that concurrent ARIA processes
+   never compile at the same time and workers only ever read the cache;
+3. treats a probe that crashes or raises as a corrupt cache: the directory is wiped and the
+   kernels recompiled (once), with a warning, instead of a crash that never goes away.
+
+A stamp file in the cache directory (``aria-warm.json``) records the cache files after a
+successful warm-up; while they are unchanged later runs skip the probe (no cost), and any
+change (a new kernel written, a damaged file) triggers a fresh probe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from aria_tda.errors import AriaWarning
+
+__all__ = ["configure_numba_cache", "numba_cache_dir", "prepare_workers"]
+
+#: environment variable remembering the NUMBA_CACHE_DIR that ARIA (not the user) set
+_MARK = "_ARIA_NUMBA_CACHE_DIR"
+_STAMP = "aria-warm.json"
+_NOT_APPLICABLE = 3  # probe exit status: librosa is not installed, nothing to warm
+_PROBE_TIMEOUT = 900.0
+
+
+def numba_cache_dir() -> Path:
+    """ARIA's numba cache directory for this user, ARIA, numba and Python version.
+
+    ``$ARIA_CACHE_DIR`` (default ``~/.cache/aria``) ``/numba/<aria>-<numba>-py<major.minor>``.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    from aria_tda._version import __version__
+
+    try:
+        nb = version("numba")
+    except PackageNotFoundError:
+        nb = "none"
+    base = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
+    py = f"py{sys.version_info.major}.{sys.version_info.minor}"
+    return base / "numba" / f"{__version__}-{nb}-{py}"
+
+
+def configure_numba_cache() -> Path:
+    """Point ``NUMBA_CACHE_DIR`` at :func:`numba_cache_dir` (unless the user set it); return it.
+
+    Safe to call repeatedly. If numba is already imported its configuration is updated too
+    (kernels compiled afterwards cache there).
+    """
+    current = os.environ.get("NUMBA_CACHE_DIR")
+    if current and current != os.environ.get(_MARK):
+        return Path(current)  # the user's own choice
+    path = numba_cache_dir()
+    os.environ["NUMBA_CACHE_DIR"] = str(path)
+    os.environ[_MARK] = str(path)
+    cfg = sys.modules.get("numba.core.config")
+    if cfg is not None:
+        cfg.CACHE_DIR = str(path)  # type: ignore[attr-defined]
+    return path
+
+
+def _listing(path: Path) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    if not path.is_dir():
+        return out
+    for f in sorted(path.rglob("*")):
+        if f.is_file() and f.name != _STAMP:
+            st = f.stat()
+            out[f.relative_to(path).as_posix()] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``<path>.lock`` (blocking; no-op where ``fcntl`` is missing)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(path.with_name(path.name + ".lock"), "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _probe(path: Path) -> tuple[int, str]:
+    """Warm the kernels in a child process; ``(exit status, last line of its stderr)``."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(path), **{_MARK: str(path)})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", "from aria_tda.features.audio.jit import _warm; _warm()"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=_PROBE_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return -int(signal.SIGKILL), f"timed out after {_PROBE_TIMEOUT:g} s"
+    lines = [ln for ln in (proc.stderr or "").splitlines() if ln.strip()]
+    return proc.returncode, (lines[-1] if lines else "")
+
+
+def _describe(rc: int, detail: str) -> str:
+    if rc < 0:
+        try:
+            return f"died ({signal.Signals(-rc).name})"
+        except ValueError:
+            return f"died (signal {-rc})"
+    return f"failed (exit {rc}: {detail or 'no message'})"
+
+
+def _wipe(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def prepare_workers(params: Mapping[str, Any] | None = None, *, force: bool = False) -> bool:
+    """Make sure librosa's JIT cache is compiled and loadable before extraction workers start.
+
+    Under a file lock (so concurrent ARIA processes wait for one another), a probe process
+    imports librosa and extracts the features of a short synthetic clip with the default
+    backends, compiling every kernel the extraction uses into the cache. A probe that dies
+    (e.g. SIGSEGV) or raises marks the cache corrupt: it is wiped and the probe rerun once.
+
+    Parameters
+    ----------
+    params : mapping, optional
+        The extraction parameters (accepted for the extraction engine's hook; kernels depend
+        on dtypes, not on parameter values, so the default parameters are warmed).
+    force : bool
+        Probe even when the stamp says the cache is warm (after a worker died).
+
+    Returns
+    -------
+    bool
+        True when the cache is warm (or there is nothing to warm: librosa not installed).
+    """
+    del params
+    path = configure_numba_cache()
+    with _locked(path):
+        stamp = path / _STAMP
+        if not force and stamp.is_file():
+            try:
+                if json.loads(stamp.read_text())["files"] == _listing(path):
+                    return True
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+        path.mkdir(parents=True, exist_ok=True)
+        rc, detail = _probe(path)
+        if rc == _NOT_APPLICABLE:
+            return True
+        if rc != 0:
+            warnings.warn(
+                f"numba JIT cache {str(path)!r}: a probe {_describe(rc, detail)} loading it; "
+                "treating it as corrupt: wiped and recompiled",
+                AriaWarning,
+                stacklevel=2,
+            )
+            _wipe(path)
+            rc, detail = _probe(path)
+            if rc == _NOT_APPLICABLE:
+                return True
+            if rc != 0:
+                warnings.warn(
+                    f"audio features: warming librosa's kernels {_describe(rc, detail)} even "
+                    "with a fresh JIT cache; extracting anyway",
+                    AriaWarning,
+                    stacklevel=2,
+                )
+                return False
+        stamp.write_text(json.dumps({"files": _listing(path)}))
+        return True
+
+
+def _warm() -> None:  # pragma: no cover - runs in the probe process
+    """Probe body: extract a 3 s synthetic clip (compiles/loads every kernel)."""
+    import numpy as np
+
+    from aria_tda.errors import MissingDependencyError
+
+    try:
+        from aria_tda.features.audio.extract import extract_audio
+
+        sr = 48000
+        t = np.arange(3 * sr) / sr
+        pulse = (np.sin(2 * np.pi * 2.0 * t) > 0.9).astype(np.float64)
+        y = 0.2 * np.sin(2 * np.pi * 220.0 * t) + 0.2 * np.sin(2 * np.pi * 330.0 * t) + 0.3 * pulse
+        extract_audio(y.astype(np.float32), sr)
+    except MissingDependencyError:
+        sys.exit(_NOT_APPLICABLE)

@@ -1,0 +1,257 @@
+r"""Evidence channels: channel → features → extractor + similarity, in one place.
+
+The homogeneity analysis reads this registry; adding a feature is one :class:`FeatureSpec`
+entry here (plus its extractor). Channel sets follow the paper's appendix tables
+"Feature extraction parameters" (symbolic: melody, harmony, rhythm, dynamic, texture;
+audio: rhythm, harmony, timbre).
+
+Conventions
+-----------
+- ``name`` is the column name in the feature store.
+- ``kind`` is ``"vector"`` (fixed width ``dim``; scalars have ``dim == 1``) or ``"sequence"``
+  (variable-length integer sequence, e.g. chord root motions).
+- ``similarity`` names a function in :mod:`aria_tda.similarity`:
+  ``"std_euclidean"`` — :math:`\mathrm{sim}(a,b) = 1/(1+\lVert z_a - z_b\rVert_2)` with
+  per-dimension scale fixed once per corpus; ``"chord_lcs"`` — normalised LCS of root-motion
+  sequences.
+- ``extractor`` names the extractor family that fills the feature (``"symbolic"``, ``"audio"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from aria_tda.errors import ParameterError, expected
+
+__all__ = [
+    "MODALITIES",
+    "FeatureSpec",
+    "channel_names",
+    "channels",
+    "feature_spec",
+    "features",
+    "modality_phrase",
+]
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """One feature of an evidence channel."""
+
+    name: str
+    channel: str
+    modality: Literal["symbolic", "audio"]
+    kind: Literal["vector", "sequence"]
+    dim: int | None
+    similarity: Literal["std_euclidean", "chord_lcs"]
+    extractor: str
+    description: str
+    source: str = ""  # e.g. the jSymbolic 2.2 code or the librosa function
+
+
+def _sym(name: str, channel: str, dim: int, description: str, source: str) -> FeatureSpec:
+    return FeatureSpec(
+        name, channel, "symbolic", "vector", dim, "std_euclidean", "symbolic", description, source
+    )
+
+
+def _aud(
+    name: str,
+    channel: str,
+    dim: int | None,
+    description: str,
+    source: str,
+    *,
+    sequence: bool = False,
+) -> FeatureSpec:
+    return FeatureSpec(
+        name,
+        channel,
+        "audio",
+        "sequence" if sequence else "vector",
+        dim,
+        "chord_lcs" if sequence else "std_euclidean",
+        "audio",
+        description,
+        source,
+    )
+
+
+_SYMBOLIC = (
+    _sym(
+        "melodic_interval",
+        "melody",
+        25,
+        "melodic-interval histogram per voice, signed bins -12..+12 semitones "
+        "(larger leaps in the end bins)",
+        "M-1 (paper form)",
+    ),
+    _sym(
+        "pitch_class",
+        "harmony",
+        12,
+        "pitch-class histogram, L1-normalised, rotated so the most common class is bin 0",
+        "P-2",
+    ),
+    _sym(
+        "vertical_interval",
+        "harmony",
+        12,
+        "wrapped vertical-interval histogram (S_p + S_q per pitch pair) on a 50 Hz grid",
+        "C-2 (paper form)",
+    ),
+    _sym(
+        "note_density", "rhythm", 1, "note onsets per second of the segment (0 under 1 s)", "RT-5"
+    ),
+    _sym(
+        "mean_rhythmic_value", "rhythm", 1, "mean snapped rhythmic value in quarter notes", "R-25"
+    ),
+    _sym(
+        "rhythmic_value",
+        "rhythm",
+        11,
+        "rhythmic-value histogram, 32nd to double-whole",
+        "R-13 (paper form)",
+    ),
+    _sym(
+        "velocity_change",
+        "dynamic",
+        1,
+        "mean |delta loudness| between successive onsets on one MIDI channel",
+        "D-4",
+    ),
+    _sym("velocity_std", "dynamic", 1, "sample SD of loudness (velocity x CC7 volume)", "D-2"),
+    _sym("dynamic_range", "dynamic", 1, "max - min loudness", "D-1"),
+    _sym(
+        "mean_polyphony",
+        "texture",
+        1,
+        "mean number of distinct sounding pitches over sounding frames (50 Hz grid)",
+        "C-6 (paper form)",
+    ),
+    _sym(
+        "polyphony_std",
+        "texture",
+        1,
+        "sample SD of the same per-frame counts (50 Hz grid)",
+        "C-7 (paper form)",
+    ),
+    _sym(
+        "pitch_range", "texture", 1, "highest - lowest pitch in semitones (drums excluded)", "P-8"
+    ),
+)
+
+_AUDIO = (
+    _aud(
+        "beat_interval",
+        "rhythm",
+        16,
+        "beat-interval histogram, 16 bins in [0.2, 2.0] s",
+        "joint beat/downbeat tracker",
+    ),
+    _aud(
+        "onset_interval",
+        "rhythm",
+        16,
+        "onset-interval histogram, 16 bins in [0.05, 1.0] s",
+        "librosa.onset.onset_detect",
+    ),
+    _aud("chroma", "harmony", 12, "chroma_cqt, 12-bin mean", "librosa.feature.chroma_cqt"),
+    _aud("tonnetz", "harmony", 6, "tonnetz from the chroma, mean", "librosa.feature.tonnetz"),
+    _aud(
+        "chord_progression",
+        "harmony",
+        None,
+        "chord root-motion intervals mod 12",
+        "offline chord recogniser",
+        sequence=True,
+    ),
+    _aud("mfcc", "timbre", 26, "MFCC (13) mean || std", "librosa.feature.mfcc"),
+    _aud("cqt", "timbre", 168, "CQT (84 bins, dB) mean || std", "librosa.cqt"),
+)
+
+_REGISTRY: Mapping[str, tuple[FeatureSpec, ...]] = {"symbolic": _SYMBOLIC, "audio": _AUDIO}
+MODALITIES = tuple(_REGISTRY)
+
+
+def _check_modality(modality: str) -> tuple[FeatureSpec, ...]:
+    if modality not in _REGISTRY:
+        raise ParameterError(
+            expected("modality", "one of " + ", ".join(map(repr, MODALITIES)), modality)
+        )
+    return _REGISTRY[modality]
+
+
+def features(modality: str, channel: str | None = None) -> tuple[FeatureSpec, ...]:
+    """The features of ``modality`` (optionally of one ``channel``), in registry order.
+
+    Parameters
+    ----------
+    modality : {"symbolic", "audio"}
+        Which registry.
+    channel : str, optional
+        Only this channel's features.
+    """
+    specs = _check_modality(modality)
+    if channel is None:
+        return specs
+    out = tuple(s for s in specs if s.channel == channel)
+    if not out:
+        raise ParameterError(
+            expected("channel", "one of " + ", ".join(map(repr, channel_names(modality))), channel)
+        )
+    return out
+
+
+def channel_names(modality: str) -> tuple[str, ...]:
+    """Channel names of ``modality`` in registry order.
+
+    Parameters
+    ----------
+    modality : {"symbolic", "audio"}
+        Which registry.
+    """
+    return tuple(dict.fromkeys(s.channel for s in _check_modality(modality)))
+
+
+def channels(modality: str) -> dict[str, tuple[FeatureSpec, ...]]:
+    """Mapping channel → its feature specs, in registry order.
+
+    Parameters
+    ----------
+    modality : {"symbolic", "audio"}
+        Which registry.
+    """
+    return {c: features(modality, c) for c in channel_names(modality)}
+
+
+def feature_spec(modality: str, name: str) -> FeatureSpec:
+    """The spec of feature ``name``.
+
+    Parameters
+    ----------
+    modality : {"symbolic", "audio"}
+        Which registry.
+    name : str
+        A feature name.
+    """
+    for s in _check_modality(modality):
+        if s.name == name:
+            return s
+    raise ParameterError(expected("feature", modality_phrase(modality, "feature name"), name))
+
+
+def modality_phrase(modality: str, noun: str) -> str:
+    """``"an audio store"``, ``"a symbolic store"``: the modality with the right article.
+
+    Parameters
+    ----------
+    modality : str
+        ``"symbolic"``, ``"audio"`` (or any word).
+    noun : str
+        What follows the modality (``"store"``, ``"feature store"``, ...).
+    """
+    article = "an" if str(modality)[:1].lower() in "aeiou" and str(modality) else "a"
+    return f"{article} {modality} {noun}"

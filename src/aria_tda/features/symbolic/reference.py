@@ -1,0 +1,231 @@
+"""The exact loop reference of the symbolic features (slow; for tests).
+
+:func:`symbolic_features_reference` is the reference twin of
+:func:`aria_tda.features.symbolic.symbolic_features` (same signature); :func:`reference_features`
+(its documented older name) also takes ``owned``, the notes that belong to the segment, to
+check the segmented batch path (:func:`~aria_tda.features.symbolic.segment_notes`) window by
+window. Neither is in ``__all__``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from aria_tda.features.symbolic.batch import _tick_bounds
+from aria_tda.features.symbolic.params import (
+    _EPS_TICK,
+    _RHYTHM_LOWER,
+    FEATURE_NAMES,
+    RHYTHMIC_VALUES,
+    SymbolicParams,
+    _has_ticks,
+    _window_ticks,
+    as_notes,
+)
+from aria_tda.features.symbolic.segments import _default_duration
+
+__all__: list[str] = []
+
+
+def symbolic_features_reference(
+    notes: Any, *, start: float = 0.0, duration: float | None = None, **params: Any
+) -> dict[str, np.ndarray]:
+    """Exact loop reference of :func:`~aria_tda.features.symbolic.symbolic_features` (slow).
+
+    Parameters
+    ----------
+    notes : notes
+        Anything :func:`~aria_tda.features.symbolic.as_notes` accepts; all belong to the segment.
+    start : float
+        Window start in seconds.
+    duration : float, optional
+        Window length in seconds; default: the notes' source length or last note end.
+    **params
+        :class:`~aria_tda.features.symbolic.SymbolicParams` fields.
+
+    Returns
+    -------
+    dict of str to np.ndarray [shape=(dim,), float64]
+    """
+    return reference_features(notes, start=start, duration=duration, **params)
+
+
+def reference_features(
+    notes: Any,
+    *,
+    start: float = 0.0,
+    duration: float | None = None,
+    owned: Any = None,
+    **params: Any,
+) -> dict[str, np.ndarray]:
+    """Exact loop reference of one segment (slow; for tests): every rule written out plainly.
+
+    Grid features are computed frame by frame (tick by tick in the 2.2 form).
+
+    Parameters
+    ----------
+    notes : notes
+        Anything :func:`~aria_tda.features.symbolic.as_notes` accepts.
+    start : float
+        Window start in seconds.
+    duration : float, optional
+        Window length in seconds; default: the notes' source length or last note end.
+    owned : array of bool, optional
+        Per note: does it belong to the segment (default all True)? The others only sound in
+        it (``boundary="clip"``).
+    **params
+        :class:`~aria_tda.features.symbolic.SymbolicParams` fields.
+
+    Returns
+    -------
+    dict of str to np.ndarray [shape=(dim,), float64]
+    """
+    p = SymbolicParams.from_kwargs(params)
+    nt = as_notes(notes)
+    n = len(nt)
+    dur = _default_duration(nt, start) if duration is None else float(duration)
+    own = [True] * n if owned is None else [bool(x) for x in np.asarray(owned).reshape(-1)]
+    paper = p.form == "paper"
+    if _has_ticks(nt):
+        st, et, tpq = nt.start_tick, nt.end_tick, int(nt.ticks_per_quarter)  # type: ignore[arg-type]
+        w0, w1 = (int(x) for x in _window_ticks(nt, np.array([start]), np.array([start + dur]))[0])
+    else:  # seconds only: ticks at the tpq/qpm parameters
+        rate = p.tpq * p.qpm / 60.0
+        st = np.array([math.floor(float(x) * rate + 0.5) for x in nt.start], dtype=np.int64)
+        et = np.array([math.floor(float(x) * rate + 0.5) for x in nt.end], dtype=np.int64)
+        tpq = p.tpq
+        w0, w1 = math.ceil(start * rate - _EPS_TICK), math.ceil((start + dur) * rate - _EPS_TICK)
+    onset_time = [float(nt.start[i]) if paper else int(st[i]) for i in range(n)]  # type: ignore[index]
+    mine = [i for i in range(n) if own[i]]
+    pitched = [i for i in mine if not nt.is_drum[i]]
+    out: dict[str, np.ndarray] = {}
+
+    def normalise(h: list[float]) -> np.ndarray:
+        tot = sum(h)
+        return np.array([x / tot if tot > 0 else 0.0 for x in h])
+
+    # melodic intervals: per voice, onsets in order (ties: input order)
+    width = 25 if paper else 128
+    mh = [0.0] * width
+    voices: dict[tuple[int, int], list[int]] = {}
+    for i in sorted(pitched, key=lambda i: (onset_time[i], i)):
+        voices.setdefault((int(nt.track[i]), int(nt.channel[i])), []).append(i)
+    for seq in voices.values():
+        prev = None
+        for i in seq:
+            if prev is not None and onset_time[i] != onset_time[prev]:
+                step = int(nt.pitch[i]) - int(nt.pitch[prev])
+                if paper:
+                    if abs(step) > 12 and p.interval_overflow == "drop":
+                        pass
+                    else:
+                        mh[max(-12, min(12, step)) + 12] += 1
+                else:
+                    mh[abs(step)] += 1
+            prev = i
+    out["melodic_interval"] = normalise(mh)
+
+    pc = [0.0] * 12
+    for i in pitched:
+        pc[int(nt.pitch[i]) % 12] += 1
+    pcn = normalise(pc)
+    if p.rotate_pitch_class:
+        top = max(range(12), key=lambda k: (pcn[k], -k))
+        pcn = np.array([pcn[(top + k) % 12] for k in range(12)])
+    out["pitch_class"] = pcn
+
+    # grid: list the sounding notes unit by unit
+    if paper:
+        n_units = math.ceil(dur * p.fps - 1e-9)
+        spans = []
+        for i in range(n):
+            a = math.floor((float(nt.start[i]) - start) * p.fps + 0.5)
+            b = math.floor((float(nt.end[i]) - start) * p.fps + 0.5)
+            b = max(b, a + 1) if nt.end[i] > nt.start[i] else a
+            spans.append((min(max(a, 0), n_units), min(max(b, 0), n_units)))
+        lo_unit = 0
+    else:
+        spans = [(min(max(int(st[i]), w0), w1), min(max(int(et[i]), w0), w1)) for i in range(n)]  # type: ignore[index]
+        lo_unit, n_units = w0, w1 - w0
+    grid_notes = [i for i in range(n) if not nt.is_drum[i] and (own[i] or p.boundary == "clip")]
+    vh = [0.0] * 12
+    counts: list[int] = []
+    for u in range(lo_unit, lo_unit + n_units):
+        strength: dict[int, int] = {}
+        number: dict[int, int] = {}
+        for i in grid_notes:
+            a, b = spans[i]
+            if a <= u < b:
+                q = int(nt.pitch[i])
+                strength[q] = strength.get(q, 0) + int(nt.velocity[i])
+                number[q] = number.get(q, 0) + 1
+        ps = sorted(strength)
+        if ps:
+            counts.append(len(ps))
+        for x, q1 in enumerate(ps):
+            if number[q1] >= 2:
+                vh[0] += strength[q1]
+            for q2 in ps[x + 1 :]:
+                vh[(q2 - q1) % 12] += strength[q1] + strength[q2]
+    out["vertical_interval"] = normalise(vh)
+
+    out["note_density"] = np.array([len(mine) / dur if dur >= 1.0 else 0.0])
+    width = 11 if paper else 12
+    rh = [0.0] * width
+    values = []
+    for i in mine:
+        if paper:
+            dq = nt.duration_quarters
+            d = (
+                float(dq[i])
+                if dq is not None
+                else (float(nt.end[i]) - float(nt.start[i])) * p.qpm / 60.0
+            )
+            bounds: list[float] = [float(x) for x in _RHYTHM_LOWER[:10]]
+        else:
+            d = int(et[i]) - int(st[i])  # type: ignore[index]
+            bounds = [int(x) for x in _tick_bounds(tpq)]
+        k = 0
+        while k < len(bounds) and d >= bounds[k]:
+            k += 1
+        rh[k] += 1
+        values.append(float(RHYTHMIC_VALUES[k]))
+    out["mean_rhythmic_value"] = np.array([sum(values) / len(values) if values else 0.0])
+    out["rhythmic_value"] = normalise(rh)
+
+    by_channel: dict[int, list[int]] = {}
+    key = (lambda i: (float(nt.start[i]), i)) if paper else (lambda i: i)
+    for i in sorted(mine, key=key):
+        by_channel.setdefault(int(nt.channel[i]), []).append(int(nt.loudness[i]))
+    changes = [abs(v[j] - v[j - 1]) for v in by_channel.values() for j in range(1, len(v))]
+    if p.divisor == "changes":
+        denom = len(changes)
+    else:
+        denom = sum(len(v) for v in by_channel.values() if len(v) > 1)
+    out["velocity_change"] = np.array([sum(changes) / denom if denom else 0.0])
+    louds = [float(nt.loudness[i]) for i in mine]
+    if len(louds) > 1:
+        m = sum(louds) / len(louds)
+        out["velocity_std"] = np.array(
+            [math.sqrt(sum((x - m) ** 2 for x in louds) / (len(louds) - 1))]
+        )
+    else:
+        out["velocity_std"] = np.array([0.0])
+    out["dynamic_range"] = np.array([max(louds) - min(louds) if louds else 0.0])
+    if counts:
+        m = sum(counts) / len(counts)
+        sd = (
+            math.sqrt(sum((c - m) ** 2 for c in counts) / (len(counts) - 1))
+            if len(counts) > 1
+            else 0.0
+        )
+    else:
+        m, sd = 0.0, 0.0
+    out["mean_polyphony"] = np.array([m])
+    out["polyphony_std"] = np.array([sd])
+    ps_ = [int(nt.pitch[i]) for i in pitched]
+    out["pitch_range"] = np.array([float(max(ps_) - min(ps_)) if ps_ else 0.0])
+    return {name: out[name] for name in FEATURE_NAMES}

@@ -1,0 +1,225 @@
+"""JSON manifests that travel with every stored artefact.
+
+A manifest records what an artefact is (``kind``), its shape/dtype/orientation where that
+applies, the method/stage/parameters/seed that produced it and the ARIA version. Readers
+compare it with what the caller asks for and refuse silent reuse on a mismatch
+(:class:`~aria_tda.errors.ManifestMismatchError`), as TRAK and kronfluence do.
+
+Where the manifest lives
+------------------------
+- for a file ``scores.npy``: ``scores.npy.manifest.json`` beside it;
+- for a directory artefact (a zarr store, a feature store, a results folder):
+  ``<dir>/aria-manifest.json`` inside it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from aria_tda._io import read_json, write_json
+from aria_tda.errors import FileFormatError, ManifestMismatchError
+
+__all__ = [
+    "check_manifest",
+    "make_manifest",
+    "manifest_path",
+    "read_manifest",
+    "write_manifest",
+]
+
+FILE_SUFFIX = ".manifest.json"
+DIR_NAME = "aria-manifest.json"
+
+
+def package_version() -> str:
+    """The installed ``aria-tda`` version (``"0+unknown"`` when run from a bare source tree)."""
+    from aria_tda._version import __version__
+
+    return __version__
+
+
+def manifest_path(artifact: str | os.PathLike[str]) -> Path:
+    """Where the manifest of ``artifact`` lives (see the module docstring).
+
+    Parameters
+    ----------
+    artifact : str or path-like
+        The stored artefact: a file (``scores.npy``) or a directory artefact (a zarr store, a
+        feature store, a results folder). A path that does not exist yet counts as a directory
+        when it has no suffix or ends in ``.zarr``.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<artifact>.manifest.json`` beside a file, ``<artifact>/aria-manifest.json`` inside a
+        directory.
+    """
+    p = Path(artifact)
+    if p.is_dir() or (p.suffix in {".zarr", ""} and not p.is_file()):
+        return p / DIR_NAME
+    return p.with_name(p.name + FILE_SUFFIX)
+
+
+def make_manifest(kind: str, **fields: Any) -> dict[str, Any]:
+    """Return a manifest dict: ``kind``, ``aria_version``, ``created`` and ``fields``.
+
+    Parameters
+    ----------
+    kind : str
+        What the artefact is, e.g. ``"scores"``, ``"feature-store"``, ``"aria-results"``.
+    **fields : Any
+        Further JSON-able entries (shape, dtype, orientation, method, stage, ``parameters``,
+        seed, ...), added as they are; a field named like a standard key overrides it.
+
+    Returns
+    -------
+    dict
+        ``{"kind": kind, "aria_version": ..., "created": <UTC ISO-8601, seconds>, **fields}``.
+    """
+    out: dict[str, Any] = {
+        "kind": kind,
+        "aria_version": package_version(),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    out.update(fields)
+    return out
+
+
+def write_manifest(artifact: str | os.PathLike[str], manifest: Mapping[str, Any]) -> Path:
+    """Write ``manifest`` for ``artifact`` atomically; return the manifest's path.
+
+    Parameters
+    ----------
+    artifact : str or path-like
+        The artefact the manifest describes (see :func:`manifest_path` for where it goes).
+    manifest : Mapping[str, Any]
+        The manifest, usually from :func:`make_manifest`; written as JSON (numpy scalars and
+        arrays become numbers and lists).
+
+    Returns
+    -------
+    pathlib.Path
+        The manifest file written.
+    """
+    return write_json(manifest_path(artifact), dict(manifest))
+
+
+def read_manifest(artifact: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """Return the manifest of ``artifact`` or ``None`` when it has none.
+
+    Parameters
+    ----------
+    artifact : str or path-like
+        The artefact whose manifest to read (see :func:`manifest_path`).
+
+    Returns
+    -------
+    dict or None
+        The manifest's JSON object; ``None`` when no manifest file exists.
+
+    Raises
+    ------
+    FileFormatError
+        if the manifest file exists but is not readable JSON or not a JSON object.
+    """
+    path = manifest_path(artifact)
+    if not path.is_file():
+        return None
+    try:
+        data = read_json(path)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FileFormatError(f"manifest {str(path)!r} is unreadable: {exc}") from None
+    if not isinstance(data, dict):
+        raise FileFormatError(f"manifest {str(path)!r}: expected a JSON object")
+    return data
+
+
+def _normalise(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+def diff_manifest(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """Return ``"key: stored X, asked Y"`` lines for every key of ``wanted`` that differs.
+
+    Parameters
+    ----------
+    stored : Mapping[str, Any]
+        The manifest on disk.
+    wanted : Mapping[str, Any]
+        The entries the caller requires; nested mappings are compared key by key under dotted
+        names (``parameters.proj_dim``). Keys of ``stored`` absent from ``wanted`` are ignored;
+        a key of ``wanted`` absent from ``stored`` shows as ``<missing>``.
+
+    Returns
+    -------
+    list of str
+        One line per differing key, in the order of ``wanted`` (empty when they agree).
+    """
+    flat_stored: dict[str, Any] = {}
+    flat_wanted: dict[str, Any] = {}
+    _flatten("", _normalise(dict(stored)), flat_stored)
+    _flatten("", _normalise(dict(wanted)), flat_wanted)
+    lines = []
+    for key, want in flat_wanted.items():
+        have = flat_stored.get(key, "<missing>")
+        if have != want:
+            lines.append(f"{key}: stored {have!r}, asked {want!r}")
+    return lines
+
+
+def check_manifest(
+    artifact: str | os.PathLike[str], wanted: Mapping[str, Any], *, required: bool = True
+) -> dict[str, Any] | None:
+    """Check that the manifest of ``artifact`` agrees with ``wanted`` on every key ``wanted`` has.
+
+    Nested mappings are compared key by key (``parameters.proj_dim``).
+
+    Parameters
+    ----------
+    artifact : str or path-like
+        The stored artefact (see :func:`manifest_path` for where its manifest lives).
+    wanted : Mapping[str, Any]
+        The settings the caller is about to rely on. Both sides go through a JSON round trip
+        before comparing (tuples equal lists; values JSON cannot hold compare as their ``str``).
+    required : bool
+        Whether an artefact without a manifest is an error (``True``) or accepted as is
+        (``False``: returns ``None``).
+
+    Returns
+    -------
+    dict or None
+        The stored manifest; ``None`` when there is none and ``required`` is false.
+
+    Raises
+    ------
+    ManifestMismatchError
+        if a key differs (the message lists each difference), or if ``required`` and the
+        artefact has no manifest.
+    """
+    stored = read_manifest(artifact)
+    if stored is None:
+        if required:
+            raise ManifestMismatchError(
+                f"{str(artifact)!r} has no manifest ({DIR_NAME} / *{FILE_SUFFIX})"
+            )
+        return None
+    lines = diff_manifest(stored, wanted)
+    if lines:
+        raise ManifestMismatchError(
+            f"{str(artifact)!r} was made with other settings; refusing to reuse it:\n  "
+            + "\n  ".join(lines)
+        )
+    return stored

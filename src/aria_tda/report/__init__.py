@@ -1,0 +1,278 @@
+r"""The report: a results folder → one self-contained HTML page, plus LaTeX and CSV tables.
+
+Conventions
+-----------
+The report reads a results folder only through :mod:`aria_tda.results` and never fails on a
+partial folder: what is missing is listed at the top of the page (and in
+:attr:`ReportOutput.missing`). A folder that is not a results folder raises
+:class:`~aria_tda.errors.FileFormatError`.
+
+Tables are shown at one group size K (``k``; default: the study's ``K_report``, else 300,
+else the largest K). The page holds:
+
+- the reliability table with each setting's collapse verdict;
+- homogeneity (:math:`\bar z_c` with its 95% CI, Pos, Sig per channel), original and residual;
+- K-sweep plots per setting (original dashed, rank-1 residual solid);
+- alignment, confound, ranking, LDS / agreement (per stage for the audio demo), planted
+  influence (recall@K with its chance level, :mod:`aria_tda.report.planted`) and TRAK-sensitivity
+  tables when present;
+- per-query evidence (top-N tracks, :math:`z_c(q)` against the null, contributing pairs,
+  a banner for collapsed settings), searchable by query index, label or metadata;
+- the run's parameters, seeds, versions and timings.
+
+With ``latex=True`` every table is also written as ``<name>.csv`` and ``<name>.tex``
+(booktabs, the paper's layouts) into ``tables_dir``, with the K-sweep plots as PDFs and a
+``ksweep.tex`` figure.
+
+Example
+-------
+>>> from aria_tda.report import write_report
+>>> out = write_report("results", latex=True)      # doctest: +SKIP
+>>> out.html, out.exports, out.missing              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from aria_tda._checks import check_int, check_writable_path
+from aria_tda._io import atomic_path, write_text
+from aria_tda.errors import AriaWarning, ParameterError
+from aria_tda.report.load import ResultsData, choose_k, load_results
+from aria_tda.report.tables import ReportTable, build_tables
+
+__all__ = ["ReportOutput", "ResultsData", "export_tables", "load_results", "write_report"]
+
+
+@dataclass(frozen=True)
+class ReportOutput:
+    """What :func:`write_report` wrote.
+
+    Attributes
+    ----------
+    html : Path
+        The report page.
+    exports : Path or None
+        Folder of CSV / LaTeX / PDF exports (``latex=True``), else ``None``.
+    k : int or None
+        Group size of the tables.
+    missing : tuple of str
+        Pieces of the results folder that were absent or unusable.
+    tables : tuple of str
+        Names of the tables in the report.
+    """
+
+    html: Path
+    exports: Path | None
+    k: int | None
+    missing: tuple[str, ...]
+    tables: tuple[str, ...]
+
+
+def _plots(data: ResultsData, k: int | None, *, enabled: bool) -> tuple[dict[str, str], str | None]:
+    from aria_tda.report import plots
+
+    h = data.table("homogeneity")
+    if h is None or h.empty:
+        return {}, None
+    if not enabled:
+        return {}, "K-sweep plots were turned off for this report."
+    if not plots.available():
+        return (
+            {},
+            "K-sweep plots need matplotlib: pip install 'aria-tda[report]'. The K-sweep numbers "
+            "are in the tables and ksweep.csv.",
+        )
+    out = {}
+    for i, s in enumerate(data.settings):
+        rows = h[h["setting"] == s]
+        if rows.empty:
+            continue
+        channels = [c for c in data.channels if c in set(rows["channel"])]
+        out[s] = plots.ksweep_svg(
+            rows,
+            setting=s,
+            channels=data.channels if len(channels) == len(data.channels) else channels,
+            salt=f"aria-ksweep-{i}",
+            k_report=k,
+            verdict=data.verdict(s),
+        )
+    return out, None
+
+
+def export_tables(
+    data: ResultsData,
+    tables: dict[str, ReportTable],
+    tables_dir: str | os.PathLike[str],
+    *,
+    k: int | None,
+    plots: bool = True,
+) -> Path:
+    """Write ``<name>.csv`` and ``<name>.tex`` of every table (and K-sweep PDFs) to a folder.
+
+    The folder is written atomically (a temporary sibling renamed into place).
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder, as read by :func:`load_results` (its ``homogeneity`` table feeds
+        the K-sweep PDFs).
+    tables : dict[str, ReportTable]
+        The report's tables by export name, from :func:`aria_tda.report.tables.build_tables`.
+        Every table gets a CSV; tables with a LaTeX layout also get a ``.tex``.
+    tables_dir : str or path-like
+        The folder to write; an existing folder of that name is replaced.
+    k : int or None
+        The tables' group size, marked with a dotted line in the K-sweep PDFs and named in
+        the caption of ``ksweep.tex``.
+    plots : bool
+        Also write ``ksweep/ksweep_NN.pdf`` (one per setting) and ``ksweep.tex`` when
+        matplotlib is installed and the folder has homogeneity results.
+
+    Returns
+    -------
+    pathlib.Path
+        ``tables_dir``.
+
+    Raises
+    ------
+    FileFormatError
+        if the parent folder of ``tables_dir`` cannot be created or is not writable.
+    """
+    from aria_tda.report import latex
+
+    tables_dir = check_writable_path("tables_dir", tables_dir)
+    with atomic_path(tables_dir) as tmp:
+        tmp.mkdir(parents=True)
+        for name, t in tables.items():
+            t.df.to_csv(tmp / f"{name}.csv", index=False)
+            tex = latex.render_latex(t)
+            if tex is not None:
+                (tmp / f"{name}.tex").write_text(tex, encoding="utf-8")
+        h = data.table("homogeneity")
+        from aria_tda.report import plots as P
+
+        if plots and h is not None and not h.empty and P.available():
+            files = []
+            (tmp / "ksweep").mkdir()
+            for i, s in enumerate(data.settings):
+                rows = h[h["setting"] == s]
+                if rows.empty:
+                    continue
+                rel = f"ksweep/ksweep_{i + 1:02d}.pdf"
+                P.save_ksweep_pdf(
+                    rows,
+                    tmp / rel,
+                    setting=s,
+                    channels=data.channels,
+                    k_report=k,
+                    verdict=data.verdict(s),
+                )
+                files.append((rel, s))
+            (tmp / "ksweep.tex").write_text(latex.ksweep_figure_latex(files, k=k), encoding="utf-8")
+    return Path(tables_dir)
+
+
+def _check_target(name: str, path: Path, what: str, *, want_dir: bool) -> None:
+    """Raise unless ``path`` can be written as a file (``want_dir=False``) or a folder."""
+    if path.exists() and path.is_dir() != want_dir:
+        kind = "an existing folder" if path.is_dir() else "an existing file"
+        raise ParameterError(f"{name}: expected {what}, got {kind}: {str(path)!r}")
+    for parent in path.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ParameterError(
+                    f"{name}: expected {what}, got a path inside the file {str(parent)!r}"
+                )
+            break
+
+
+def write_report(
+    results_dir: str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    latex: bool = False,
+    k: int | None = None,
+    top_n: int = 25,
+    pairs_per_channel: int = 5,
+    tables_dir: str | os.PathLike[str] | None = None,
+    plots: bool = True,
+) -> ReportOutput:
+    r"""Write the HTML report of a results folder (and, with ``latex=True``, its LaTeX/CSV tables).
+
+    Parameters
+    ----------
+    results_dir : path
+        A results folder written by ``aria-tda run`` or ``aria-tda demo``.
+    out : path, optional
+        The HTML file; default ``results_dir/report.html``.
+    latex : bool
+        Also export every table as CSV and LaTeX (booktabs, the paper's layouts), and the
+        K-sweep plots as PDF.
+    k : int, optional
+        Group size of the tables and of the per-query evidence; must be one of the K in the
+        results. Default: the study's ``K_report``, else 300, else the largest K.
+    top_n : int
+        Attributed tracks embedded per query and (setting, variant) (>= 1). The page size grows
+        linearly with it: about ``8 * top_n`` bytes per query and block before compression.
+    pairs_per_channel : int
+        Contributing track pairs embedded per query, channel and block (>= 0).
+    tables_dir : path, optional
+        Folder of the exports; default ``<out folder>/<out stem>-tables``.
+    plots : bool
+        Draw the K-sweep plots (needs matplotlib, the ``report`` extra; without it the report
+        says so and carries the numbers).
+
+    Returns
+    -------
+    ReportOutput
+
+    Raises
+    ------
+    FileFormatError
+        if ``results_dir`` is not an ARIA results folder.
+    ParameterError
+        for an invalid ``k``, ``top_n`` or ``pairs_per_channel``, an ``out`` that is an
+        existing folder or a ``tables_dir`` that is an existing file (checked before anything
+        is written).
+    """
+    from aria_tda.report.evidence import build_evidence
+    from aria_tda.report.html import render_html
+
+    top_n = check_int("top_n", top_n, min_value=1)
+    pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
+    data = load_results(results_dir, top_n=top_n)
+    kk = choose_k(data, k)
+    out_path = Path(results_dir) / "report.html" if out is None else Path(out)
+    tdir = None
+    if latex:
+        tdir = (
+            Path(tables_dir)
+            if tables_dir is not None
+            else out_path.with_name(out_path.stem + "-tables")
+        )
+    # refuse before anything is written (a folder is never replaced by the page, a file never
+    # by the tables' folder)
+    _check_target("out", out_path, "an HTML file path", want_dir=False)
+    if tdir is not None:
+        _check_target("tables_dir", tdir, "a folder path", want_dir=True)
+    tables = build_tables(data, k=kk)
+    svgs, plot_note = _plots(data, kk, enabled=plots)
+    evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
+    page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence)
+    write_text(check_writable_path("out", out_path), page)
+    exports = None
+    if tdir is not None:
+        exports = export_tables(data, tables, tdir, k=kk, plots=plots)
+    if data.missing:
+        warnings.warn(
+            f"report: {len(data.missing)} piece(s) of the results folder missing or unusable "
+            "(listed in the "
+            "report): " + "; ".join(data.missing),
+            AriaWarning,
+            stacklevel=2,
+        )
+    return ReportOutput(out_path, exports, kk, tuple(data.missing), tuple(tables))

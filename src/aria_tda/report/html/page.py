@@ -1,0 +1,426 @@
+"""The report page: one self-contained HTML document around the tables.
+
+Sections in report order, a navigation bar, the summary (verdict counts, how to read the
+numbers), the run's parameters, seeds, versions and timings, and the skeleton of the per-query
+view that ``assets/report.js`` fills from the packed evidence blocks. The page carries its CSS
+and JavaScript inline and a Content-Security-Policy (:data:`CSP`) that forbids every network
+request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+from aria_tda.report import _fmt
+from aria_tda.report.evidence import EvidencePayload
+from aria_tda.report.html._cells import (
+    Cell,
+    _clean_json,
+    _e,
+    _json_default,
+    _json_for_script,
+    _num,
+    _table,
+    _th,
+    _txt,
+    badge,
+)
+from aria_tda.report.html.tables import table_html as _table_html
+from aria_tda.report.load import ResultsData
+from aria_tda.report.tables import ReportTable
+
+__all__ = ["render_html"]
+
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+    "base-uri 'none'; form-action 'none'"
+)
+
+
+def _asset(name: str) -> str:
+    return resources.files("aria_tda.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _section(sid: str, title: str, body: str, caption: str = "") -> str:
+    cap = f'<p class="caption">{_e(caption)}</p>' if caption else ""
+    return f'<section id="{_e(sid)}"><h2>{title}</h2>{cap}{body}</section>'
+
+
+def _kv(items: Iterable[tuple[Any, Any]]) -> str:
+    out = ['<dl class="kv">']
+    for k, v in items:
+        if isinstance(v, (dict, list, tuple)):
+            v = json.dumps(_clean_json(v), default=_json_default, ensure_ascii=False)
+        out.append(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>")
+    out.append("</dl>")
+    return "".join(out)
+
+
+def _summary(data: ResultsData, tables: Mapping[str, ReportTable], k: int | None) -> str:
+    rel = tables.get("reliability")
+    parts = []
+    if rel is not None:
+        counts: dict[str, list[str]] = {}
+        for s, v in zip(rel.df["setting"], rel.df["verdict"], strict=True):
+            counts.setdefault(v if isinstance(v, str) else "unknown", []).append(str(s))
+        items = []
+        for v in (
+            "collapsed",
+            "suspect",
+            "ok",
+            *[x for x in counts if x not in ("collapsed", "suspect", "ok")],
+        ):
+            if v in counts:
+                items.append(f"<li>{badge(v)} {len(counts[v])}: {_e(', '.join(counts[v]))}</li>")
+        parts.append(
+            f"<p>{len(rel.df)} setting(s) analysed; verdicts:</p><ul>{''.join(items)}</ul>"
+        )
+        if "collapsed" in counts:
+            parts.append(
+                '<p class="note">Collapsed settings retrieve (nearly) the same group for every '
+                "query: their homogeneity numbers describe that fixed group, not attribution, and "
+                "they are excluded from rankings.</p>"
+            )
+    parts.append(
+        '<dl class="howto">'
+        "<dt>κ, r₁, r₂:₅, p</dt><dd>reliability of the score matrix (lower = more "
+        "query-dependent; paper Eqs. 1–3).</dd>"
+        "<dt>z_c(q)</dt><dd>how much more alike, along channel c, the top-K tracks of query q are "
+        "than random groups of K training tracks, in SD units of that random-group null "
+        "(0 = chance, 1.96 ≈ the top 2.5% of random groups).</dd>"
+        "<dt>z̄, Pos, Sig</dt><dd>mean of z_c(q) over queries, fraction of queries with "
+        "z &gt; 0, fraction with z &gt; 1.96.</dd>"
+        "<dt>Residual</dt><dd>the same analysis after removing the rank-1 component σ₁u₁v₁ᵀ of "
+        "the score matrix.</dd>"
+        "</dl>"
+    )
+    if k is not None:
+        parts.append(
+            f'<p class="note">Tables are at group size K = {k} '
+            f"(K-sweep plots show every K: {_e(', '.join(map(str, data.ks)))}).</p>"
+        )
+    return "".join(parts)
+
+
+def _run_details(data: ResultsData) -> str:
+    meta = data.meta
+    out = []
+    top: list[tuple[str, Any]] = [
+        (k, meta.get(k)) for k in ("kind", "aria_version", "created") if k in meta
+    ]
+    top.append(("results folder", str(data.path)))
+    out.append(_kv(top))
+    study = data.study
+    if study:
+        out.append("<h3>Study parameters</h3>")
+        out.append(_kv(study.items()))
+    settings = [s for s in meta.get("settings") or [] if isinstance(s, Mapping)]
+    if settings:
+        keys = list(dict.fromkeys(k for s in settings for k in s))
+        head = [[_th(_e(k)) for k in keys]]
+        srows: list[tuple[Sequence[Cell], dict[str, str]]] = [
+            (
+                [
+                    _txt(
+                        _e(
+                            json.dumps(_clean_json(s.get(k)), default=_json_default)
+                            if isinstance(s.get(k), (dict, list))
+                            else ("" if s.get(k) is None else s.get(k))
+                        )
+                    )
+                    for k in keys
+                ],
+                {},
+            )
+            for s in settings
+        ]
+        out.append(
+            "<h3>Settings</h3>"
+            + _table(head, srows, cls="data compact", attrs={"id": "table-settings"})
+        )
+    ch = meta.get("channels")
+    if isinstance(ch, Mapping) and ch:
+        out.append(
+            "<h3>Channels and features</h3>"
+            + _kv(
+                (c, ", ".join(map(str, f)) if isinstance(f, (list, tuple)) else f)
+                for c, f in ch.items()
+            )
+        )
+    seeds = {
+        k: v for k, v in study.items() if "seed" in str(k).lower() or k in ("B", "n_bootstrap")
+    }
+    if seeds:
+        out.append("<h3>Randomness</h3>" + _kv(seeds.items()))
+    versions = meta.get("versions")
+    if isinstance(versions, Mapping) and versions:
+        out.append("<h3>Versions</h3>" + _kv(versions.items()))
+    timings = meta.get("timings")
+    if isinstance(timings, Mapping) and timings:
+        rows: list[tuple[Sequence[Cell], dict[str, str]]] = [
+            ([_txt(_e(k)), _num(_e(_fmt.seconds(v)))], {}) for k, v in timings.items()
+        ]
+        total = sum(float(v) for v in timings.values() if _fmt.finite(v))
+        rows.append(([_txt("<b>total</b>"), _num(_e(_fmt.seconds(total)))], {}))
+        out.append(
+            "<h3>Timings</h3>"
+            + _table(
+                [[_th("Stage"), _th("Wall time")]],
+                rows,
+                cls="data compact",
+                attrs={"id": "table-timings"},
+            )
+        )
+    known = {
+        "kind",
+        "aria_version",
+        "created",
+        "study",
+        "settings",
+        "channels",
+        "versions",
+        "timings",
+        "notes",
+    }
+    extra = [(k, v) for k, v in meta.items() if k not in known]
+    if extra:
+        out.append("<h3>Other metadata</h3>" + _kv(extra))
+    return "".join(out)
+
+
+def _query_view(payload: EvidencePayload | None) -> str:
+    if payload is None or payload.empty:
+        return (
+            '<p class="note" id="query-view-missing">This results folder has no per-query tables '
+            "(topk.parquet, query_z.parquet, pairs.parquet), so there is no per-query evidence to "
+            "show.</p>"
+        )
+    h = payload.header
+    k_txt = f"K = {h['k']}" if h.get("k") is not None else "—"
+    pk_txt = f" (pairs at K = {h['pairs_k']})" if h.get("pairs_k") not in (None, h.get("k")) else ""
+    return f"""
+<div id="query-view">
+ <div class="qv-controls">
+  <div><label for="qv-setting">Setting</label><select id="qv-setting"></select></div>
+  <div><label for="qv-variant">Scores</label><select id="qv-variant"></select></div>
+  <div><label for="qv-search">Find a query (index, label or metadata)</label>
+   <input id="qv-search" type="search" placeholder="e.g. 12 or a title" autocomplete="off">
+   <select id="qv-list" size="7" aria-label="matching queries"></select>
+   <span class="status" id="qv-count"></span></div>
+  <div class="qv-nav"><label>Step</label><button type="button" id="qv-prev">◀ previous</button>\
+<button type="button" id="qv-next">next ▶</button></div>
+ </div>
+ <div id="qv-banner" class="banner" hidden></div>
+ <div class="status" id="qv-status">loading…</div>
+ <div class="qv-meta" id="qv-query"></div>
+ <div class="qv-grid">
+  <div>
+   <h3>z<sub>c</sub>(q) per channel against the null ({_e(k_txt)})</h3>
+   <div id="qv-zchart"></div>
+   <p class="note">Grey curve: the null reference N(0, 1) that z<sub>c</sub>(q) follows for \
+random groups; dashed line: z = 1.96.
+   Box: this setting's queries (25–75%, whiskers 5–95%); dot: this query.</p>
+   <div class="tablewrap"><table class="data compact" id="qv-ztable"><thead><tr>\
+<th>Channel</th><th>z<sub>c</sub>(q)</th>
+   <th title="normal approximation Φ(z)">above random groups</th><th>rank among queries</th>\
+<th>reading</th></tr></thead><tbody></tbody></table></div>
+   <h3>Track pairs contributing most per channel{_e(pk_txt)}</h3>
+   <div id="qv-pairs"></div>
+  </div>
+  <div>
+   <h3>Top attributed training tracks (first {int(h["top_n"])})</h3>
+   <div class="tablewrap"><table class="data compact" id="qv-topk"><thead><tr><th>Rank</th>\
+<th>Track</th><th>Score</th></tr></thead><tbody></tbody></table></div>
+  </div>
+ </div>
+</div>"""
+
+
+def _add_planted(tables: Mapping[str, ReportTable], add: Any) -> None:
+    """The planted-influence section: the track-level table, the other levels folded."""
+    levels = [t for name, t in tables.items() if name.startswith("planted")]
+    if not levels:
+        return
+    main, rest = levels[0], levels[1:]
+    body = _table_html(main)
+    for t in rest:
+        body += (
+            f'<details class="planted-more" id="details-{_e(t.name)}"><summary>'
+            f"{_e(t.title)}</summary>"
+            f'<p class="caption">{_e(t.caption)}</p>{_table_html(t)}</details>'
+        )
+    add("planted", "Planted influence", _e(main.title), body, main.caption)
+
+
+def render_html(
+    data: ResultsData,
+    tables: Mapping[str, ReportTable],
+    *,
+    k: int | None,
+    plots: Mapping[str, str] | None,
+    plot_note: str | None,
+    evidence: EvidencePayload | None,
+) -> str:
+    """The report page (a complete HTML document).
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder, as read by :func:`aria_tda.report.load.load_results`: title, run
+        metadata, missing pieces and notes come from it.
+    tables : Mapping[str, ReportTable]
+        The report's tables by export name (:func:`aria_tda.report.tables.build_tables`); each
+        known name gets its section, in report order.
+    k : int or None
+        Group size of the tables, named in the summary.
+    plots : Mapping[str, str] or None
+        Inline ``<svg>`` K-sweep panel per setting (:func:`aria_tda.report.plots.ksweep_svg`);
+        empty or ``None`` for no plots.
+    plot_note : str or None
+        Shown in the K-sweep section instead of plots (e.g. why there are none).
+    evidence : EvidencePayload or None
+        The packed per-query evidence (:func:`aria_tda.report.evidence.build_evidence`); ``None``
+        or empty shows a note that the folder has no per-query tables.
+
+    Returns
+    -------
+    str
+        The page: inline CSS and JavaScript, the evidence blocks as ``text/plain`` scripts, no
+        external reference.
+    """
+    sections: list[tuple[str, str, str]] = []  # (id, nav title, html)
+
+    def add(sid: str, nav: str, title: str, body: str, caption: str = "") -> None:
+        sections.append((sid, nav, _section(sid, title, body, caption)))
+
+    add("summary", "Summary", "Summary", _summary(data, tables, k))
+    t = tables.get("reliability")
+    if t is not None:
+        add("reliability", "Reliability", _e(t.title), _table_html(t), t.caption)
+    t = tables.get("homogeneity")
+    if t is not None:
+        add("homogeneity", "Homogeneity", _e(t.title), _table_html(t), t.caption)
+    if plots:
+        figs = "".join(
+            f'<figure class="plot" data-setting="{_e(s)}" aria-label="K-sweep of {_e(s)}">'
+            f"{svg}</figure>"
+            for s, svg in plots.items()
+        )
+        add(
+            "ksweep",
+            "K-sweep",
+            "K-sweep",
+            f'<div class="plots">{figs}</div>',
+            "Mean homogeneity z̄_c against the group size K, one panel per setting. Dashed curves "
+            "(open markers) use the original score matrix S_seg, solid curves (filled markers) its "
+            "rank-1 residual; colours and markers identify channels; bands are bootstrap 95% CIs "
+            "over queries; the dotted line marks the tables' K.",
+        )
+    elif plot_note:
+        add("ksweep", "K-sweep", "K-sweep", f'<p class="note">{_e(plot_note)}</p>')
+    for name, t in tables.items():
+        if name.startswith("homogeneity_"):
+            add(
+                name,
+                "Residual"
+                if t.layout.get("variant") == "residual"
+                else _e(t.layout.get("variant")),
+                _e(t.title),
+                _table_html(t),
+                t.caption,
+            )
+    for name, nav in (
+        ("alignment", "Alignment"),
+        ("alignment_embeddings", "Table 3"),
+        ("confound", "Confound"),
+        ("ranking", "Ranking"),
+        ("lds_summary", "LDS"),
+        ("lds", "LDS" if "lds_summary" not in tables else ""),
+        ("agreement", "Agreement"),
+        ("lds_paired", "Paired"),
+        ("paired", "Paired z̄"),
+        ("planted", "Planted influence"),
+        ("sensitivity", "Sensitivity"),
+    ):
+        if name == "planted":
+            _add_planted(tables, add)
+            continue
+        t = tables.get(name)
+        if t is not None:
+            add(name, nav, _e(t.title), _table_html(t), t.caption)
+    add(
+        "query",
+        "Per-query evidence",
+        "Per-query evidence",
+        _query_view(evidence),
+        "For one query: its top attributed training tracks, its z-score per channel against the "
+        "random-group null, and the pairs of attributed tracks that contribute most to each "
+        "channel's similarity.",
+    )
+    details = _run_details(data)
+    t = tables.get("null")
+    if t is not None:
+        details += (
+            f"<details><summary>Null distribution ({len(t.df)} rows)</summary>"
+            f"{_table_html(t)}</details>"
+        )
+    add("run", "Run details", "Parameters, seeds, versions and timings", details)
+
+    notes = [str(n) for n in data.meta.get("notes") or []]
+    missing_html = ""
+    if data.missing:
+        missing_html = (
+            '<div class="missing" id="missing"><b>Missing pieces.</b> This report shows what the '
+            "results folder holds; the following is absent or unusable:<ul>"
+            + "".join(f"<li>{_e(m)}</li>" for m in data.missing)
+            + "</ul></div>"
+        )
+    notes_html = (
+        (
+            '<div class="note"><b>Notes from the run:</b><ul>'
+            + "".join(f"<li>{_e(n)}</li>" for n in notes)
+            + "</ul></div>"
+        )
+        if notes
+        else ""
+    )
+
+    nav = "".join(f'<a href="#{_e(sid)}">{nav}</a>' for sid, nav, _ in sections if nav)
+    study = data.study
+    sub = [f"results: {_e(data.path.name)}"]
+    if study.get("modality"):
+        sub.append(f"modality: {_e(study['modality'])}")
+    if data.meta.get("created"):
+        sub.append(f"created {_e(data.meta['created'])}")
+    sub.append(f"ARIA {_e(data.meta.get('aria_version', ''))}")
+    payload_json = {"evidence": None}
+    blocks_html = ""
+    if evidence is not None and not evidence.empty:
+        payload_json["evidence"] = _clean_json(evidence.header)
+        blocks_html = "".join(
+            f'<script type="text/plain" id="aria-block-{b.header["id"]}">{b.data}</script>\n'
+            for b in evidence.blocks
+        )
+    from aria_tda._version import __version__
+
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="color-scheme" content="light">'
+        f'<meta name="generator" content="aria-tda {_e(__version__)}">'
+        f"<title>{_e(data.title)}</title><style>{_asset('report.css')}</style></head>\n<body>"
+        f'<header class="top"><h1>{_e(data.title)}</h1>'
+        f'<p class="sub">{" · ".join(sub)}</p></header>'
+        f'<nav class="toc" aria-label="sections">{nav}</nav>\n<main>{missing_html}{notes_html}'
+        + "\n".join(s for _, _, s in sections)
+        + f"</main><footer>Generated by ARIA {_e(__version__)} from {_e(str(data.path))}. "
+        "This file is self-contained: it opens offline and makes no network requests.</footer>\n"
+        '<script type="application/json" id="aria-data">'
+        f"{_json_for_script(payload_json)}</script>\n"
+        f"{blocks_html}<script>{_asset('report.js')}</script></body></html>\n"
+    )

@@ -1,0 +1,430 @@
+r"""LaTeX of the report's tables, one renderer per table, in the paper's layouts.
+
+:func:`render_latex` picks the renderer by the table's name: homogeneity (paper Table 2, and
+"Residual homogeneity"), reliability, alignment (Table 3), confound (Table 6, one table per
+group), ranking, LDS and LDS summary (Table 1), agreement, planted influence (the last four
+from :mod:`aria_tda.report.latex.ground_truth`), TRAK sensitivity (appendix) and the null
+distribution. :func:`ksweep_figure_latex` writes the figure around the K-sweep PDFs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pandas as pd
+
+from aria_tda.report import _fmt
+from aria_tda.report.latex._cells import (
+    DAGGER,
+    MISSING,
+    PREAMBLE,
+    _label,
+    _num,
+    _pct,
+    _setting_rows,
+    _signed,
+    _table,
+    _title,
+    escape,
+)
+from aria_tda.report.latex.ground_truth import (
+    agreement_latex,
+    lds_latex,
+    lds_summary_latex,
+    planted_latex,
+)
+from aria_tda.report.tables import ReportTable
+
+__all__ = ["ksweep_figure_latex", "render_latex"]
+
+
+def homogeneity_latex(t: ReportTable) -> str:
+    """Paper Table 2 layout (Table "Residual homogeneity" for the residual variant)."""
+    df, channels, k = t.df, t.layout["channels"], t.layout["k"]
+    residual = t.layout.get("variant") == "residual"
+    rel_cols = [
+        c for c in ("r1", "r2_5", "p", "kappa") if c in df.columns and df[c].map(_fmt.finite).any()
+    ]
+    rel_head = {"r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$", "kappa": r"$\kappa$"}
+    zsym = r"$\bar{z}^{\mathrm{res}}$" if residual else r"$\bar{z}$"
+    n0 = 2 + len(rel_cols)
+    head1 = (
+        ["", ""]
+        + [""] * len(rel_cols)
+        + [rf"\multicolumn{{3}}{{c}}{{{_title(c)}}}" for c in channels]
+    )
+    rules = "".join(
+        rf"\cmidrule(lr){{{n0 + 1 + 3 * i}-{n0 + 3 + 3 * i}}}" for i in range(len(channels))
+    )
+    head2 = (
+        ["Method", "Stage"]
+        + [rel_head[c] for c in rel_cols]
+        + [zsym, r"Pos$\uparrow$", r"Sig$\uparrow$"] * len(channels)
+    )
+
+    def after(r: pd.Series) -> list[str]:
+        out = []
+        for c in channels:
+            out += [_signed(r[f"{c}_zbar"]), _pct(r[f"{c}_pos"]), _pct(r[f"{c}_sig"])]
+        return out
+
+    body_rows, any_collapsed, abbreviated = _setting_rows(t, after, rel_cols=rel_cols)
+    body = [
+        r"\toprule",
+        " & ".join(head1) + r" \\",
+        rules,
+        " & ".join(head2) + r" \\",
+        r"\midrule",
+        *body_rows,
+        r"\bottomrule",
+    ]
+    nq = (
+        pd.to_numeric(df.get("n_queries"), errors="coerce").max()
+        if "n_queries" in df.columns
+        else math.nan
+    )
+    ntest = (
+        rf", $N_{{\text{{test}}}}{{=}}{_fmt.integer(nq).replace(',', '{,}')}$"
+        if _fmt.finite(nq)
+        else ""
+    )
+    what = (
+        r"Residual within-group homogeneity ($\bar{z}^{\mathrm{res}}_c$, Pos, Sig) after "
+        r"subtracting $\sigma_1 u_1 v_1^\top$ from $S^{\mathrm{seg}}$"
+        if residual
+        else r"Reliability diagnostics and within-group homogeneity ($\bar z_c$, Pos, Sig)"
+    )
+    cap = f"{what} at $K{{=}}{k}${ntest}."
+    if abbreviated:
+        cap += " Stage: S/C/F = semantic/coarse/fine."
+    if residual and rel_cols:
+        cap += r" Reliability diagnostics are computed on the original $S^{\mathrm{seg}}$."
+    cap += (
+        r" Bold marks positive $\bar z$ and the best (lowest) reliability value within each "
+        r"method group."
+    )
+    notes = (
+        [
+            DAGGER
+            + r"~collapsed (reliability verdict): $\bar z$ reflects a fixed group, not attribution."
+        ]
+        if any_collapsed
+        else []
+    )
+    colspec = "ll" + "c" * len(rel_cols) + " rrr" * len(channels)
+    return _table(
+        body, colspec=colspec, caption=cap, label=_label(t.name), resize=True, notes=notes
+    )
+
+
+def reliability_latex(t: ReportTable) -> str:
+    df = t.df
+    head = [
+        "Setting",
+        "Method",
+        "Stage",
+        r"$\kappa$",
+        "$r_1$",
+        "$r_{2:5}$",
+        "$p$",
+        r"$v_1$ const.",
+        "Verdict",
+    ]
+    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    for _, r in df.iterrows():
+        verdict = escape(r["verdict"]) if isinstance(r["verdict"], str) else MISSING
+        if r["verdict"] == "collapsed":
+            verdict = rf"\textbf{{{verdict}}}"
+        stage = MISSING if str(r["stage"]) in ("-", "", "nan") else escape(r["stage"])
+        cells = (
+            [escape(r["setting"]), escape(r["method"]), stage]
+            + [_num(r[c]) for c in ("kappa", "r1", "r2_5", "p", "v1_constancy")]
+            + [verdict]
+        )
+        body.append(" & ".join(cells) + r" \\")
+    body.append(r"\bottomrule")
+    cap = (
+        r"Reliability diagnostics of $S^{\mathrm{seg}}$ ($\kappa$, $r_1$, $r_{2:5}$, $p$; "
+        r"paper Eqs.~1--3), constancy of $v_1$ across queries ($|\sum_j v_{1j}|/\sqrt{T}$) and "
+        r"the collapse verdict."
+    )
+    return _table(body, colspec="lllcccccl", caption=cap, label=_label(t.name), resize=False)
+
+
+def alignment_latex(t: ReportTable) -> str:
+    """Paper Table 3 layout; bold marks the best value in each column."""
+    df, channels = t.df, t.layout["channels"]
+    cols = [f"{c}_{q}" for c in channels for q in ("alpha_max", "alpha_reg")]
+    best = {}
+    for col in cols:
+        vals = [round(float(v), 3) for v in df[col] if _fmt.finite(v)]
+        best[col] = max(vals) if len(vals) > 1 else None
+    head1 = [""] + [rf"\multicolumn{{2}}{{c}}{{{_title(c)}}}" for c in channels]
+    rules = "".join(rf"\cmidrule(lr){{{2 + 2 * i}-{3 + 2 * i}}}" for i in range(len(channels)))
+    head2 = ["Setting"] + [r"$\alpha^{\max}$", r"$\alpha^{\mathrm{reg}}$"] * len(channels)
+    body = [r"\toprule", " & ".join(head1) + r" \\", rules, " & ".join(head2) + r" \\", r"\midrule"]
+    for _, r in df.iterrows():
+        cells = [escape(r["setting"])]
+        for col in cols:
+            v = r[col]
+            cells.append(
+                _num(
+                    v,
+                    bold=best[col] is not None
+                    and _fmt.finite(v)
+                    and round(float(v), 3) == best[col],
+                )
+            )
+        body.append(" & ".join(cells) + r" \\")
+    body.append(r"\bottomrule")
+    cap = (
+        r"Axis-channel alignment of $u_1$ of $S^{\mathrm{track}}$. $\alpha_c^{\max}$: "
+        r"single-dimension max correlation. $\alpha_c^{\mathrm{reg}}$: multivariate OLS "
+        r"$\sqrt{R^2}$. Bold marks the best value in each column."
+    )
+    return _table(
+        body,
+        colspec="l" + "cc" * len(channels),
+        caption=cap,
+        label=_label(t.name),
+        resize=len(channels) > 4,
+    )
+
+
+def confound_latex(t: ReportTable) -> str:
+    """Paper Table 6 layout, one table per (setting, variant, channel, column) group."""
+    df = t.df
+    out = []
+    keys = ["setting", "variant", "channel", "column"]
+    for n, (key, g) in enumerate(df.groupby(keys, sort=False)):
+        setting, variant, channel, column = (str(x) for x in key)
+        body = [
+            r"\toprule",
+            " & ".join([_title(column), "$n$", r"Mean\,z", r"Pos$\uparrow$", r"Sig$\uparrow$"])
+            + r" \\",
+            r"\midrule",
+        ]
+        for _, r in g.iterrows():
+            body.append(
+                " & ".join(
+                    [
+                        escape(r["stratum"]),
+                        _fmt.integer(r["n"], missing=MISSING).replace(",", "{,}"),
+                        _signed(r["mean_z"], 3),
+                        _pct(r["pos"]),
+                        _pct(r["sig"]),
+                    ]
+                )
+                + r" \\"
+            )
+        body.append(r"\bottomrule")
+        sd = g["sd_across"].iloc[0]
+        total = int(g["n"].sum())
+        var = "" if variant == "original" else f" ({escape(variant)})"
+        cap = (
+            f"{_title(channel)} z-score of {escape(setting)}{var} stratified by {escape(column)} "
+            f"at $K{{=}}{t.layout.get('k')}$ "
+            f"($n{{=}}{_fmt.integer(total).replace(',', '{,}')}$ labelled queries); "
+            f"SD of the stratum means across strata: {_fmt.fixed(sd, 3, missing=MISSING)}."
+        )
+        out.append(
+            _table(
+                body, colspec="lrrrr", caption=cap, label=f"{_label(t.name)}-{n + 1}", resize=False
+            )
+        )
+    return "\n".join(out)
+
+
+def ranking_latex(t: ReportTable) -> str:
+    df, channels = t.df, t.layout["channels"]
+    head = ["Setting", "Variant"] + [_title(c) for c in channels] + ["Excluded"]
+    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    for _, r in df.iterrows():
+        cells = [escape(r["setting"]), escape(r["variant"])]
+        for c in channels:
+            rk = r[f"{c}_rank"]
+            cells.append(
+                _signed(r[f"{c}_zbar"], bold_positive=False)
+                + (f" ({int(rk)})" if _fmt.finite(rk) else "")
+            )
+        cells.append("yes" if r["excluded"] else "no")
+        body.append(" & ".join(cells) + r" \\")
+    body.append(r"\bottomrule")
+    cap = (
+        rf"Settings ranked per channel on $\bar z_c$ at $K{{=}}{t.layout['k']}$ "
+        "(rank in parentheses); collapsed settings are excluded."
+    )
+    return _table(
+        body,
+        colspec="ll" + "r" * len(channels) + "c",
+        caption=cap,
+        label=_label(t.name),
+        resize=len(channels) > 4,
+    )
+
+
+def _lam_tex(x: Any) -> str:
+    s = _fmt.lam(x)
+    if s.startswith("1e"):
+        return rf"$10^{{{int(s[2:])}}}$"
+    return f"${s}$" if s != _fmt.DASH else MISSING
+
+
+def sensitivity_latex(t: ReportTable) -> str:
+    """Paper appendix layout: rows (projection dim, lambda), column groups per setting/stage."""
+    df, channels, groups = t.df, t.layout["channels"], t.layout["groups"]
+    nc = len(channels)
+    abbrev = [escape(c[:3].capitalize()) + "." for c in channels]
+    body = [r"\toprule"]
+    if groups != [""]:
+        head1 = ["", ""] + [rf"\multicolumn{{{nc}}}{{c}}{{{_title(g)}}}" for g in groups]
+        rules = "".join(
+            rf"\cmidrule(lr){{{3 + nc * i}-{2 + nc * (i + 1)}}}" for i in range(len(groups))
+        )
+        body += [" & ".join(head1) + r" \\", rules]
+    body.append(" & ".join(["Proj.", r"$\lambda$"] + abbrev * len(groups)) + r" \\")
+    body.append(r"\midrule")
+    projs = list(dict.fromkeys(df["proj_dim"]))
+    for pi, proj in enumerate(projs):
+        if pi:
+            body.append(r"\midrule")
+        sub = df[df["proj_dim"] == proj]
+        for j, (_, r) in enumerate(sub.iterrows()):
+            first = (
+                rf"\multirow{{{len(sub)}}}{{*}}{{{int(proj)}}}"
+                if j == 0 and len(sub) > 1
+                else (str(int(proj)) if j == 0 else "")
+            )
+            lam = _lam_tex(r["lam"]) + (r"\rlap{$^{\star}$}" if r.get("selected") else "")
+            cells = [first, lam] + [
+                _signed(r[f"{g}_{c}" if g else c]) for g in groups for c in channels
+            ]
+            body.append(" & ".join(cells) + r" \\")
+    body.append(r"\bottomrule")
+    star = (
+        " Selected configuration marked $(\\star)$."
+        if df.get("selected", pd.Series(dtype=bool)).any()
+        else ""
+    )
+    cap = (
+        rf"TRAK hyperparameter sensitivity. $\bar{{z}}$ at $K{{=}}{t.layout['k']}$ across "
+        rf"projection dim and $\lambda$. Positive values in \textbf{{bold}}.{star}"
+    )
+    return _table(
+        body,
+        colspec="cc" + "r" * (nc * len(groups)),
+        caption=cap,
+        label=_label(t.name),
+        resize=nc * len(groups) > 6,
+    )
+
+
+def null_latex(t: ReportTable) -> str:
+    body = [r"\toprule", r"$K$ & Channel & Feature & $\mu$ & $\sigma$ & $B$ \\", r"\midrule"]
+    for _, r in t.df.iterrows():
+        feat = r"\emph{channel}" if str(r["feature"]) == "*" else escape(r["feature"])
+        body.append(
+            " & ".join(
+                [
+                    str(int(r["K"])),
+                    escape(r["channel"]),
+                    feat,
+                    _fmt.general(r["mu"], missing=MISSING),
+                    _fmt.general(r["sigma"], missing=MISSING),
+                    _fmt.integer(r["B"], missing=MISSING),
+                ]
+            )
+            + r" \\"
+        )
+    body.append(r"\bottomrule")
+    return _table(
+        body,
+        colspec="rllrrr",
+        caption="Null distribution of within-group similarity over $B$ random groups of size "
+        "$K$: per feature and per channel.",
+        label=_label(t.name),
+        resize=False,
+    )
+
+
+_RENDERERS: dict[str, Callable[[ReportTable], str]] = {
+    "reliability": reliability_latex,
+    "alignment": alignment_latex,
+    "alignment_embeddings": alignment_latex,
+    "confound": confound_latex,
+    "ranking": ranking_latex,
+    "lds": lds_latex,
+    "lds_summary": lds_summary_latex,
+    "agreement": agreement_latex,
+    "planted": planted_latex,
+    "planted_segment": planted_latex,
+    "sensitivity": sensitivity_latex,
+    "null": null_latex,
+}
+
+
+def render_latex(t: ReportTable) -> str | None:
+    """LaTeX of table ``t`` (``None`` for tables exported as CSV only, e.g. the K-sweep data).
+
+    Parameters
+    ----------
+    t : ReportTable
+        A table from :func:`aria_tda.report.tables.build_tables`; its ``name`` picks the layout
+        (``homogeneity*``, ``reliability``, ``alignment``, ``confound``, ``ranking``, ``lds``,
+        ``lds_summary``, ``agreement``, ``planted*``, ``sensitivity``, ``null``).
+
+    Returns
+    -------
+    str or None
+        :data:`PREAMBLE` (a comment naming the packages needed) followed by one ``table``
+        environment (one per group for ``confound``).
+    """
+    if t.name.startswith("homogeneity"):
+        return PREAMBLE + homogeneity_latex(t)
+    if t.name in ("lds_paired", "paired"):
+        from aria_tda.report.paired import paired_latex
+
+        return PREAMBLE + paired_latex(t)
+    fn = _RENDERERS.get(t.name)
+    return PREAMBLE + fn(t) if fn else None
+
+
+def ksweep_figure_latex(files: Sequence[tuple[str, str]], *, k: int | None) -> str:
+    """A ``figure`` with one subfigure per setting.
+
+    Parameters
+    ----------
+    files : sequence of (str, str)
+        ``(pdf path relative to the exports folder, setting)`` per panel, in order.
+    k : int or None
+        The tables' group size, named in the caption (the dotted line of each panel).
+
+    Returns
+    -------
+    str
+        :data:`PREAMBLE`, then one ``figure`` environment (three panels a row, four when there
+        are exactly four).
+    """
+    width = "0.32" if len(files) != 4 else "0.245"
+    lines = [
+        PREAMBLE.rstrip(),
+        "% PDF paths are relative to this folder: \\graphicspath{{path/to/this/folder/}}",
+        r"\begin{figure}[t]",
+        r"\centering",
+    ]
+    for i, (path, setting) in enumerate(files):
+        sep = r"\hfill" if (i + 1) % (3 if width == "0.32" else 4) else r"\\[0.4em]"
+        lines.append(
+            rf"\begin{{subfigure}}[t]{{{width}\textwidth}}\includegraphics[width=\linewidth]{{{path}}}"
+            rf"\caption{{{escape(setting)}}}\end{{subfigure}}{sep if i < len(files) - 1 else ''}"
+        )
+    kk = f" The dotted line marks $K{{=}}{k}$." if k is not None else ""
+    lines.append(
+        r"\caption{Homogeneity $\bar z_c$ across $K$. Dashed curves use the original "
+        r"$S^{\mathrm{seg}}$, solid curves use the rank-1 residual; bands are bootstrap 95\% CIs "
+        r"over queries." + kk + "}"
+    )
+    lines += [r"\label{fig:aria-ksweep}", r"\end{figure}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,482 @@
+r"""Read a results folder into one in-memory model, noting what is missing.
+
+Conventions
+-----------
+The report reads a results folder *only* through :mod:`aria_tda.results` (``read_results_meta``,
+``read_table``, ``TABLES``). Nothing here fails on a partial folder: a table that is absent,
+unreadable, lacks a required column, or has values of the wrong type is dropped and described
+in :attr:`ResultsData.missing`, so the report shows what exists and says what does not. Only a
+folder that is not a results folder at all raises (:class:`~aria_tda.errors.FileFormatError`, from
+:func:`aria_tda.results.read_results_meta`).
+
+Ordering used everywhere in the report:
+
+- settings — the order of ``results.json`` ``settings``, then any further setting in the order
+  it first appears in ``reliability``, ``homogeneity``, ... ;
+- channels — the order of ``results.json`` ``channels``, then the channel registry of the
+  study's modality, then order of appearance;
+- variants — ``original``, ``residual``, then any other value in order of appearance.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aria_tda._checks import check_int
+from aria_tda.errors import FileFormatError, ParameterError, expected
+from aria_tda.results import TABLES, default_k_report, read_results_meta, read_table
+
+__all__ = ["EXPECTED_TABLES", "ResultsData", "choose_k", "load_results"]
+
+#: Tables a full ``aria-tda run`` writes; their absence is reported as a missing piece.
+#: (``lds``, ``agreement``, ``planted``, ``sensitivity``, ``queries`` and ``tracks`` are shown
+#: when present.)
+EXPECTED_TABLES = (
+    "reliability",
+    "homogeneity",
+    "query_z",
+    "topk",
+    "pairs",
+    "null",
+    "alignment",
+    "ranking",
+)
+
+VARIANT_ORDER = ("original", "residual")
+
+# Column types the report relies on (others are kept as read).
+_INT_COLUMNS = {
+    "K",
+    "query",
+    "rank",
+    "n_queries",
+    "n_train",
+    "constant_columns",
+    "n",
+    "B",
+    "n_subsets",
+    "n_methods",
+    "proj_dim",
+    "n_train_works",
+}
+_FLOAT_COLUMNS = {
+    "kappa",
+    "r1",
+    "r2_5",
+    "p",
+    "v1_constancy",
+    "zbar",
+    "zbar_lo",
+    "zbar_hi",
+    "pos",
+    "sig",
+    "z",
+    "mu",
+    "sigma",
+    "score",
+    "similarity",
+    "contribution",
+    "alpha_max",
+    "alpha_reg",
+    "mean_z",
+    "sd_across",
+    "lds",
+    "lds_sd",
+    "spearman",
+    "kendall",
+    "lam",
+    "lds_se",
+    "recall",
+    "chance",
+}
+_STR_COLUMNS = {
+    "setting",
+    "method",
+    "stage",
+    "variant",
+    "channel",
+    "feature",
+    "track_id",
+    "track_a",
+    "track_b",
+    "verdict",
+    "verdict_reason",
+    "alpha_max_feature",
+    "alpha_reg_group",
+    "column",
+    "stratum",
+    "reason",
+    "diagnostic",
+    "label",
+    "level",
+    "base_method",
+    "quantity",
+    "setting_a",
+    "setting_b",
+}
+# Integer-valued columns that may legitimately hold blanks (kept as float).
+_NULLABLE_INT = {"rank", "n_train_works"}
+
+_DESCRIPTIONS = {
+    "reliability": "reliability diagnostics and collapse verdicts",
+    "homogeneity": "per-channel homogeneity summaries (z-bar, Pos, Sig, K-sweep)",
+    "query_z": "per-query z-scores",
+    "topk": "per-query top-K attributed tracks",
+    "pairs": "per-query contributing track pairs",
+    "null": "null distribution parameters",
+    "alignment": "axis-channel alignment",
+    "ranking": "method ranking",
+    "confound": "metadata confound breakdown",
+}
+
+
+@dataclass
+class ResultsData:
+    """Everything the report shows, read from one results folder.
+
+    Attributes
+    ----------
+    path : Path
+        The results folder.
+    meta : dict
+        ``results.json``.
+    tables : dict[str, pandas.DataFrame]
+        Usable tables by schema name (absent or unusable tables are not keys).
+    missing : list[str]
+        Human-readable notes about missing or unusable pieces.
+    settings, channels, variants : list[str]
+        Display orders (see the module docstring).
+    ks : list[int]
+        Group sizes with homogeneity (else per-query) results, increasing.
+    """
+
+    path: Path
+    meta: dict[str, Any]
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    settings: list[str] = field(default_factory=list)
+    channels: list[str] = field(default_factory=list)
+    variants: list[str] = field(default_factory=list)
+    ks: list[int] = field(default_factory=list)
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        """The table ``name`` or ``None`` when it is absent or unusable.
+
+        Parameters
+        ----------
+        name : str
+            Schema name, one of :data:`aria_tda.results.TABLES` (``"homogeneity"``, ...).
+
+        Returns
+        -------
+        pandas.DataFrame or None
+            The table with the report's column types (see :func:`load_results`).
+        """
+        return self.tables.get(name)
+
+    @property
+    def study(self) -> dict[str, Any]:
+        s = self.meta.get("study")
+        return dict(s) if isinstance(s, Mapping) else {}
+
+    @property
+    def title(self) -> str:
+        name = self.study.get("name") or self.meta.get("name")
+        return str(name) if name else f"ARIA report — {self.path.name}"
+
+    def setting_info(self, setting: str) -> dict[str, Any]:
+        """Method, stage, verdict and reason of ``setting`` (``None`` where unknown).
+
+        The ``reliability`` table wins over ``results.json``; without either the method is
+        the part of the name before ``/`` and the stage ``"-"``.
+
+        Parameters
+        ----------
+        setting : str
+            A setting name, e.g. ``"TRAK/fine"``.
+
+        Returns
+        -------
+        dict
+            Keys ``setting``, ``method``, ``stage``, ``verdict`` (lower-case, or ``None``)
+            and ``reason`` (the verdict's reason, or ``None``).
+        """
+        info: dict[str, Any] = {
+            "setting": setting,
+            "method": None,
+            "stage": None,
+            "verdict": None,
+            "reason": None,
+        }
+        for s in self.meta.get("settings") or []:
+            if isinstance(s, Mapping) and str(s.get("name")) == setting:
+                info["method"] = s.get("method")
+                info["stage"] = s.get("stage")
+        rel = self.table("reliability")
+        if rel is not None:
+            rows = rel[rel["setting"] == setting]
+            if len(rows):
+                row = rows.iloc[-1]
+                info["method"] = row["method"]
+                info["stage"] = row["stage"]
+                info["verdict"] = _clean_verdict(row["verdict"])
+                info["reason"] = (
+                    None if _isnull(row["verdict_reason"]) else str(row["verdict_reason"])
+                )
+        if info["method"] is None:
+            info["method"] = setting.split("/")[0]
+        if info["stage"] is None or _isnull(info["stage"]):
+            info["stage"] = "-"
+        return info
+
+    def verdict(self, setting: str) -> str | None:
+        """The collapse verdict of ``setting``.
+
+        Parameters
+        ----------
+        setting : str
+            A setting name.
+
+        Returns
+        -------
+        str or None
+            ``'collapsed'``, ``'suspect'``, ``'ok'`` (or another label, lower-case);
+            ``None`` when the reliability table has no verdict for it.
+        """
+        v = self.setting_info(setting)["verdict"]
+        return None if v is None else str(v)
+
+
+def _isnull(x: Any) -> bool:
+    if x is None:
+        return True
+    try:
+        return bool(pd.isna(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _clean_verdict(v: Any) -> str | None:
+    if _isnull(v):
+        return None
+    return str(v).strip().lower() or None
+
+
+def _coerce(name: str, df: pd.DataFrame) -> pd.DataFrame:
+    """Give the columns the report uses their types (in place).
+
+    Raises ValueError/TypeError when that is impossible.
+
+    Label columns stay as they are when they already hold text (object, string or categorical
+    dtype; categories are turned into text); numeric labels (e.g. integer track ids) become text.
+    """
+    for col in df.columns:
+        if col in _INT_COLUMNS:
+            if col in _NULLABLE_INT and df[col].isna().any():
+                df[col] = pd.to_numeric(df[col], errors="raise").astype("float64")
+                continue
+            if pd.api.types.is_integer_dtype(df[col].dtype):
+                df[col] = df[col].astype("int64")
+                continue
+            vals = pd.to_numeric(df[col], errors="raise")
+            if vals.isna().any():
+                raise ValueError(f"column {col!r} has blank values")
+            if not np.all(np.isclose(vals, np.round(vals))):
+                raise ValueError(f"column {col!r} holds non-integers")
+            df[col] = np.round(vals).astype("int64")
+        elif col in _FLOAT_COLUMNS:
+            df[col] = pd.to_numeric(df[col], errors="raise").astype("float64")
+        elif col in _STR_COLUMNS:
+            s = df[col]
+            if isinstance(s.dtype, pd.CategoricalDtype):
+                if not all(isinstance(c, str) for c in s.cat.categories):
+                    df[col] = s.cat.rename_categories([str(c) for c in s.cat.categories])
+            elif pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype):
+                df[col] = s.astype(object).where(s.isna(), s.astype(str))
+    if "excluded" in df.columns:
+        df["excluded"] = df["excluded"].map(_truthy)
+    return df
+
+
+def _truthy(v: Any) -> bool:
+    if _isnull(v):
+        return False
+    if isinstance(v, str):
+        return v.strip().lower() in {"true", "1", "yes", "y", "t"}
+    return bool(v)
+
+
+def _ordered(*seqs: Iterable[Any]) -> list[str]:
+    """Distinct non-null values as strings, in order of first appearance across ``seqs``."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for seq in seqs:
+        if isinstance(seq, pd.Series):  # distinct values first (tables have millions of rows)
+            seq = list(pd.unique(seq.dropna()))
+        for x in seq:
+            if _isnull(x):
+                continue
+            s = str(x)
+            if s not in seen:
+                seen.add(s)
+                out.append(s)
+    return out
+
+
+def _registry_channels(modality: Any) -> list[str]:
+    if not isinstance(modality, str):
+        return []
+    try:
+        from aria_tda.features.registry import channel_names
+
+        return list(channel_names(modality))
+    except Exception:
+        return []
+
+
+def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = None) -> ResultsData:
+    """Read ``results_dir`` (a results folder written by ``aria-tda run`` / ``aria-tda demo``).
+
+    Parameters
+    ----------
+    results_dir : path
+        Folder holding ``results.json`` and the tables of :data:`aria_tda.results.TABLES`.
+    top_n : int, optional
+        Read only ranks ``<= top_n`` of the per-query ``topk`` table (the filter is pushed
+        down into the Parquet read, so paper-scale folders are never read whole).
+
+    Returns
+    -------
+    ResultsData
+
+    Raises
+    ------
+    FileFormatError
+        if ``results_dir`` is not an ARIA results folder.
+    """
+    meta = read_results_meta(results_dir)
+    data = ResultsData(path=Path(results_dir), meta=meta)
+    for name, spec in TABLES.items():
+        try:
+            filters = (
+                [("rank", "<=", int(top_n))] if (name == "topk" and top_n is not None) else None
+            )
+            df = read_table(results_dir, name, filters=filters)
+        except FileFormatError as exc:
+            data.missing.append(f"{spec.filename}: unreadable, left out ({exc})")
+            continue
+        if df is None:
+            if name in EXPECTED_TABLES or (name == "confound" and data.study.get("confound")):
+                data.missing.append(
+                    f"{spec.filename} ({_DESCRIPTIONS.get(name, spec.description)}): not in this "
+                    "results folder"
+                )
+            continue
+        lacking = [c for c in spec.columns if c not in df.columns]
+        if lacking:
+            data.missing.append(f"{spec.filename}: lacks required column(s) {lacking}; left out")
+            continue
+        try:
+            df = _coerce(name, df)
+        except (ValueError, TypeError) as exc:
+            data.missing.append(f"{spec.filename}: values of the wrong type ({exc}); left out")
+            continue
+        data.tables[name] = df
+
+    meta_settings = [s.get("name") for s in meta.get("settings") or [] if isinstance(s, Mapping)]
+    setting_sources = [
+        data.tables[n]["setting"]
+        for n in (
+            "reliability",
+            "homogeneity",
+            "query_z",
+            "topk",
+            "pairs",
+            "alignment",
+            "confound",
+            "ranking",
+        )
+        if n in data.tables
+    ]
+    data.settings = _ordered(meta_settings, *setting_sources)
+
+    meta_channels = meta.get("channels")
+    meta_channels = list(meta_channels) if isinstance(meta_channels, (Mapping, list, tuple)) else []
+    channel_sources = [
+        data.tables[n]["channel"]
+        for n in ("homogeneity", "query_z", "pairs", "alignment", "confound")
+        if n in data.tables
+    ]
+    present = set(_ordered(*channel_sources)) if channel_sources else None
+    registry = _registry_channels(data.study.get("modality"))
+    channels = _ordered(
+        meta_channels, [c for c in registry if present is None or c in present], *channel_sources
+    )
+    data.channels = channels
+
+    variant_sources = [
+        data.tables[n]["variant"]
+        for n in ("homogeneity", "query_z", "topk", "pairs")
+        if n in data.tables
+    ]
+    found = _ordered(*variant_sources)
+    data.variants = [v for v in VARIANT_ORDER if v in found] + [
+        v for v in found if v not in VARIANT_ORDER
+    ]
+
+    for name in ("homogeneity", "query_z"):
+        if name in data.tables and len(data.tables[name]):
+            data.ks = sorted({int(k) for k in data.tables[name]["K"]})
+            break
+    return data
+
+
+def choose_k(data: ResultsData, k: int | None = None) -> int | None:
+    """The group size of the report's tables.
+
+    ``k`` when given (it must be one of ``data.ks``); otherwise the study's ``K_report`` when
+    results exist for it, else 300 when present, else the largest K. ``None`` when the folder
+    has no K at all.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder, as read by :func:`load_results`.
+    k : int, optional
+        The group size asked for (``>= 1``).
+
+    Returns
+    -------
+    int or None
+
+    Raises
+    ------
+    ParameterError
+        if ``k`` is not a positive integer, or not one of the group sizes in the results.
+    """
+    if k is not None:
+        k = check_int("k", k, min_value=1)
+        if data.ks and k not in data.ks:
+            raise ParameterError(
+                expected("k", "one of the group sizes in the results " + str(data.ks), k)
+            )
+        return k if data.ks else None
+    if not data.ks:
+        return None
+    k_report = data.study.get("K_report")
+    if (
+        isinstance(k_report, (int, float))
+        and not isinstance(k_report, bool)
+        and math.isfinite(k_report)
+    ):
+        if int(k_report) in data.ks:
+            return int(k_report)
+    return default_k_report(data.ks)

@@ -1,0 +1,204 @@
+r"""The report's paired comparisons: method-vs-method differences with their intervals.
+
+Two tables, both from paired bootstraps (:mod:`aria_tda.paired`):
+
+- ``lds_paired`` — differences of LDS and of each reliability diagnostic between every two
+  methods (the demos write it: :func:`aria_tda_experiments.validation.compare_methods`); the LDS
+  interval resamples the queries and the retrained subsets, the diagnostics' the queries;
+- ``paired`` — differences of :math:`\bar z` per channel between every two settings on the
+  same null, at the report's K (``aria-tda run`` writes it for every K and variant:
+  :func:`aria_tda.paired.zbar_paired_table`).
+
+A difference is called *separated* only where its interval excludes 0; elsewhere the data do
+not order the two methods. Both tables are rendered here for HTML and LaTeX
+(:func:`paired_html`, :func:`paired_latex`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from aria_tda.report import _fmt
+from aria_tda.report.load import ResultsData
+from aria_tda.report.tables import ReportTable
+
+__all__ = ["paired_html", "paired_latex", "paired_tables"]
+
+_QUANTITY = {"lds": "LDS", "r1": "r1", "r2_5": "r2:5", "p": "p", "kappa": "κ", "zbar": "z̄"}
+_QUANTITY_TEX = {"lds": "LDS", "r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$",
+                 "kappa": r"$\kappa$", "zbar": r"$\bar z$"}
+
+
+def _level(df: pd.DataFrame) -> str:
+    if "level" in df.columns and len(df) and _fmt.finite(df["level"].iloc[0]):
+        return f"{100 * float(df['level'].iloc[0]):g}%"
+    return "95%"
+
+
+def paired_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
+    """The ``lds_paired`` and ``paired`` report tables the folder has data for.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder, as read by :func:`aria_tda.report.load.load_results`.
+    k : int or None
+        Group size of the z̄ differences (default: the largest K in the table); the
+        ``original`` variant is shown (``paired.csv`` holds every K and variant).
+
+    Returns
+    -------
+    list of ReportTable
+    """
+    out = []
+    lp = data.table("lds_paired")
+    if lp is not None and not lp.empty:
+        order = {q: i for i, q in enumerate(_QUANTITY)}
+        df = lp.assign(_o=lp["quantity"].map(order).fillna(len(order)))
+        df = df.sort_values("_o", kind="stable").drop(columns="_o").reset_index(drop=True)
+        staged = "stage" in df.columns
+        out.append(ReportTable(
+            "lds_paired",
+            "Paired differences between methods: LDS and diagnostics",
+            f"Method A minus method B with a paired {_level(df)} percentile bootstrap interval: "
+            "every replicate resamples the same queries for both methods (and, for LDS, the "
+            "same retrained subsets; the diagnostics' replicates are recentred on their "
+            "full-data value, since a query drawn twice inflates r1 and r2:5). 'Separated' "
+            "only where the interval excludes 0; "
+            "otherwise the data do not order the two methods on that quantity."
+            + (" Compared within each stage." if staged else ""),
+            df,
+            {"level": _level(df), "stages": staged},
+        ))
+    pz = data.table("paired")
+    if pz is not None and not pz.empty:
+        use_k = k if k is not None and k in set(pz["K"]) else int(pz["K"].max())
+        sub = pz[(pz["K"] == use_k) & (pz["variant"] == "original")]
+        if sub.empty:
+            sub = pz[pz["K"] == use_k]
+        if not sub.empty:
+            out.append(ReportTable(
+                "paired",
+                f"Paired differences of z̄ between settings at K = {use_k}",
+                f"z̄ of setting A minus setting B per channel over the queries both define, with "
+                f"a paired {_level(sub)} percentile bootstrap interval (the same query resample "
+                "for both; settings on the same null, whose mean cancels in the difference). "
+                "'Separated' only where the interval excludes 0. paired.csv holds every K and "
+                "variant.",
+                sub.reset_index(drop=True),
+                {"k": use_k, "level": _level(sub)},
+            ))
+    return out
+
+
+def _interval(r: Any, nd: int) -> str:
+    lo, hi = r.get("diff_lo"), r.get("diff_hi")
+    if not (_fmt.finite(lo) and _fmt.finite(hi)):
+        return _fmt.DASH
+    return f"[{_fmt.signed(lo, nd)}, {_fmt.signed(hi, nd)}]"
+
+
+def _digits(q: Any) -> int:
+    return 2 if q == "zbar" else 3
+
+
+def paired_html(t: ReportTable) -> str:
+    """HTML of the ``lds_paired`` or ``paired`` table (one row per pair and quantity).
+
+    Parameters
+    ----------
+    t : ReportTable
+        A table from :func:`paired_tables`.
+    """
+    from aria_tda.report.html._cells import _e, _num, _table, _th, _txt
+
+    df = t.df.reset_index(drop=True)
+    z = t.name == "paired"
+    staged = bool(t.layout.get("stages"))
+    level = t.layout.get("level", "95%")
+    head = [
+        ([_th("Stage")] if staged else [])
+        + ([_th("Channel")] if z else [_th("Quantity")])
+        + [_th("A"), _th("B"), _th("A"), _th("B"), _th("A − B"), _th(f"{_e(level)} CI"),
+           _th("Separated")]
+    ]
+    rows = []
+    for _, r in df.iterrows():
+        nd = _digits(r["quantity"])
+        sep = bool(r["separated"]) if _fmt.finite(r["diff_lo"]) else False
+        cells = [_txt(_e(r["stage"]))] if staged else []
+        cells += [
+            _txt(_e(r["channel"] if z else _QUANTITY.get(r["quantity"], r["quantity"]))),
+            _txt(_e(r["setting_a"])),
+            _txt(_e(r["setting_b"])),
+            _num(_e(_fmt.fixed(r.get("value_a"), nd)), **{"data-col": "value_a"}),
+            _num(_e(_fmt.fixed(r.get("value_b"), nd)), **{"data-col": "value_b"}),
+            _num(_e(_fmt.signed(r["diff"], nd)), **{"data-col": "diff"}),
+            _num(_e(_interval(r, nd)), **{"data-col": "ci"}),
+            _txt("separated" if sep else "not separated",
+                 cls="best" if sep else "sub", **{"data-col": "separated"}),
+        ]
+        rows.append((cells, {"data-quantity": str(r["quantity"])}))
+    return _table(head, rows, attrs={"id": f"table-{t.name}"})
+
+
+def paired_latex(t: ReportTable) -> str:
+    """LaTeX of the ``lds_paired`` or ``paired`` table.
+
+    Parameters
+    ----------
+    t : ReportTable
+        A table from :func:`paired_tables`.
+
+    Returns
+    -------
+    str
+        One ``table`` environment.
+    """
+    from aria_tda.report.latex._cells import MISSING, _label, _table, escape
+
+    df = t.df.reset_index(drop=True)
+    z = t.name == "paired"
+    staged = bool(t.layout.get("stages"))
+    level = str(t.layout.get("level", "95%")).replace("%", r"\%")
+    head = (["Stage"] if staged else []) + (["Channel"] if z else ["Quantity"]) + [
+        "A", "B", "A", "B", r"A$-$B", f"{level} CI", "Separated"]
+    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    prev = None
+    for _, r in df.iterrows():
+        nd = _digits(r["quantity"])
+        key = r["quantity"] if not z else r["channel"]
+        if prev is not None and key != prev:
+            body.append(r"\midrule")
+        prev = key
+
+        def num(x: Any, signed: bool = False, nd: int = nd) -> str:
+            s = (_fmt.signed if signed else _fmt.fixed)(x, nd, missing=MISSING)
+            return s.replace("-", "$-$") if s != MISSING else s
+
+        ci = MISSING
+        if _fmt.finite(r["diff_lo"]) and _fmt.finite(r["diff_hi"]):
+            ci = f"[{num(r['diff_lo'], True)}, {num(r['diff_hi'], True)}]"
+        sep = bool(r["separated"]) if _fmt.finite(r["diff_lo"]) else False
+        cells = [escape(r["stage"])] if staged else []
+        cells += [
+            escape(r["channel"]) if z else _QUANTITY_TEX.get(r["quantity"],
+                                                            escape(r["quantity"])),
+            escape(r["setting_a"]), escape(r["setting_b"]),
+            num(r.get("value_a")), num(r.get("value_b")), num(r["diff"], True), ci,
+            r"\textbf{yes}" if sep else "no",
+        ]
+        body.append(" & ".join(cells) + r" \\")
+    body.append(r"\bottomrule")
+    cap = (
+        r"Paired differences (A$-$B) with " + level + " percentile bootstrap intervals: every "
+        "replicate resamples the same queries for both "
+        + (r"settings; $\bar z$ per channel at $K = " + str(t.layout.get("k")) + "$, settings "
+           "on the same null (its mean cancels in the difference)." if z else
+           "methods, and for LDS the same retrained subsets.")
+        + " Separated only where the interval excludes 0."
+    )
+    return _table(body, colspec=("l" if staged else "") + "lll" + "r" * 4 + "c",
+                  caption=cap, label=_label(t.name), resize=True)

@@ -1,0 +1,467 @@
+r"""The results folder: what ``aria-tda run`` / ``aria-tda demo`` write and ``aria-tda report``
+reads.
+
+Conventions
+-----------
+A results folder holds ``results.json`` (run metadata) and one file per table. Small tables
+are CSV; per-query tables are Parquet. Every table is *long* format: one row per
+(setting, variant, K, channel, ...) combination, so that adding a setting, a K or a channel
+adds rows, never columns.
+
+Vocabulary used in the columns:
+
+- ``setting``  — one score matrix, e.g. ``"TRAK"`` or ``"TRAK/fine"`` (method × stage);
+- ``method``, ``stage`` — its parts (stage is ``"-"`` when there is none);
+- ``variant``  — ``"original"`` (the score matrix as given) or ``"residual"`` (rank-1 residual
+  :math:`S - \sigma_1 u_1 v_1^\top`);
+- ``K``        — group size; ``channel`` — an evidence channel name from
+  :mod:`aria_tda.features.registry`; ``query`` — 0-based query (column) index;
+- ``track_id`` — the track identifier used by the feature store.
+
+``results.json`` keys: ``kind`` (``"aria-results"``), ``aria_version``, ``created``,
+``study`` (parameters: ``modality``, ``K`` list, ``K_report``, ``B``, ``seed``,
+``n_bootstrap``, ``feature_store``, …), ``settings`` (list of objects with at least ``name``,
+``method``, ``stage``, ``normalize``, ``scores``), ``channels`` (channel → feature names),
+``versions`` (package → version), ``timings`` (stage → seconds), ``notes`` (list of strings),
+``execution`` (where the study ran: ``scheduler`` — ``null`` on one machine —, ``workers``,
+``settings_computed``, ``nulls_computed``, and on a cluster ``split``: ``"settings"`` or
+``"passes"``).
+
+The schema below is the contract between the writers (:mod:`aria_tda.study`,
+:mod:`aria_tda_experiments`) and the reader (:mod:`aria_tda.report`). Writers must provide the
+required columns and may add more; readers must tolerate extra columns and missing optional tables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aria_tda._io import atomic_path, read_json, write_json
+from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
+from aria_tda.manifest import make_manifest
+
+__all__ = [
+    "DEFAULT_KS",
+    "PREFERRED_K_REPORT",
+    "RESULTS_FILE",
+    "TABLES",
+    "TableSpec",
+    "default_k_report",
+    "is_results_dir",
+    "read_results_meta",
+    "read_table",
+    "write_results_meta",
+    "write_table",
+]
+
+#: The paper's K sweep: group sizes of the homogeneity analysis when a study names none.
+DEFAULT_KS: tuple[int, ...] = (20, 50, 100, 200, 300, 400, 500)
+#: The K of the report's tables when the study does not name one and it is swept.
+PREFERRED_K_REPORT = 300
+
+
+def default_k_report(ks: Sequence[int]) -> int:
+    """The K of the report's tables when none is given: 300 when it is swept, else the largest.
+
+    One rule for the study runner (``K_report``), the per-query evidence (``evidence_k``),
+    the report's default table K and the demos.
+
+    Parameters
+    ----------
+    ks : sequence of int
+        The swept group sizes (non-empty).
+    """
+    ordered = sorted(int(k) for k in ks)
+    if not ordered:
+        raise ParameterError(expected("ks", "at least one group size", list(ks)))
+    return PREFERRED_K_REPORT if PREFERRED_K_REPORT in ordered else ordered[-1]
+
+
+RESULTS_FILE = "results.json"
+RESULTS_KIND = "aria-results"
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of the results folder.
+
+    Attributes
+    ----------
+    name : str
+        Schema name, the key of :data:`TABLES` (``"homogeneity"``, ``"query_z"``, ...).
+    filename : str
+        File name inside the results folder; ``.parquet`` files are Parquet, others CSV.
+    columns : tuple of str
+        Required columns (writers may add more; readers tolerate extra ones).
+    description : str
+        What one row holds, with the paper equation it comes from.
+    """
+
+    name: str
+    filename: str
+    columns: tuple[str, ...]
+    description: str
+
+    @property
+    def format(self) -> str:
+        return "parquet" if self.filename.endswith(".parquet") else "csv"
+
+
+_SPECS = (
+    TableSpec(
+        "reliability",
+        "reliability.csv",
+        (
+            "setting",
+            "method",
+            "stage",
+            "n_train",
+            "n_queries",
+            "kappa",
+            "r1",
+            "r2_5",
+            "p",
+            "v1_constancy",
+            "constant_columns",
+            "verdict",
+            "verdict_reason",
+        ),
+        "Reliability diagnostics of each setting's S_seg (paper Eqs. 1-3) and its collapse verdict "
+        "('collapsed' | 'suspect' | 'ok'); optional energy_1..energy_10 columns hold r_1..r_10. "
+        "v1_constancy = |sum v1| / sqrt(T) in [0, 1] (1 = v1 constant across queries).",
+    ),
+    TableSpec(
+        "homogeneity",
+        "homogeneity.csv",
+        (
+            "setting",
+            "variant",
+            "K",
+            "channel",
+            "zbar",
+            "zbar_lo",
+            "zbar_hi",
+            "pos",
+            "sig",
+            "n_queries",
+        ),
+        "Per-channel summary over queries (paper Eq. summary) for every K (the K-sweep) and "
+        "variant; zbar_lo/zbar_hi (and pos_lo/hi, sig_lo/hi) are 95% bootstrap CIs that resample "
+        "the queries and the B null reference groups jointly, so they carry the null's Monte-Carlo "
+        "error too (null_mc_se: its SE of zbar); pos/sig are fractions in [0, 1]; "
+        "n_constant_excluded counts degenerate query columns left out.",
+    ),
+    TableSpec(
+        "query_z",
+        "query_z.parquet",
+        ("setting", "variant", "K", "query", "channel", "z"),
+        "z_c(q) for every query (paper Eq. z_c).",
+    ),
+    TableSpec(
+        "null",
+        "null.csv",
+        ("K", "channel", "feature", "mu", "sigma", "B"),
+        "Null distribution per K: per feature (mu_d, sigma_d) and per channel (feature='*'); "
+        "mc_se = the Monte-Carlo SE of the channel mean from the B reference groups.",
+    ),
+    TableSpec(
+        "topk",
+        "topk.parquet",
+        ("setting", "variant", "query", "rank", "track_id", "score"),
+        "The top-K_report attributed tracks of each query (rank 1 = highest S_track score).",
+    ),
+    TableSpec(
+        "pairs",
+        "pairs.parquet",
+        (
+            "setting",
+            "variant",
+            "K",
+            "query",
+            "channel",
+            "track_a",
+            "track_b",
+            "similarity",
+            "contribution",
+        ),
+        "The track pairs of A_K(q) contributing most to each channel's g (contribution = the "
+        "pair's standardised similarity averaged over the channel's features).",
+    ),
+    TableSpec(
+        "alignment",
+        "alignment.csv",
+        ("setting", "channel", "alpha_max", "alpha_max_feature", "alpha_reg", "alpha_reg_group"),
+        "Axis-channel alignment of u_1 of S_track (paper Eq. alpha).",
+    ),
+    TableSpec(
+        "confound",
+        "confound.csv",
+        (
+            "setting",
+            "variant",
+            "K",
+            "channel",
+            "column",
+            "stratum",
+            "n",
+            "mean_z",
+            "pos",
+            "sig",
+            "sd_across",
+        ),
+        "z_c stratified by a query metadata column; sd_across = SD of mean_z across strata "
+        "(repeated on each row of the group).",
+    ),
+    TableSpec(
+        "ranking",
+        "ranking.csv",
+        ("setting", "variant", "K", "channel", "zbar", "rank", "excluded", "reason"),
+        "Method ranking on zbar per channel; collapsed settings are excluded (rank empty, "
+        "excluded=True).",
+    ),
+    TableSpec(
+        "lds",
+        "lds.csv",
+        ("method", "lds", "lds_sd", "n_subsets", "n_queries"),
+        "Linear datamodeling score per attribution method (mean over queries, SD over queries).",
+    ),
+    TableSpec(
+        "agreement",
+        "agreement.csv",
+        ("diagnostic", "spearman", "kendall", "n_methods"),
+        "Rank agreement across methods between each diagnostic (lower = better) and LDS (higher = "
+        "better); spearman_lo/hi, kendall_lo/hi: percentile bootstrap CIs from replicates that "
+        "resample the queries (and LDS subsets) for every method at once; spearman_p_exact, "
+        "kendall_p_exact: exact one-sided permutation p-values over the n_methods! orderings.",
+    ),
+    TableSpec(
+        "lds_paired",
+        "lds_paired.csv",
+        ("quantity", "setting_a", "setting_b", "diff", "diff_lo", "diff_hi", "separated"),
+        "Method-vs-method differences (value_a - value_b) of LDS and of each reliability "
+        "diagnostic (quantity = lds | r1 | r2_5 | p | kappa) with paired percentile bootstrap "
+        "CIs: each replicate resamples the same queries (and, for LDS, the same retrained "
+        "subsets) for both methods (diagnostic replicates recentred on the full-data value: "
+        "resampled duplicate query columns inflate r1, r2_5); separated = the CI excludes 0.",
+    ),
+    TableSpec(
+        "paired",
+        "paired.csv",
+        ("quantity", "variant", "K", "channel", "setting_a", "setting_b", "diff", "diff_lo",
+         "diff_hi", "separated"),
+        "Setting-vs-setting differences of z-bar per variant, K and channel (quantity = zbar) "
+        "over the queries both define, with paired percentile bootstrap CIs (the same query "
+        "resample for both; settings on the same null only, whose mean cancels from the "
+        "difference); separated = the CI excludes 0.",
+    ),
+    TableSpec(
+        "planted",
+        "planted.csv",
+        ("setting", "level", "K", "recall", "n_queries"),
+        "Planted influence (audio demo): for held-out versions of training works, the fraction "
+        "whose source work is in the top-K (segments or tracks) of their attribution.",
+    ),
+    TableSpec(
+        "sensitivity",
+        "sensitivity.csv",
+        ("proj_dim", "lam", "K", "channel", "zbar"),
+        "TRAK sensitivity sweep over projection dimension x lambda (paper appendix table).",
+    ),
+    TableSpec(
+        "queries",
+        "queries.csv",
+        ("query", "label"),
+        "Optional per-query metadata (label, genre, source work, path of its MIDI/audio, ...).",
+    ),
+    TableSpec(
+        "tracks",
+        "tracks.csv",
+        ("track_id", "label"),
+        "Optional per-track metadata for display (title, composer, genre, ...).",
+    ),
+)
+
+TABLES: Mapping[str, TableSpec] = {s.name: s for s in _SPECS}
+
+
+def _spec(name: str) -> TableSpec:
+    if name not in TABLES:
+        raise ParameterError(expected("table", "one of " + ", ".join(TABLES), name))
+    return TABLES[name]
+
+
+def write_table(results_dir: str | os.PathLike[str], name: str, df: Any) -> Path:
+    """Write table ``name`` (a pandas DataFrame) into ``results_dir`` atomically.
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder (it must exist).
+    name : str
+        Schema name, one of :data:`TABLES`; it fixes the file name and format (CSV with
+        ``%.6g`` floats, or Parquet).
+    df : pandas.DataFrame
+        Long-format rows holding at least the table's required columns; extra columns are
+        written too. The index is not written.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ParameterError
+        if ``name`` is not a table of the schema.
+    DataError
+        if a required column is missing.
+    """
+    spec = _spec(name)
+    missing = [c for c in spec.columns if c not in df.columns]
+    if missing:
+        raise DataError(
+            f"table {name!r}: missing required column(s) {missing}; has {list(df.columns)}"
+        )
+    path = Path(results_dir) / spec.filename
+    with atomic_path(path) as tmp:
+        if spec.format == "parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False, float_format="%.6g")
+    return path
+
+
+def read_table(
+    results_dir: str | os.PathLike[str],
+    name: str,
+    *,
+    columns: list[str] | None = None,
+    filters: list[tuple[str, str, Any]] | None = None,
+) -> Any | None:
+    """Read table ``name`` as a pandas DataFrame, or ``None`` when the folder does not have it.
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder.
+    name : str
+        Schema name, one of :data:`TABLES`.
+    columns : list of str, optional
+        Read only these columns.
+    filters : list of (column, op, value), optional
+        Row filters combined with AND, ``op`` one of ``==, !=, <, <=, >, >=, in``
+        (pushed down into Parquet reads, so large per-query tables are never read whole).
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        The table (index reset); ``None`` when its file is absent.
+
+    Raises
+    ------
+    ParameterError
+        if ``name`` is not a table of the schema.
+    FileFormatError
+        if the file exists but cannot be read.
+    """
+    import pandas as pd
+
+    spec = _spec(name)
+    path = Path(results_dir) / spec.filename
+    if not path.is_file():
+        return None
+    try:
+        if spec.format == "parquet":
+            return pd.read_parquet(path, columns=columns, filters=filters or None)
+        df = pd.read_csv(path, usecols=columns)
+        for col, op, value in filters or []:
+            df = df[_OPS[op](df[col], value)]
+        return df.reset_index(drop=True)
+    except Exception as exc:  # pyarrow / pandas raise many types for corrupt files
+        raise FileFormatError(f"table {name!r} at {str(path)!r} is unreadable: {exc}") from None
+
+
+_OPS = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "in": lambda a, b: a.isin(list(b)),
+}
+
+
+def write_results_meta(results_dir: str | os.PathLike[str], meta: Mapping[str, Any]) -> Path:
+    """Write ``results.json`` (adds ``kind``, ``aria_version`` and ``created``).
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder (it must exist).
+    meta : Mapping[str, Any]
+        Run metadata under the keys listed in the module docstring (``study``, ``settings``,
+        ``channels``, ``versions``, ``timings``, ``notes``, ...); JSON-able values.
+
+    Returns
+    -------
+    pathlib.Path
+        The ``results.json`` written.
+    """
+    out = make_manifest(RESULTS_KIND, **dict(meta))
+    return write_json(Path(results_dir) / RESULTS_FILE, out)
+
+
+def is_results_dir(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a directory holding an ARIA ``results.json``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Any path; a missing, unreadable or foreign ``results.json`` gives ``False``.
+
+    Returns
+    -------
+    bool
+    """
+    f = Path(path) / RESULTS_FILE
+    if not f.is_file():
+        return False
+    try:
+        return read_json(f).get("kind") == RESULTS_KIND
+    except Exception:
+        return False
+
+
+def read_results_meta(results_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read ``results.json``.
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder.
+
+    Returns
+    -------
+    dict
+        The run metadata (see the module docstring for its keys).
+
+    Raises
+    ------
+    FileFormatError
+        if ``results_dir`` is not an ARIA results folder.
+    """
+    p = Path(results_dir)
+    if not p.is_dir():
+        raise FileFormatError(f"results_dir: no such directory: {str(p)!r}")
+    if not is_results_dir(p):
+        raise FileFormatError(
+            f"results_dir: {str(p)!r} is not an ARIA results folder (no valid {RESULTS_FILE}); "
+            "make one with 'aria-tda run STUDY.toml' or 'aria-tda demo'"
+        )
+    data: dict[str, Any] = read_json(p / RESULTS_FILE)
+    return data

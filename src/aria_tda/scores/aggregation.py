@@ -1,0 +1,572 @@
+r"""Track aggregation of normalised segment scores (paper §3.1, Eq. track-agg).
+
+.. math::
+
+    S^{\mathrm{track}}_{ij} = \frac{1}{n_i} \sum_{k=1}^{n_i} \tilde S^{\mathrm{seg}}_{(i,k),\,j}
+
+where :math:`\tilde S^{\mathrm{seg}}` is the per-query normalised segment matrix
+(:mod:`aria_tda.scores.normalization`) and :math:`n_i` the number of segments of track ``i``.
+Optionally the rank-1 residual :math:`S - \sigma_1 u_1 v_1^\top` (§4.4) is normalised and
+aggregated instead.
+
+The segment → track map
+-----------------------
+``segments`` may be
+
+- ``None``: the identity (each row is its own track; the symbolic case, where
+  :math:`S^{\mathrm{track}} = S^{\mathrm{seg}}` up to normalisation);
+- an array-like of ``M`` track ids, one per row, in row order;
+- a CSV (``.csv``, ``.tsv``) or Parquet (``.parquet``/``.pq``) table, or a ``.npy`` array /
+  ``.txt`` file (one id per line, no header) of track ids in row order. A table needs a
+  ``track_id`` column (or exactly one column). Rows are matched by a
+  ``row`` column (0-based row index) if present, else by a ``segment_id``/``segment`` column
+  against the score matrix's ``row_ids`` if it has them (an integer ``segment`` column is read
+  as row indices when it has none), else by position (the table must have ``M`` rows).
+
+Tracks appear in ``S_track`` in the order of ``tracks=`` when given (every segment's track must
+be among them, and each of them must have a segment), else in order of first appearance.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aria_tda._checks import check_existing_path
+from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
+from aria_tda.scores.lowrank import residual as _residual
+from aria_tda.scores.normalization import (
+    KURTOSIS_THRESHOLD,
+    ZScoreSource,
+    _check_finite_columns,
+    _warn_constant_zscore,
+    iter_column_blocks,
+    normalize_reference,
+    rank_block,
+    resolve_method,
+)
+from aria_tda.scores.readers import as_source, open_scores
+from aria_tda.scores.source import ArraySource, ScoreSource, check_orientation, expected_text
+from aria_tda.scores.writers import ScoreWriter, check_output_path
+
+__all__ = ["aggregate", "read_segment_table", "segment_codes"]
+
+TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".parquet", ".pq", ".npy"}
+TRACK_COLUMNS = ("track_id", "track")
+SEGMENT_COLUMNS = ("segment_id", "segment")
+ROW_COLUMNS = ("row",)
+
+
+def read_segment_table(path: str | os.PathLike[str]) -> Any:
+    """Read a segment → track table (pandas DataFrame, all columns as strings except ``row``).
+
+    Parameters
+    ----------
+    path : path-like
+        ``.csv``/``.tsv``, ``.parquet``/``.pq``, ``.npy`` or ``.txt`` (see the module docstring).
+    """
+    import pandas as pd
+
+    p = check_existing_path("segments", path, kind="file")
+    suffix = p.suffix.lower()
+    try:
+        if suffix in {".parquet", ".pq"}:
+            df = pd.read_parquet(p)
+        elif suffix == ".npy":
+            df = pd.DataFrame({"track_id": np.load(p, allow_pickle=False)})
+        elif suffix in {".csv", ".tsv"}:
+            df = pd.read_csv(
+                p, sep="," if suffix == ".csv" else "\t", dtype=str, keep_default_na=False
+            )
+        elif suffix == ".txt":
+            lines = [ln.strip() for ln in p.read_text(encoding="utf-8").splitlines()]
+            df = pd.DataFrame({"track_id": [ln for ln in lines if ln]})
+        else:
+            raise FileFormatError(
+                f"segments: unsupported map format {suffix!r}; "
+                f"expected one of {sorted(TABLE_SUFFIXES)}"
+            )
+    except (ValueError, OSError, ImportError) as exc:
+        if isinstance(exc, FileFormatError):
+            raise
+        raise FileFormatError(
+            f"segments: cannot read {str(p)!r} ({type(exc).__name__}: {exc})"
+        ) from None
+    if len(df.columns) == 0:
+        raise FileFormatError(f"segments: {str(p)!r} has no columns")
+    return df
+
+
+def _pick(df: Any, names: tuple[str, ...]) -> str | None:
+    lower = {str(c).lower(): c for c in df.columns}
+    for n in names:
+        if n in lower:
+            return lower[n]
+    return None
+
+
+def _ids(values: Any, what: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise DataError(expected_text(what, "a 1-D sequence of ids", f"shape {arr.shape}"))
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            i = int(np.flatnonzero(~np.isfinite(arr))[0])
+            raise DataError(f"{what}: missing track id at row {i}")
+        if np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+    out = arr.astype(str)
+    empty = np.flatnonzero((out == "") | (out == "nan") | (out == "None"))
+    if empty.size:
+        raise DataError(f"{what}: missing track id at row {int(empty[0])}")
+    return out
+
+
+def segment_codes(
+    segments: Any,
+    *,
+    n_rows: int,
+    row_ids: Any = None,
+    tracks: Any = None,
+    n_cols: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Resolve a segment → track map to per-row track codes.
+
+    Parameters
+    ----------
+    segments : None, array-like of track ids [shape=(M,)], pandas DataFrame/Series or path
+        See the module docstring.
+    n_rows : int
+        ``M``, the number of rows of the score matrix.
+    row_ids : array-like of str [shape=(M,)], optional
+        The score matrix's row (segment) ids, to match a ``segment_id`` column.
+    tracks : array-like of str, optional
+        The known tracks, in output order.
+    n_cols : int, optional
+        ``T``, the number of columns of the score matrix: when the map fits the columns
+        rather than the rows, the error says the matrix looks transposed.
+
+    Returns
+    -------
+    codes : numpy.ndarray [shape=(M,)] of int64
+        Row ``i`` of ``S`` belongs to track ``track_ids[codes[i]]``.
+    track_ids : numpy.ndarray [shape=(N,)] of str
+
+    Raises
+    ------
+    DataError
+        wrong length (a matrix that looks transposed: "looks transposed (T × M); pass
+        --transpose"), missing ids, segments not matching ``row_ids``, tracks not among
+        ``tracks``, or tracks in ``tracks`` without segments.
+    """
+    import pandas as pd
+
+    row_ids = None if row_ids is None else np.asarray(row_ids).astype(str)
+    if segments is None:
+        per_row = row_ids if row_ids is not None else np.arange(n_rows).astype(str)
+    else:
+        if isinstance(segments, (str, os.PathLike)):
+            segments = read_segment_table(segments)
+        if isinstance(segments, pd.Series):
+            segments = segments.to_numpy()
+        if isinstance(segments, pd.DataFrame):
+            per_row = _rows_from_table(segments, n_rows=n_rows, row_ids=row_ids, n_cols=n_cols)
+        else:
+            per_row = _ids(segments, "segments")
+    if n_cols is not None:
+        check_orientation((n_rows, n_cols), per_row.shape[0], what="the segment map")
+    if per_row.shape[0] != n_rows:
+        raise DataError(
+            expected_text(
+                "segments", f"one track id per score row ({n_rows})", f"{per_row.shape[0]} ids"
+            )
+        )
+    if tracks is None:
+        track_ids, first, codes = np.unique(per_row, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # order of first appearance
+        remap = np.empty_like(order)
+        remap[order] = np.arange(order.size)
+        return remap[codes].astype(np.int64), track_ids[order]
+    known = _ids(tracks, "tracks")
+    if segments is None and n_cols is not None:
+        check_orientation((n_rows, n_cols), known.size, what="tracks")
+    uniq, inv_known = np.unique(known, return_index=True)
+    if uniq.size != known.size:
+        raise DataError("tracks: expected unique track ids, got duplicates")
+    pos = np.searchsorted(uniq, per_row)
+    pos = np.minimum(pos, uniq.size - 1)
+    unknown = uniq[pos] != per_row
+    if unknown.any():
+        i = int(np.flatnonzero(unknown)[0])
+        raise DataError(
+            f"segments: track {str(per_row[i])!r} (row {i}) is not among the {known.size} "
+            "known tracks "
+            f"({int(unknown.sum())} rows have unknown tracks)"
+        )
+    codes = inv_known[pos].astype(np.int64)
+    counts = np.bincount(codes, minlength=known.size)
+    if (counts == 0).any():
+        j = int(np.flatnonzero(counts == 0)[0])
+        raise DataError(
+            f"tracks: track {str(known[j])!r} has no segments in the score matrix "
+            f"({int((counts == 0).sum())} tracks without segments)"
+        )
+    return codes, known
+
+
+def _rows_from_table(
+    df: Any, *, n_rows: int, row_ids: np.ndarray | None, n_cols: int | None = None
+) -> np.ndarray:
+    track_col = _pick(df, TRACK_COLUMNS)
+    if track_col is None:
+        if len(df.columns) != 1:
+            raise DataError(
+                expected(
+                    "segments",
+                    "a 'track_id' column (or a single column)",
+                    list(map(str, df.columns)),
+                )
+            )
+        track_col = df.columns[0]
+    tracks = _ids(df[track_col].to_numpy(), "segments")
+    row_col = _pick(df, ROW_COLUMNS)
+    seg_col = _pick(df, SEGMENT_COLUMNS)
+    if row_col is not None:
+        try:
+            rows = np.asarray(df[row_col].to_numpy(), dtype=np.int64)
+        except (TypeError, ValueError):
+            raise DataError(
+                expected(
+                    "segments", "integer row indices in column 'row'", df[row_col].iloc[:3].tolist()
+                )
+            ) from None
+    elif seg_col is not None and row_ids is None:
+        # no row ids to match against: integer segment values are row indices, others an error
+        try:
+            rows = np.asarray(df[seg_col].to_numpy(), dtype=np.int64)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"segments: column {seg_col!r} holds segment ids but the score matrix has no "
+                "row ids to match them against; give a 'row' column (0-based score row) or "
+                "save the scores with row ids"
+            ) from None
+    elif seg_col is not None and row_ids is not None:
+        seg = _ids(df[seg_col].to_numpy(), "segments.segment_id")
+        order = np.argsort(row_ids, kind="stable")
+        srt = row_ids[order]
+        pos = np.minimum(np.searchsorted(srt, seg), srt.size - 1)
+        bad = srt[pos] != seg
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(
+                f"segments: segment {str(seg[i])!r} (table row {i}) is not a row id of the "
+                "score matrix"
+            )
+        rows = order[pos]
+    else:
+        return tracks
+    if n_cols is not None:
+        check_orientation((n_rows, n_cols), rows.size, what="the segment map")
+    if rows.size != n_rows:
+        raise DataError(
+            expected_text("segments", f"one entry per score row ({n_rows})", f"{rows.size} entries")
+        )
+    if rows.min() < 0 or rows.max() >= n_rows or np.unique(rows).size != n_rows:
+        raise DataError(
+            expected_text(
+                "segments", f"each row 0..{n_rows - 1} exactly once", "missing or repeated rows"
+            )
+        )
+    per_row = np.empty(n_rows, dtype=tracks.dtype)
+    per_row[rows] = tracks
+    return per_row
+
+
+def _describe_segments(segments: Any) -> str:
+    if segments is None:
+        return "identity"
+    if isinstance(segments, (str, os.PathLike)):
+        return str(Path(segments))
+    return f"array of {len(segments)} ids"
+
+
+def aggregate(
+    scores: Any,
+    *,
+    segments: Any = None,
+    normalize: str = "zscore",
+    residual: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    chunk_rows: int | None = None,
+    tracks: Any = None,
+    key: str | None = None,
+    kurtosis_threshold: float = KURTOSIS_THRESHOLD,
+    tmp_dir: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    transpose: bool = False,
+    client: Any = None,
+) -> ScoreSource:
+    r"""``S_track`` ``(N, T)``: normalise each query's column, then average segments per track.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        Segment-level scores ``(M, T)``.
+    segments : None, array-like [shape=(M,)], DataFrame or path
+        Segment → track map (module docstring); ``None`` is the identity.
+    normalize : {"zscore", "rank", "auto"}
+        Per-query normalisation (:mod:`aria_tda.scores.normalization`).
+    residual : bool
+        Use the rank-1 residual :math:`S - \sigma_1 u_1 v_1^\top` (two extra passes).
+    out : path-like, optional
+        Write ``S_track`` (``.npy``/``.zarr``, float64) with row ids = track ids and a
+        manifest; nothing is left under ``out`` if anything fails.
+    chunk_rows : int, optional
+        Rows per streamed block.
+    tracks : array-like of str, optional
+        Known track ids, in output order (e.g. a feature store's ``track_ids``).
+    key : str, optional
+        Array to read from an ``.npz``/torch dict/zarr group.
+    kurtosis_threshold : float
+        :math:`\tau` of the ``auto`` rule.
+    tmp_dir : path-like, optional
+        Where the rank path may put its temporary transpose.
+    progress : bool, optional
+        Draw progress bars.
+    transpose : bool
+        ``scores`` is stored queries x training segments (captum TracInCP, LogIX): aggregate
+        its transpose. A matrix whose columns, not rows, match the segment map is refused
+        with "looks transposed".
+    client : dask.distributed.Client, optional
+        Run the passes as Dask tasks (:mod:`aria_tda.scores.distributed_aggregate`): per row
+        range for the residual, the moments and the z-score sums (merged in float64 here),
+        per block of query columns for rank. A file is re-opened by path in the workers, an
+        in-memory matrix scattered once. Equal to the single-machine result up to rounding.
+
+    Returns
+    -------
+    ScoreSource
+        ``(N, T)`` float64 with ``row_ids`` = track ids; ``manifest["parameters"]`` records the
+        normalisation used (``normalize``), what was asked (``normalize_requested``) and, for
+        ``auto``, the median excess kurtosis.
+    """
+    if out is not None:
+        check_output_path("out", out)
+    src = as_source(scores, key=key, transpose=transpose)
+    if not isinstance(residual, bool):
+        raise ParameterError(expected("residual", "True or False", residual))
+    codes, track_ids = segment_codes(
+        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols
+    )
+    n_tracks = track_ids.size
+    counts = np.bincount(codes, minlength=n_tracks).astype(np.float64)
+    identity = n_tracks == src.n_rows and bool(np.array_equal(codes, np.arange(src.n_rows)))
+    base_manifest = src.manifest or {}
+    source_path = src.path
+    if (
+        out is not None
+        and source_path is not None
+        and Path(out).absolute() == Path(source_path).absolute()
+    ):
+        raise FileFormatError(f"out: refusing to overwrite the matrix being read: {str(out)!r}")
+    job = None
+    if client is not None:
+        from aria_tda.scores.distributed_aggregate import DaskAggregation
+
+        job = DaskAggregation(src, client, chunk_rows=chunk_rows, progress=progress)
+        chosen, moments, details = job.resolve(
+            normalize, residual=residual, kurtosis_threshold=kurtosis_threshold
+        )
+    else:
+        if residual:
+            src = _residual(src, chunk_rows=chunk_rows, progress=progress)
+        chosen, moments, details = resolve_method(
+            src,
+            normalize,
+            kurtosis_threshold=kurtosis_threshold,
+            chunk_rows=chunk_rows,
+            progress=progress,
+        )
+    params = {
+        **details,
+        "residual": residual,
+        "segments": _describe_segments(segments),
+        "n_segments": src.n_rows,
+        "source": None if source_path is None else str(source_path),
+        "source_parameters": base_manifest.get("parameters"),
+    }
+    shape = (n_tracks, src.n_cols)
+
+    def fill(target: np.ndarray) -> None:
+        if job is not None:
+            job.fill(target, chosen, moments, codes, counts, identity)
+            return
+        _fill(
+            target,
+            src,
+            chosen,
+            moments,
+            codes,
+            counts,
+            identity,
+            chunk_rows=chunk_rows,
+            tmp_dir=tmp_dir,
+            progress=progress,
+        )
+
+    if out is not None:
+        if tmp_dir is None:
+            tmp_dir = Path(out).absolute().parent
+        with ScoreWriter(
+            out,
+            shape=shape,
+            dtype=np.float64,
+            kind="track_scores",
+            row_ids=track_ids,
+            method=base_manifest.get("method"),
+            stage=base_manifest.get("stage"),
+            parameters=params,
+            seed=base_manifest.get("seed"),
+        ) as w:
+            fill(w.array)
+        return open_scores(out)
+    target = np.zeros(shape)
+    fill(target)
+    manifest = {"kind": "track_scores", "parameters": params, "method": base_manifest.get("method")}
+    return ArraySource(target, row_ids=track_ids, manifest=manifest)
+
+
+def _fill(
+    target: np.ndarray,
+    src: ScoreSource,
+    method: str,
+    moments: Any,
+    codes: np.ndarray,
+    counts: np.ndarray,
+    identity: bool,
+    *,
+    chunk_rows: int | None,
+    tmp_dir: Any,
+    progress: bool | None,
+) -> None:
+    """Write S_track into ``target`` ``(N, T)`` (zero-initialised)."""
+    from scipy import sparse
+
+    if method == "zscore":
+        _warn_constant_zscore(moments.constant)
+        z = ZScoreSource(src, moments)
+        for s, block in z.iter_chunks(
+            chunk_rows, progress=progress, desc="aggregate", reuse_buffers=True
+        ):
+            e = s + block.shape[0]
+            if identity:
+                target[s:e] = block
+                continue
+            u, inv = np.unique(codes[s:e], return_inverse=True)
+            ind = sparse.csr_matrix(
+                (np.ones(e - s), (inv, np.arange(e - s))), shape=(u.size, e - s)
+            )
+            target[u] += ind @ block
+        if not identity:
+            step = max(1, (64 * 2**20) // (8 * target.shape[1]))
+            for r in range(0, target.shape[0], step):
+                target[r : r + step] /= counts[r : r + step, None]
+        return
+    # rank: whole columns, a few at a time
+    m = src.n_rows
+    avg = None
+    if not identity:
+        avg = sparse.csr_matrix(
+            (1.0 / counts[codes], (np.arange(m), codes)), shape=(m, counts.size)
+        )
+    for c0, c1, bt in iter_column_blocks(
+        src, chunk_rows=chunk_rows, tmp_dir=tmp_dir, progress=progress
+    ):
+        _check_finite_columns(bt, c0)
+        ranks = rank_block(bt)  # (w, M)
+        target[:, c0:c1] = ranks.T if avg is None else avg.T @ ranks.T
+
+
+def aggregate_reference(
+    scores: Any,
+    *,
+    segments: Any = None,
+    normalize: str = "zscore",
+    residual: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    chunk_rows: int | None = None,
+    tracks: Any = None,
+    key: str | None = None,
+    kurtosis_threshold: float = KURTOSIS_THRESHOLD,
+    tmp_dir: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+    transpose: bool = False,
+    client: Any = None,
+) -> ScoreSource:
+    r"""In-memory reference of :func:`aggregate` (Eq. track-agg) on the whole matrix.
+
+    The rank-1 residual from ``np.linalg.svd``, :func:`normalize_reference`, then a plain
+    group mean per track.
+
+    Parameters
+    ----------
+    scores : array-like, torch.Tensor, ScoreSource or path
+        ``(M, T)``, read whole.
+    segments : None, array-like [shape=(M,)], DataFrame or path
+        Segment → track map.
+    normalize : {"zscore", "rank", "auto"}
+        Per-query normalisation.
+    residual : bool
+        Use :math:`S - \sigma_1 u_1 v_1^	op`.
+    out : path-like, optional
+        Also write ``S_track`` there.
+    chunk_rows : int, optional
+        Ignored.
+    tracks : array-like of str, optional
+        Known track ids, in output order.
+    key : str, optional
+        Array of a file with several.
+    kurtosis_threshold : float
+        :math:`	au` of the ``auto`` rule.
+    tmp_dir : path-like, optional
+        Ignored.
+    progress : bool, optional
+        Ignored.
+    transpose : bool
+        Aggregate the transpose of ``scores``.
+    client : dask.distributed.Client, optional
+        Ignored.
+    """
+    src = as_source(scores, key=key, transpose=transpose)
+    if not isinstance(residual, bool):
+        raise ParameterError(expected("residual", "True or False", residual))
+    codes, track_ids = segment_codes(
+        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols
+    )
+    s = np.asarray(src.to_numpy(), dtype=np.float64)
+    if residual:
+        u, sv, vt = np.linalg.svd(s, full_matrices=False)
+        s = s - sv[0] * np.outer(u[:, 0], vt[0])
+    norm_src = normalize_reference(s, method=normalize, kurtosis_threshold=kurtosis_threshold)
+    norm = norm_src.to_numpy()
+    result = np.zeros((track_ids.size, norm.shape[1]))
+    for i in range(track_ids.size):
+        result[i] = norm[codes == i].mean(axis=0)
+    params = {**(norm_src.manifest or {}).get("parameters", {}), "residual": residual}
+    if out is None:
+        return ArraySource(
+            result, row_ids=track_ids, manifest={"kind": "track_scores", "parameters": params}
+        )
+    with ScoreWriter(
+        out,
+        shape=result.shape,
+        dtype=np.float64,
+        kind="track_scores",
+        row_ids=track_ids,
+        parameters=params,
+    ) as w:
+        w.write_rows(0, result)
+    return open_scores(out)

@@ -1,0 +1,302 @@
+"""The study's inputs: everything checked before hours of work, and matching tracks to features.
+
+- :func:`check_inputs` — files exist, K fits the store, one queries file fits every setting,
+  the confound columns exist;
+- :func:`read_queries` — the per-query metadata table;
+- :func:`open_setting_scores` — a setting's score matrix, as the study file says to read it;
+- :func:`embedding_scores` — the cosine matrix of a setting's embedding stores, computed into
+  the results folder's cache (or reused when neither store changed);
+- :func:`track_ids_of` / :func:`align_tracks` — which feature-store row each S_track row is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
+from aria_tda.study_config import SettingSpec, StudySpec
+
+__all__ = [
+    "align_tracks",
+    "check_inputs",
+    "check_setting_files",
+    "embedding_scores",
+    "open_setting_scores",
+    "read_queries",
+    "track_ids_of",
+]
+
+
+def open_setting_scores(setting: SettingSpec) -> Any:
+    """The score matrix of ``setting`` as a :class:`~aria_tda.scores.ScoreSource`.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        Its ``scores``, ``key`` and ``transpose`` say what to read and how.
+    """
+    from aria_tda.scores import open_scores
+
+    if setting.scores is None:  # an embedding setting before embedding_scores() made its matrix
+        raise ParameterError(
+            f"setting {setting.name!r}: its cosine scores are made by the study run "
+            "(aria_tda.study.inputs.embedding_scores) before they can be read"
+        )
+    return open_scores(setting.scores, key=setting.key, transpose=setting.transpose)
+
+
+def check_setting_files(setting: SettingSpec) -> None:
+    """Raise :class:`~aria_tda.errors.FileFormatError` when a file of ``setting`` is missing.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting whose score matrix and segment map (or embedding stores) must exist.
+    """
+    if setting.is_embedding:
+        for key in ("train_embeddings", "query_embeddings"):
+            if not Path(getattr(setting, key)).exists():
+                raise FileFormatError(
+                    f"setting {setting.name!r}: {key}: no such embedding store: "
+                    f"{str(getattr(setting, key))!r}"
+                )
+        return
+    if not Path(str(setting.scores)).exists():
+        raise FileFormatError(
+            f"setting {setting.name!r}: scores: no such file: {str(setting.scores)!r}"
+        )
+    if setting.segments is not None and not Path(setting.segments).exists():
+        raise FileFormatError(
+            f"setting {setting.name!r}: segments: no such file: {str(setting.segments)!r}"
+        )
+
+
+def _embedding_infos(setting: SettingSpec) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two stores' :func:`~aria_tda.features.embeddings.embedding_info`, checked comparable."""
+    from aria_tda.features.embeddings import check_comparable, embedding_info
+
+    where = f"setting {setting.name!r}"
+    train = embedding_info(str(setting.train_embeddings), name=f"{where}: train_embeddings")
+    queries = embedding_info(str(setting.query_embeddings), name=f"{where}: query_embeddings")
+    try:
+        check_comparable(train, queries)
+    except DataError as exc:
+        raise DataError(f"{where}: {exc}") from None
+    if train["segment_seconds"] is not None:
+        raise DataError(
+            f"{where}: train_embeddings holds one embedding per {train['segment_seconds']} s "
+            "segment; a study needs one per training track (aria-tda embed without "
+            "--segment-seconds)"
+        )
+    return train, queries
+
+
+def embedding_scores(
+    setting: SettingSpec,
+    target: Path,
+    *,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
+) -> SettingSpec:
+    """The setting with ``scores`` = the cosine matrix of its embedding stores, made if needed.
+
+    The matrix goes to the setting's own ``scores`` path when given, else to ``target`` (in
+    the results folder's cache). It is reused when its manifest records the digests of the
+    two stores as they are now; otherwise it is (re)computed with
+    :func:`aria_tda.features.embeddings.write_cosine_scores` (streamed, training tracks × queries,
+    the training track ids as row ids). A setting without embedding stores is returned as is.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting.
+    target : Path
+        Default location of the matrix (``.npy``).
+    progress : bool, optional
+        Progress bar.
+    log : callable, optional
+        Called with one log line.
+    """
+    from aria_tda.features.embeddings import write_cosine_scores
+    from aria_tda.manifest import read_manifest
+
+    if not setting.is_embedding:
+        return setting
+    train, queries = _embedding_infos(setting)
+    path = Path(setting.scores) if setting.scores is not None else target
+    man = read_manifest(path) if path.exists() else None
+    fresh = (
+        man is not None
+        and (man.get("train_embeddings") or {}).get("digest") == train["digest"]
+        and (man.get("query_embeddings") or {}).get("digest") == queries["digest"]
+        and (man.get("parameters") or {}).get("encoder") == train["encoder"]
+    )
+    if fresh:
+        if log is not None:
+            log(f"{setting.name}: reusing the cosine scores of its embedding stores ({path})")
+    else:
+        if log is not None:
+            log(f"{setting.name}: cosine scores of {train['n_tracks']} training tracks x "
+                f"{queries['n_tracks']} queries ({train['label']})")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_cosine_scores(str(setting.train_embeddings), str(setting.query_embeddings), path,
+                            progress=progress, method=setting.method)
+    return dataclasses.replace(setting, scores=path)
+
+
+def _n_queries(setting: SettingSpec) -> int:
+    if setting.is_embedding:
+        return int(_embedding_infos(setting)[1]["n_tracks"])
+    return int(open_setting_scores(setting).shape[1])
+
+
+def read_queries(path: Path | None, n_queries: int) -> Any:
+    """Per-query metadata as a DataFrame indexed 0..T-1 (column ``query``), or ``None``.
+
+    Parameters
+    ----------
+    path : Path or None
+        CSV or Parquet file; without a ``query`` column its rows are queries 0, 1, ...
+    n_queries : int
+        Number of query columns of the score matrices; every index must be below it.
+    """
+    import pandas as pd
+
+    if path is None:
+        return None
+    if not path.is_file():
+        raise FileFormatError(f"queries: no such file: {str(path)!r}")
+    try:
+        df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except Exception as exc:
+        raise FileFormatError(f"queries: cannot read {str(path)!r}: {exc}") from None
+    if "query" not in df.columns:
+        df = df.reset_index(drop=True)
+        df.insert(0, "query", np.arange(len(df)))
+    q = pd.to_numeric(df["query"], errors="coerce")
+    bad = q.isna() | (q != q.round())
+    if bad.any():
+        first = df["query"][bad].iloc[0]
+        raise DataError(
+            expected("queries.query", f"integer query indices in [0, {n_queries})", first)
+        )
+    out = (q < 0) | (q >= n_queries)
+    if out.any():
+        raise DataError(
+            f"queries: index {int(q[out].iloc[0])} out of range for {n_queries} queries"
+        )
+    return (
+        df.assign(query=q.astype(int))
+        .drop_duplicates("query")
+        .set_index("query", drop=False)
+        .sort_index()
+    )
+
+
+def align_tracks(
+    track_ids: np.ndarray, store: Any, *, max_missing: float, setting: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Store rows for each S_track row (-1 = no features) and the mask of rows that have them.
+
+    Parameters
+    ----------
+    track_ids : numpy.ndarray
+        Track id of each S_track row.
+    store : FeatureStore
+        The study's feature store.
+    max_missing : float
+        Error when more than this fraction of tracks have no features (else a warning).
+    setting : str
+        The setting's name, for the messages.
+    """
+    index = {t: i for i, t in enumerate(store.track_ids.tolist())}
+    rows = np.array([index.get(str(t), -1) for t in track_ids], dtype=np.int64)
+    present = rows >= 0
+    n_missing = int((~present).sum())
+    if n_missing:
+        frac = n_missing / rows.size
+        example = str(track_ids[np.flatnonzero(~present)[0]])
+        if frac > max_missing:
+            raise DataError(
+                f"setting {setting!r}: {n_missing} of {rows.size} tracks ({frac:.0%}) have no "
+                f"features in the store (e.g. {example!r}); more than "
+                f"max_missing_fraction={max_missing}: do the score matrix, segment map and "
+                "feature store use the same track ids?"
+            )
+        warnings.warn(
+            f"setting {setting!r}: {n_missing} of {rows.size} tracks have no features in the "
+            f"store (e.g. {example!r}); they are left out of the attributed groups",
+            AriaWarning,
+            stacklevel=3,
+        )
+    return rows, present
+
+
+def track_ids_of(src: Any, store: Any, setting: str) -> np.ndarray:
+    """Track id of each row of an S_track source (its row ids, else the store's by position).
+
+    Parameters
+    ----------
+    src : ScoreSource
+        S_track (original or residual).
+    store : FeatureStore
+        The study's feature store.
+    setting : str
+        The setting's name, for the message.
+    """
+    if src.row_ids is not None:
+        return np.asarray(src.row_ids).astype(str)
+    if src.shape[0] == len(store):
+        return np.asarray(store.track_ids).astype(str)
+    raise DataError(
+        f"setting {setting!r}: S_track has {src.shape[0]} rows without track ids and the "
+        f"feature store has {len(store)} tracks; give a segment map (segments = ...) or a "
+        "store with one track per row"
+    )
+
+
+def check_inputs(spec: StudySpec, store: Any) -> Any:
+    """Everything that can be checked before hours of work: files, shapes, K, queries, confounds.
+
+    Embedding settings: both stores exist, come from the same encoder, and the training store
+    holds one embedding per track. Returns the per-query metadata (:func:`read_queries`), or
+    ``None`` without a queries file.
+
+    Parameters
+    ----------
+    spec : StudySpec
+        The study.
+    store : FeatureStore
+        Its feature store (already opened).
+    """
+    n_queries = {}
+    for setting in spec.settings:
+        check_setting_files(setting)
+        n_queries[setting.name] = _n_queries(setting)
+    if max(spec.K) > len(store):
+        raise ParameterError(
+            expected("K", f"group sizes up to the {len(store)} tracks of the feature store",
+                     max(spec.K))
+        )
+    if spec.confound and spec.queries is None:
+        raise ParameterError("confound: needs a queries file (queries = ...) holding those columns")
+    if spec.queries is None:
+        return None
+    if len(set(n_queries.values())) > 1:
+        raise DataError(
+            "queries: one queries file needs settings with the same number of queries, got "
+            f"{n_queries}"
+        )
+    queries = read_queries(spec.queries, next(iter(n_queries.values())))
+    missing = [c for c in spec.confound if c not in queries.columns]
+    if missing:
+        raise DataError(
+            expected("confound", f"columns of the queries file {list(queries.columns)}", missing)
+        )
+    return queries

@@ -1,0 +1,245 @@
+"""The study's results folder: every table from the per-setting results, published at once.
+
+:func:`write_tables` turns the per-setting results of :func:`aria_tda.study.setting.run_setting`
+into the tables of :mod:`aria_tda.results` (verdicts, the ranking that excludes collapsed
+settings, the confound breakdown, the track and query labels) in a staging folder;
+:func:`publish` moves them into the results folder in one step and removes this runner's
+tables that an earlier run wrote and this one did not.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from aria_tda._io import remove_path
+from aria_tda.errors import DataError, expected
+from aria_tda.study_config import StudySpec
+from aria_tda.verdict import Verdict, classify, rank_settings
+
+__all__ = ["RUN_TABLES", "publish", "write_tables"]
+
+#: Tables this runner writes (others, e.g. lds/agreement/sensitivity from the demo or a sweep,
+#: are left alone).
+RUN_TABLES = ("reliability", "homogeneity", "query_z", "pairs", "topk", "ranking", "alignment",
+              "null", "queries", "confound", "tracks", "paired")
+
+_VERSIONED = ("aria-tda", "numpy", "scipy", "pandas", "pyarrow", "zarr", "numba", "torch",
+              "dattri", "librosa", "music21")
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for pkg in _VERSIONED:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def publish(staging: Path, out: Path) -> None:
+    """Move the finished tables into ``out``; drop this runner's stale tables.
+
+    Parameters
+    ----------
+    staging : Path
+        The folder :func:`write_tables` wrote into (inside ``out``, so moves are renames).
+    out : Path
+        The results folder.
+    """
+    from aria_tda.results import TABLES
+
+    made = {f.name for f in staging.iterdir()}
+    for name in sorted(made):
+        os.replace(staging / name, out / name)
+    for name in RUN_TABLES:
+        filename = TABLES[name].filename
+        if filename not in made and (out / filename).exists():
+            remove_path(out / filename)
+
+
+def _confound_rows(query_z: Any, queries: Any, columns: tuple[str, ...],
+                   k: int) -> list[dict[str, Any]]:
+    from aria_tda.confound import stratify
+
+    rows: list[dict[str, Any]] = []
+    if queries is None or not columns:
+        return rows
+    sub = query_z[query_z["K"] == k]
+    for column in columns:
+        if column not in queries.columns:
+            raise DataError(
+                expected("confound", f"columns of the queries file {list(queries.columns)}",
+                         column)
+            )
+        for channel, grp in sub.groupby("channel", sort=False):
+            z = grp.sort_values("query")
+            labels = queries[column].reindex(z["query"].to_numpy()).tolist()
+            strata, sd = stratify(z["z"].to_numpy(), labels)
+            rows += [
+                {"channel": channel, "column": column, "stratum": s.stratum, "n": s.n,
+                 "mean_z": s.mean_z, "pos": s.pos, "sig": s.sig, "sd_across": sd,
+                 "small": s.small}
+                for s in strata
+            ]
+    return rows
+
+
+def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]]) -> tuple[Any, dict]:
+    import pandas as pd
+
+    verdicts: dict[str, Verdict] = {}
+    rel_rows = []
+    for setting in spec.settings:
+        d = results[setting.name]["diagnostics"]
+        v = classify(kappa=d["kappa"], r1=d["r1"], r2_5=d["r2_5"], p=d["p"],
+                     v1_constancy=d.get("v1_constancy"))
+        verdicts[setting.name] = v
+        row = {"setting": setting.name, "method": setting.method, "stage": setting.stage,
+               "n_train": d["n_train"], "n_queries": d["n_queries"], "kappa": d["kappa"],
+               "r1": d["r1"], "r2_5": d["r2_5"], "p": d["p"],
+               "v1_constancy": d.get("v1_constancy"),
+               "constant_columns": d.get("constant_columns", 0), "verdict": v.label,
+               "verdict_reason": v.reason, "normalize": setting.normalize,
+               "normalize_used": d.get("normalize_used", setting.normalize)}
+        for i, r in enumerate(d.get("energy_ratios", [])[:10]):
+            row[f"energy_{i + 1}"] = r
+        rel_rows.append(row)
+    return pd.DataFrame(rel_rows), verdicts
+
+
+def _tracks(store: Any) -> Any:
+    tracks = store.metadata.reset_index()
+    if "track_id" not in tracks.columns:
+        tracks = tracks.rename(columns={tracks.columns[0]: "track_id"})
+    if "label" not in tracks.columns:
+        for cand in ("title", "name", "work", "work_id"):
+            if cand in tracks.columns:
+                tracks["label"] = tracks[cand].astype(str)
+                break
+        else:
+            tracks["label"] = tracks["track_id"].astype(str)
+    return tracks
+
+
+def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict[str, Any]],
+                 queries: Any, t_start: float) -> dict[str, Any]:
+    """Write every table of the results folder into ``out``; return the results.json content.
+
+    Parameters
+    ----------
+    out : Path
+        The (staging) folder to write into.
+    spec : StudySpec
+        The study.
+    store : FeatureStore
+        Its feature store (track metadata and channels).
+    results : dict
+        Setting name -> the result of :func:`aria_tda.study.setting.run_setting`.
+    queries : pandas.DataFrame or None
+        Per-query metadata (:func:`aria_tda.study.inputs.read_queries`).
+    t_start : float
+        ``time.perf_counter()`` at the start of the run (for the total time).
+    """
+    import pandas as pd
+
+    from aria_tda.results import write_table
+
+    reliability, verdicts = _reliability(spec, results)
+    write_table(out, "reliability", reliability)
+
+    for name in ("homogeneity", "query_z", "pairs", "topk"):
+        write_table(out, name, pd.concat([results[s.name][name] for s in spec.settings],
+                                         ignore_index=True))
+
+    hom = pd.concat([results[s.name]["homogeneity"] for s in spec.settings], ignore_index=True)
+    rank_rows = []
+    for (variant, k, channel), grp in hom.groupby(["variant", "K", "channel"], sort=False):
+        zbar = dict(zip(grp["setting"], grp["zbar"], strict=True))
+        for r in rank_settings(zbar, verdicts):
+            rank_rows.append({"variant": variant, "K": k, "channel": channel, **r})
+    ranking = pd.DataFrame(rank_rows)
+    ranking["rank"] = ranking["rank"].astype("Int64")
+    write_table(out, "ranking", ranking)
+    paired = _paired_zbar(spec, results)
+    if len(paired):
+        write_table(out, "paired", paired)
+
+    align_rows = [{"setting": s.name, **row}
+                  for s in spec.settings for row in results[s.name]["alignment"]]
+    if align_rows:
+        write_table(out, "alignment", pd.DataFrame(align_rows))
+
+    null_df = pd.concat([results[s.name]["null"] for s in spec.settings],
+                        ignore_index=True).drop_duplicates()
+    if len(null_df):
+        write_table(out, "null", null_df)
+
+    if queries is not None:
+        qt = queries.reset_index(drop=True).copy()
+        if "label" not in qt.columns:
+            qt["label"] = qt["query"].astype(str)
+        write_table(out, "queries", qt)
+        conf_rows = []
+        for s in spec.settings:
+            qz = results[s.name]["query_z"]
+            for variant, grp in qz.groupby("variant", sort=False):
+                for r in _confound_rows(grp, queries, spec.confound, spec.K_report):
+                    conf_rows.append({"setting": s.name, "variant": variant,
+                                      "K": spec.K_report, **r})
+        if conf_rows:
+            write_table(out, "confound", pd.DataFrame(conf_rows))
+
+    if store.metadata is not None and len(store.metadata):
+        write_table(out, "tracks", _tracks(store))
+
+    timings = {s.name: results[s.name]["timings"] for s in spec.settings}
+    return {
+        "study": spec.params(),
+        "settings": [
+            {"name": s.name, "method": s.method, "stage": s.stage,
+             "kind": "embedding" if s.is_embedding else "scores", "normalize": s.normalize,
+             "normalize_used": results[s.name]["diagnostics"].get("normalize_used", s.normalize),
+             "scores": str(s.scores), "segments": None if s.segments is None else str(s.segments),
+             "transpose": s.transpose, "verdict": verdicts[s.name].label,
+             **({"train_embeddings": str(s.train_embeddings),
+                 "query_embeddings": str(s.query_embeddings)} if s.is_embedding else {})}
+            for s in spec.settings
+        ],
+        "channels": {c: [f.name for f in fs] for c, fs in _channels(store, spec).items()},
+        "versions": _versions(),
+        "timings": {"settings": timings, "total": round(time.perf_counter() - t_start, 3)},
+        "notes": [],
+    }
+
+
+def _paired_zbar(spec: StudySpec, results: dict[str, dict[str, Any]]) -> Any:
+    """Paired z-bar differences between settings that share a null (aria_tda.paired.tables)."""
+    import pandas as pd
+
+    from aria_tda.paired import zbar_paired_table
+
+    qz = pd.concat([results[s.name]["query_z"] for s in spec.settings], ignore_index=True)
+    groups = {}
+    for s in spec.settings:
+        null = results[s.name]["null"]
+        cols = [c for c in ("K", "channel", "feature", "mu", "sigma") if c in null.columns]
+        groups[s.name] = pd.util.hash_pandas_object(
+            null[cols].drop_duplicates().reset_index(drop=True), index=False).sum()
+    return zbar_paired_table(qz, n_boot=spec.n_bootstrap, seed=spec.seed, null_groups=groups)
+
+
+def _channels(store: Any, spec: StudySpec) -> dict[str, list[Any]]:
+    from aria_tda.features.registry import channels as registry_channels
+
+    have = set(store.feature_names)
+    chans = registry_channels(store.modality)
+    wanted = spec.channels or tuple(chans)
+    return {c: [f for f in chans[c] if f.name in have]
+            for c in wanted if any(f.name in have for f in chans[c])}

@@ -1,0 +1,682 @@
+r"""The study file read by ``aria-tda run STUDY.toml``.
+
+A study names the settings to analyse (one score matrix each), the feature store, the group
+sizes, the null size and the seed. Paths are relative to the study file. Example::
+
+    name = "MusicTransformer on Bach chorales"
+    modality = "symbolic"            # "symbolic" | "audio"
+    feature_store = "features"       # written by `aria-tda features` or `aria-tda demo`
+    output = "results"               # results folder (created)
+    K = [20, 50, 100, 200, 300, 400, 500]
+    K_report = 300                   # the K of the report's tables
+    B = 200                          # random reference groups per K, or "auto"
+    seed = 0
+    n_bootstrap = 1000               # bootstrap resamples of queries for CIs
+    residual = true                  # also analyse the rank-1 residual
+    queries = "queries.csv"          # optional per-query metadata (column `query` + labels)
+    confound = ["composer"]          # query metadata columns to stratify z by
+    max_missing_fraction = 0.5       # error when more tracks than this lack features
+    scheduler = "local:4"            # optional: settings in parallel on a Dask cluster
+                                     # ("local:N" worker processes or "tcp://HOST:PORT")
+
+    [[setting]]
+    name = "TRAK"                    # unique; shown in tables
+    method = "TRAK"
+    stage = "-"                      # e.g. semantic / coarse / fine
+    scores = "scores/trak.npy"       # (n_train_segments, n_queries): npy | npz | pt | zarr
+    segments = "segments.csv"        # optional segment -> track map; omitted = identity
+    normalize = "zscore"             # zscore | rank | auto | none
+    transpose = false                # true: the file holds queries x training segments
+
+    [[setting]]                      # an embedding-retrieval baseline (paper §4.3)
+    train_embeddings = "emb/train"   # embedding stores written by `aria-tda embed` (same encoder);
+    query_embeddings = "emb/queries" # the study computes their cosine matrix and caches it
+                                     # (method: the encoder's name; normalize: "none")
+
+Every key is checked: an unknown key or a value of the wrong type is an error that names the
+key and its line in the file.
+
+One source of truth
+-------------------
+Each key is a field of :class:`StudySpec` or :class:`SettingSpec`, declared once with
+:func:`aria_tda._options.option`: its type, range, default and help live in the field. The file
+parser (which keys exist, their checks), :meth:`StudySpec.params`, :func:`study_to_toml`,
+:func:`validate_study` and the defaults and help of ``aria-tda homogeneity`` are all derived from
+those fields. The checks run when a spec is built (``__post_init__``), so a spec built in
+Python is checked exactly like a study file; the file parser only adds the line numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from aria_tda._checks import check_int
+from aria_tda._options import Options, option
+from aria_tda.errors import FileFormatError, ParameterError, expected
+from aria_tda.features.registry import MODALITIES
+from aria_tda.results import DEFAULT_KS, PREFERRED_K_REPORT, default_k_report
+
+__all__ = [
+    "NORMALIZE",
+    "SettingSpec",
+    "StudySpec",
+    "default_k_report",
+    "field_default",
+    "load_study",
+    "parse_study",
+    "study_to_toml",
+    "validate_study",
+]
+
+NORMALIZE = ("zscore", "rank", "auto", "none")
+Normalize = Literal["zscore", "rank", "auto", "none"]
+
+_MISSING: Any = dataclasses.MISSING
+OptionsT = TypeVar("OptionsT", bound=Options)
+
+
+def _default_ks() -> tuple[int, ...]:
+    return tuple(int(k) for k in DEFAULT_KS)
+
+
+# --------------------------------------------------------------------------------------
+# field checks (``check(name, value) -> value``; ``name`` is the key shown in errors)
+# --------------------------------------------------------------------------------------
+
+
+def _path(name: str, value: Any) -> Path:
+    if isinstance(value, (str, os.PathLike)):
+        return Path(value)
+    raise ParameterError(expected(name, "a path (string)", value))
+
+
+def _optional_path(name: str, value: Any) -> Path | None:
+    return None if value is None else _path(name, value)
+
+
+def _ks(name: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)):
+        raise ParameterError(expected(name, "a list of integers >= 2", value))
+    good = all(
+        isinstance(k, numbers.Integral) and not isinstance(k, bool) and int(k) >= 2
+        for k in value
+    )
+    if not value or not good:
+        raise ParameterError(expected(name, "a non-empty list of integers >= 2", list(value)))
+    return tuple(sorted({int(k) for k in value}))
+
+
+def _b(name: str, value: Any) -> int | str:
+    if isinstance(value, str) and value == "auto":
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return check_int(name, value, min_value=2)
+    raise ParameterError(expected(name, 'an integer >= 2 or "auto"', value))
+
+
+def _names(name: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise ParameterError(expected(name, "a list of column names", value))
+    return tuple(value)
+
+
+def _optional_channel_names(name: str, value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise ParameterError(expected(name, "a list of channel names", value))
+    return tuple(value)
+
+
+def _scheduler(name: str, value: Any) -> str | None:
+    from aria_tda._dask import check_scheduler
+
+    return check_scheduler(value, name=name)
+
+
+def _settings(name: str, value: Any) -> tuple[SettingSpec, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(s, SettingSpec) for s in value):
+        raise ParameterError(expected(name, "[[setting]] tables (SettingSpec)", value))
+    if not value:
+        raise ParameterError(expected(name, "at least one [[setting]] table", list(value)))
+    return tuple(value)
+
+
+def _opt(default: Any = _MISSING, *, recorded: bool = True, **kwargs: Any) -> Any:
+    """:func:`aria_tda._options.option`, plus whether :meth:`StudySpec.params` records the field."""
+    f = option(default, **kwargs)
+    meta = {**f.metadata, "recorded": recorded}
+    if f.default_factory is not _MISSING:
+        return dataclasses.field(default_factory=f.default_factory, metadata=meta)
+    return dataclasses.field(default=f.default, metadata=meta)
+
+
+# --------------------------------------------------------------------------------------
+# the specs
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SettingSpec(Options):
+    """One setting (method × stage) of a study: one ``[[setting]]`` table.
+
+    ``method`` defaults to ``name``, else the encoder's registry name (embedding stores, read
+    from the training store's manifest), else the score file's stem; ``name`` defaults to
+    ``method`` (or ``method/stage`` when a stage is given). Both are resolved on construction,
+    and so is ``normalize`` (``zscore``, or ``none`` for embedding stores).
+
+    A setting names either a score matrix (``scores``) or two embedding stores
+    (``train_embeddings`` and ``query_embeddings``, paper §4.3), whose cosine matrix is a
+    track-level matrix: no ``segments``, ``key`` or ``transpose`` then.
+    """
+
+    name: str = option(
+        None, kind="str", help="unique setting name shown in tables (default: method[/stage])"
+    )
+    method: str = option(
+        None, kind="str", help="attribution method (default: the name, else the file's stem)"
+    )
+    stage: str = option("-", help="checkpoint stage, e.g. semantic / coarse / fine ('-': none)")
+    scores: Path | None = option(
+        None,
+        help="segment-level score matrix (train segments x queries): npy | npz | pt | zarr; "
+        "with train_embeddings: where the study writes their cosine matrix (default: in the "
+        "output's .cache)",
+        check=_optional_path,
+    )
+    train_embeddings: Path | None = option(
+        None,
+        help="embedding store of the training tracks ('aria-tda embed'); the setting's scores "
+        "are its cosine similarities with query_embeddings (track-level, computed by the study)",
+        check=_optional_path,
+    )
+    query_embeddings: Path | None = option(
+        None,
+        help="embedding store of the queries (the encoder of train_embeddings)",
+        check=_optional_path,
+    )
+    segments: Path | None = option(
+        None,
+        help="segment -> track map (CSV/Parquet); omitted: one row per track",
+        check=_optional_path,
+    )
+    normalize: Normalize = option(
+        None,
+        choices=NORMALIZE,
+        help="per-query normalisation of S_track (default: zscore; none for embedding stores, "
+        "whose cosine scores are track-level and on one scale already, as in the paper)",
+    )
+    key: str | None = option(
+        None, kind="str", help="array name inside an .npz, a torch dict or a zarr group"
+    )
+    transpose: bool = option(
+        False, help="the file holds queries x training segments: read it transposed"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        embedding = self._check_sources()
+        if self.normalize is None:
+            object.__setattr__(self, "normalize", "none" if embedding else "zscore")
+        method = self.method
+        if method is None and self.name is not None:
+            method = self.name
+        if method is None:
+            method = (
+                _encoder_name(self.train_embeddings)
+                if self.train_embeddings is not None
+                else Path(str(self.scores)).stem
+            )
+        name = self.name
+        if name is None:
+            name = method if self.stage == "-" else f"{method}/{self.stage}"
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "name", name)
+
+    @property
+    def is_embedding(self) -> bool:
+        """Whether the setting's scores are the cosine matrix of two embedding stores."""
+        return self.train_embeddings is not None
+
+    def _check_sources(self) -> bool:
+        """Scores xor both embedding stores; embedding settings are track-level."""
+        given = [k for k in ("train_embeddings", "query_embeddings") if getattr(self, k)]
+        if not given:
+            if self.scores is None:
+                raise ParameterError(
+                    expected(
+                        "scores", "a score matrix (or train_embeddings and query_embeddings)", None
+                    )
+                )
+            return False
+        if len(given) == 1:
+            other = ({"train_embeddings", "query_embeddings"} - set(given)).pop()
+            raise ParameterError(expected(other, f"an embedding store beside {given[0]}", None))
+        for key, bad in (
+            ("segments", self.segments is not None),
+            ("key", self.key is not None),
+            ("transpose", self.transpose),
+        ):
+            if bad:
+                raise ParameterError(
+                    expected(
+                        key,
+                        "nothing with embedding stores (their cosine matrix is track-level)",
+                        getattr(self, key),
+                    )
+                )
+        return True
+
+
+def _encoder_name(store: Path) -> str:
+    """The encoder's registry name from an embedding store's manifest (else the folder name)."""
+    from aria_tda.errors import AriaError
+    from aria_tda.manifest import read_manifest
+
+    try:
+        man = read_manifest(store) or {}
+    except AriaError:
+        man = {}
+    name = ((man.get("params") or {}).get("encoder") or {}).get("encoder")
+    return str(name) if name else Path(store).name
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StudySpec(Options):
+    """A validated study: every key of a study file, checked on construction.
+
+    Fields without help (``path``, ``extra``) are not study-file keys. Fields marked
+    ``recorded`` make up :meth:`params`, the study parameters written to ``results.json``
+    and compared when a cached setting is reused.
+    """
+
+    path: Path | None = None
+    name: str = _opt("ARIA study", help="study name shown in the report")
+    modality: str = _opt(help="'symbolic' or 'audio' (the feature store's)", choices=MODALITIES)
+    feature_store: Path = _opt(
+        help="feature store written by 'aria-tda features' or 'aria-tda demo'", check=_path
+    )
+    output: Path = _opt(
+        Path("results"), recorded=False, help="results folder (created)", check=_path
+    )
+    settings: tuple[SettingSpec, ...] = _opt(
+        recorded=False,
+        key="setting",
+        help="one [[setting]] table per score matrix",
+        check=_settings,
+    )
+    K: tuple[int, ...] = _opt(
+        default_factory=_default_ks,
+        check=_ks,
+        help="group sizes of the K-sweep (default: aria_tda.homogeneity.DEFAULT_KS)",
+    )
+    K_report: int = _opt(
+        None,
+        kind="int",
+        min_value=2,
+        help=f"K of the report's tables (default: {PREFERRED_K_REPORT} if swept, else the "
+        "largest K)",
+    )
+    B: int | str = _opt(
+        200,
+        check=_b,
+        help='random reference groups per K (the null); "auto": grow B (200, 400, ... 3200) '
+        "until the null's Monte-Carlo error of z-bar is below 0.25 x the query-resampling SE",
+    )
+    seed: int = _opt(0, min_value=0, help="seed of the null and the bootstrap")
+    n_bootstrap: int = _opt(
+        1000, min_value=0, help="bootstrap resamples of the queries for the CIs"
+    )
+    residual: bool = _opt(True, help="also analyse the rank-1 residual")
+    queries: Path | None = _opt(
+        None,
+        check=_optional_path,
+        help="per-query metadata (CSV/Parquet with a 'query' column and labels)",
+    )
+    confound: tuple[str, ...] = _opt(
+        (), check=_names, help="query metadata columns to stratify z by"
+    )
+    channels: tuple[str, ...] | None = _opt(
+        None, check=_optional_channel_names, help="channels to analyse (default: all)"
+    )
+    chunk_rows: int | None = _opt(
+        None,
+        recorded=False,
+        kind="int",
+        min_value=1,
+        help="rows per streamed block (default: about 64 MB)",
+    )
+    scheduler: str | None = _opt(
+        None,
+        recorded=False,
+        check=_scheduler,
+        help="run the settings on a Dask cluster: 'local:N' (N worker processes on this "
+        "machine) or a scheduler address 'tcp://HOST:PORT' whose workers see the same files "
+        "(default: no cluster; 'aria-tda run --scheduler' overrides it)",
+    )
+    max_missing_fraction: float = _opt(
+        0.5,
+        min_value=0.0,
+        max_value=1.0,
+        help="error when more than this fraction of tracks lack features",
+    )
+    report: bool = _opt(True, recorded=False, help="write report.html")
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.K_report is None:
+            object.__setattr__(self, "K_report", default_k_report(self.K))
+        elif self.K_report not in self.K:
+            raise ParameterError(expected("K_report", f"one of K = {list(self.K)}", self.K_report))
+        names: set[str] = set()
+        for i, s in enumerate(self.settings):
+            if s.name in names:
+                raise ParameterError(
+                    expected(f"setting[{i}].name", "a setting name used once", s.name)
+                )
+            names.add(s.name)
+        if self.channels is not None:
+            from aria_tda.features.registry import channel_names
+
+            known = channel_names(self.modality)
+            if not self.channels or any(c not in known for c in self.channels):
+                raise ParameterError(
+                    expected(
+                        "channels", f"a non-empty list from {list(known)}", list(self.channels)
+                    )
+                )
+
+    def params(self) -> dict[str, Any]:
+        """JSON-able parameters recorded in results.json (the ``recorded`` fields)."""
+        return {
+            f.name: _jsonable(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.metadata.get("recorded")
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _file_fields(cls: type[Options]) -> dict[str, dataclasses.Field[Any]]:
+    """Study-file key -> field, for the fields of ``cls`` that are file keys (carry help)."""
+    return {
+        (f.metadata.get("key") or f.name): f
+        for f in dataclasses.fields(cls)
+        if "help" in f.metadata
+    }
+
+
+def _is_path(f: dataclasses.Field[Any]) -> bool:
+    return f.metadata.get("check") in (_path, _optional_path)
+
+
+def _is_required(f: dataclasses.Field[Any]) -> bool:
+    return f.default is _MISSING and f.default_factory is _MISSING
+
+
+def field_default(cls: type[Options], name: str) -> Any:
+    """The default of field ``name`` of an options class (``None`` when it is computed).
+
+    A default made by a factory (e.g. ``K``, which comes from
+    :data:`aria_tda.homogeneity.DEFAULT_KS`) or resolved on construction (``K_report``) is
+    reported as ``None``: leave the value out and the spec fills it in.
+
+    Parameters
+    ----------
+    cls : type
+        :class:`StudySpec`, :class:`SettingSpec` or another :class:`~aria_tda._options.Options`.
+    name : str
+        A field name of ``cls``.
+    """
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            return None if f.default is _MISSING else f.default
+    raise ParameterError(expected("name", f"a field of {cls.__name__}", name))
+
+
+# --------------------------------------------------------------------------------------
+# the study file
+# --------------------------------------------------------------------------------------
+
+
+def _line_of(text: str, key: str, *, table: str | None = None, index: int = 0) -> int | None:
+    """1-based line of ``key = ...`` (inside the ``index``-th ``[[table]]`` when given)."""
+    lines = text.splitlines()
+    start, stop = 0, len(lines)
+    if table is not None:
+        head = re.compile(rf"\s*\[\[\s*{re.escape(table)}\s*\]\]")
+        heads = [i for i, ln in enumerate(lines) if head.match(ln)]
+        if index < len(heads):
+            start = heads[index] + 1
+            nxt = [i for i, ln in enumerate(lines) if i >= start and re.match(r"\s*\[", ln)]
+            stop = nxt[0] if nxt else len(lines)
+    else:
+        heads = [i for i, ln in enumerate(lines) if re.match(r"\s*\[", ln)]
+        stop = heads[0] if heads else len(lines)
+    k = re.escape(key)
+    pat = re.compile(rf"\s*(\"{k}\"|'{k}'|{k})\s*=")
+    for i in range(start, stop):
+        if pat.match(lines[i]):
+            return i + 1
+    return None
+
+
+#: The key a check message starts with: ``K: ...``, ``setting[1].normalize: ...``, ``K[0]: ...``
+_LEADING_KEY = re.compile(r"^(?:setting\[(\d+)\]\.)?([A-Za-z_][A-Za-z_0-9]*)")
+
+
+class _Locator:
+    """Adds ``source:line:`` to the messages of the checks, from the key they start with."""
+
+    def __init__(self, text: str, source: str) -> None:
+        self.text = text
+        self.source = source
+
+    def where(self, key: str, *, table: str | None = None, index: int = 0) -> str:
+        line = _line_of(self.text, key, table=table, index=index)
+        return f"{self.source}:{line}" if line else self.source
+
+    def error(self, message: str) -> ParameterError:
+        m = _LEADING_KEY.match(message)
+        if m is None:
+            return ParameterError(f"{self.source}: {message}")
+        index, key = m.group(1), m.group(2)
+        if index is None:
+            where = self.where(key)
+        else:
+            where = self.where(key, table="setting", index=int(index))
+        return ParameterError(f"{where}: {message}")
+
+    def unknown(
+        self, data: Mapping[str, Any], known: Mapping[str, Any], *, index: int | None = None
+    ) -> None:
+        for key in data:
+            if key not in known:
+                label = key if index is None else f"setting[{index}].{key}"
+                allowed = ", ".join(sorted(known))
+                raise self.error(expected(label, f"a known key ({allowed})", key))
+
+
+def _from_table(cls: type[Options], table: Mapping[str, Any], base: Path) -> dict[str, Any]:
+    """Constructor arguments of ``cls`` from a TOML table: file keys -> field names.
+
+    Relative paths (those given and path defaults) resolve against ``base``.
+    """
+
+    def resolve(v: Any) -> Any:
+        if not isinstance(v, (str, Path)):
+            return v  # the field's check says what is wrong
+        p = Path(v).expanduser()
+        return p if p.is_absolute() else base / p
+
+    kwargs: dict[str, Any] = {}
+    for key, f in _file_fields(cls).items():
+        if key in table:
+            value = table[key]
+        elif _is_path(f) and f.default not in (_MISSING, None):
+            value = f.default
+        else:
+            continue
+        kwargs[f.name] = resolve(value) if _is_path(f) else value
+    return kwargs
+
+
+def parse_study(
+    text: str, *, base_dir: str | os.PathLike[str] = ".", source: str = "<study>"
+) -> StudySpec:
+    """Parse and validate a study from TOML ``text``.
+
+    Parameters
+    ----------
+    text : str
+        The study file's text.
+    base_dir : path-like
+        Relative paths in the file resolve against this folder.
+    source : str
+        How errors name the file (``source:line: key: expected ..., got ...``).
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise FileFormatError(f"{source}: not valid TOML: {exc}") from None
+    loc = _Locator(text, source)
+    base = Path(base_dir)
+    top = _file_fields(StudySpec)
+    loc.unknown(data, top)
+    for key, f in top.items():
+        if _is_required(f) and key not in data:
+            raise ParameterError(f"{source}: missing required key {key!r}")
+
+    raw_settings = data["setting"]
+    if not isinstance(raw_settings, list):
+        raise loc.error(expected("setting", "[[setting]] tables", raw_settings))
+    known = _file_fields(SettingSpec)
+    settings = []
+    for i, table in enumerate(raw_settings):
+        if not isinstance(table, dict):
+            raise loc.error(expected("setting", "[[setting]] tables", table))
+        loc.unknown(table, known, index=i)
+        for key, f in known.items():
+            if _is_required(f) and key not in table:
+                raise ParameterError(f"{source}: setting[{i}]: missing required key {key!r}")
+        try:
+            settings.append(SettingSpec(**_from_table(SettingSpec, table, base)))
+        except ParameterError as exc:
+            raise loc.error(f"setting[{i}].{exc}") from None
+    kwargs = _from_table(StudySpec, {k: v for k, v in data.items() if k != "setting"}, base)
+    try:
+        return StudySpec(**kwargs, settings=tuple(settings))
+    except ParameterError as exc:
+        raise loc.error(str(exc)) from None
+
+
+def load_study(path: str | os.PathLike[str]) -> StudySpec:
+    """Read and validate the study file at ``path``.
+
+    Parameters
+    ----------
+    path : path-like
+        The study TOML file; relative paths in it resolve against its folder.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileFormatError(f"study: no such file: {str(p)!r}")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FileFormatError(f"study: cannot read {str(p)!r}: {exc}") from None
+    spec = parse_study(text, base_dir=p.parent, source=str(p))
+    return dataclasses.replace(spec, path=p)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    text = str(value)
+    for old, new in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t")):
+        text = text.replace(old, new)
+    return f'"{text}"'
+
+
+def _toml_lines(spec: Options) -> list[str]:
+    """``key = value`` lines of the file keys of ``spec`` (paths absolute; ``None`` left out)."""
+    lines = []
+    for key, f in _file_fields(type(spec)).items():
+        value = getattr(spec, f.name)
+        if value is None or (
+            isinstance(value, tuple) and value and all(isinstance(v, Options) for v in value)
+        ):
+            continue
+        if isinstance(value, Path):
+            value = str(value.absolute())
+        lines.append(f"{key} = {_toml_value(value)}")
+    return lines
+
+
+def study_to_toml(spec: StudySpec, *, header: str | None = None) -> str:
+    """The study file text of ``spec`` (absolute paths); :func:`parse_study` reads it back equal.
+
+    Parameters
+    ----------
+    spec : StudySpec
+        The study to write.
+    header : str, optional
+        Comment lines written at the top of the file.
+    """
+    lines = [f"# {line}" for line in (header or "").splitlines()]
+    lines += _toml_lines(spec)
+    for s in spec.settings:
+        lines += ["", "[[setting]]", *_toml_lines(s)]
+    return "\n".join(lines) + "\n"
+
+
+def _absolute(spec: OptionsT) -> OptionsT:
+    """A copy of ``spec`` (checked again) with its path fields made absolute."""
+    changes = {}
+    for f in dataclasses.fields(spec):
+        value = getattr(spec, f.name)
+        if _is_path(f) and isinstance(value, Path):
+            changes[f.name] = value.absolute()
+    return dataclasses.replace(spec, **changes)
+
+
+def validate_study(spec: StudySpec, *, source: str = "study") -> StudySpec:
+    """Check a programmatically built :class:`StudySpec`; return it with absolute paths.
+
+    The checks are the fields' own (the same that read a study file); they run again here on
+    the spec itself, and an error names the key (``source: key: expected ..., got ...``).
+
+    Parameters
+    ----------
+    spec : StudySpec
+        The study to check.
+    source : str
+        How errors name the study (e.g. ``"aria-tda homogeneity"``).
+    """
+    try:
+        settings = tuple(_absolute(s) for s in spec.settings)
+        return _absolute(dataclasses.replace(spec, settings=settings))
+    except ParameterError as exc:
+        raise ParameterError(f"{source}: {exc}") from None
