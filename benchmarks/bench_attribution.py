@@ -64,9 +64,12 @@ def ratios(model, windows) -> dict[str, float]:
             out[f"proj_ms_per_sample_dattri_k{k}"] = (time.perf_counter() - t) / 32 * 1e3
         small, q = windows[:96], windows[96:112]
         ck = [model.state_dict()] * 2
+        from aria_tda.attribution import GradientArgs
+
         for engine in ("aria", "dattri"):
             r = tracin(
-                model, ck, small, q, learning_rates=[1e-3, 1e-3], proj_dim=256, engine=engine
+                model, ck, small, q, learning_rates=[1e-3, 1e-3],
+                args=GradientArgs(proj_dim=256, engine=engine),
             )
             out[f"tracin_96x16_s_{engine}"] = r.seconds
     return out

@@ -2,7 +2,7 @@
 
 (a) The cosine-score step at the paper's size: ``--n-train`` x ``--n-queries`` (default
     67,219 x 7,148) with ``--dim`` 768, random float32 embeddings written to ``.npy``.
-    Streamed (:func:`aria_tda.scores.retrieval.cosine_scores` into a
+    Streamed (:func:`aria_tda.embed.retrieval.cosine_scores` into a
     :class:`~aria_tda.scores.writers.ScoreWriter` ``.npy``, training rows read block by block from
     the file) at the default block and at a quarter of it, vs the naive in-memory route
     ``normalize(A) @ normalize(B).T`` (then ``np.save``). Each route runs in its own process;
@@ -10,10 +10,11 @@
     block (one block of scores + one block of embeddings + the normalised queries), the naive
     one the full matrix (N x T x 4 bytes). The two results are compared on sampled rows.
 (b) Seconds per 30 s track per core (torch with 1 thread) of each published encoder's full
-    architecture with random weights (``save_random_checkpoint`` of :mod:`aria_tda.encoders.mert`,
-    :mod:`aria_tda.encoders.clap`, :mod:`aria_tda.encoders.clews`; an encoder whose module or
-    function is missing is skipped with a message), loaded through
-    :func:`aria_tda.encoders.load_encoder`, on random noise; and of the demo-trained encoders when
+    architecture with random weights (``save_random_checkpoint`` of
+    :mod:`aria_tda.embed.encoders.mert`, :mod:`aria_tda.embed.encoders.clap`,
+    :mod:`aria_tda.embed.encoders.clews`; an encoder whose module or function is missing is
+    skipped with a message), loaded through
+    :func:`aria_tda.embed.load_encoder`, on random noise; and of the demo-trained encoders when
     ``--checkpoints DIR`` holds their ``<name>.pt``
     (``aria_tda_experiments.audio.encoders.train_demo_encoders``). Includes the resampling from 44.1
     kHz (what ``aria-tda embed`` does per file) separately.
@@ -86,7 +87,7 @@ def child_gen(path: str, n: int, d: int, seed: int) -> dict[str, Any]:
 
 def child_streamed(a: str, b: str, out: str, block_rows: int | None) -> dict[str, Any]:
     """aria's route: stream train rows from the file, write score row blocks to .npy."""
-    from aria_tda.scores.retrieval import cosine_scores, default_block_rows
+    from aria_tda.embed.retrieval import cosine_scores, default_block_rows
     from aria_tda.scores.writers import ScoreWriter
 
     imports_mb = _peak_mb()
@@ -130,7 +131,7 @@ def _child(args: list[str]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- part a
 def part_a(args: argparse.Namespace) -> dict[str, Any]:
-    from aria_tda.scores.retrieval import default_block_rows
+    from aria_tda.embed.retrieval import default_block_rows
 
     n, t, d = args.n_train, args.n_queries, args.dim
     full_mb = n * t * 4 / 2**20
@@ -181,7 +182,7 @@ def part_b(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from aria_tda.embed.audio import resample
-    from aria_tda.encoders import load_encoder
+    from aria_tda.embed.encoders import load_encoder
 
     torch.set_num_threads(1)
     out: dict[str, Any] = {"track_seconds": args.track_seconds, "torch_threads": 1,
@@ -195,7 +196,7 @@ def part_b(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         for name in ("mert", "clap", "clews"):
             try:
-                mod = importlib.import_module(f"aria_tda.encoders.{name}")
+                mod = importlib.import_module(f"aria_tda.embed.encoders.{name}")
                 save = mod.save_random_checkpoint
             except (ImportError, AttributeError) as exc:
                 out["skipped"][name] = f"no save_random_checkpoint yet ({exc})"

@@ -24,7 +24,7 @@ rerun with the same settings reuses them (``--retrain`` forces training again).
 ``--seeds`` repeats the whole benchmark on other corpus seeds — other works drawn from the
 same collections, other renderings, splits and planted versions, encoders trained afresh on
 each — and writes every seed's results and the pooled figures (hits over all queries) to
-``benchmarks/results/bench_encoders_seeds.json``.
+``experiments/results/bench_encoders_seeds.json``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from aria_tda.encoders import load_encoder
+from aria_tda.embed.encoders import load_encoder
 from aria_tda_experiments.audio.corpus import build_audio_corpus
 from aria_tda_experiments.audio.encoders import (
     CLEWS_VERSIONS,
@@ -51,7 +51,7 @@ from aria_tda_experiments.audio.encoders import (
 from aria_tda_experiments.audio.presets import audio_preset
 from aria_tda_experiments.encoders.checkpoint import read_checkpoint
 
-OUT = Path(__file__).resolve().parent / "results" / "bench_encoders.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "bench_encoders.json"
 
 
 def run_seed(args: argparse.Namespace, seed: int, cache: Path) -> dict[str, Any]:
@@ -157,7 +157,7 @@ def main() -> None:
                     help="versions per training work for clews-style (0: the demo's only)")
     ap.add_argument("--out", type=Path, default=None,
                     help="results file (default bench_encoders.json, with --seeds "
-                         "bench_encoders_seeds.json, in benchmarks/results)")
+                         "bench_encoders_seeds.json, in experiments/results)")
     args = ap.parse_args()
 
     cache = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")

@@ -37,7 +37,7 @@ ensembles are scored from them (the members' normalised window embeddings concat
 scaled by ``1/sqrt(n)``, averaged over windows = the members' averages concatenated).
 
 Every trial (its config overrides, seeds, machine, the members' and ensembles' scores) is
-appended to ``benchmarks/results/bench_encoders_select.json``.
+appended to ``experiments/results/bench_encoders_select.json``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-OUT = Path(__file__).resolve().parent / "results" / "bench_encoders_select.json"
+OUT = Path(__file__).resolve().parents[1] / "results" / "bench_encoders_select.json"
 CACHE = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
 VALIDATION_VERSIONS: tuple[int, ...] = (4,)
 

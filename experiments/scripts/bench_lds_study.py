@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "bench_lds_study.json"
+OUT = HERE.parent / "results" / "bench_lds_study.json"
 METHODS = ("TRAK", "TracIn", "GradCos", "GradDot")
 CONTRAST = ("TRAK", "GradDot")
 
@@ -101,7 +101,7 @@ def variants(base: Any) -> dict[str, dict[str, Any]]:
 
 def _group(preset: Any) -> str:
     """Variants with the same corpus, model, training and ensemble share a working folder."""
-    from aria_tda._stages import params_digest
+    from aria_tda._steps import params_digest
 
     return params_digest({"corpus": preset.corpus.to_dict(), "model": preset.model.to_dict(),
                           "train": preset.train.to_dict(), "n": preset.n_ensemble})[:12]

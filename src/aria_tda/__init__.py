@@ -40,12 +40,12 @@ _LAZY = {
     "classify": "aria_tda.verdict",
     "channel_alignment": "aria_tda.alignment",
     "stratify": "aria_tda.confound",
-    "load_study": "aria_tda.study_config",
+    "load_study": "aria_tda.study.config",
     "run_study": "aria_tda.study",
     "write_report": "aria_tda.report",
-    "load_encoder": "aria_tda.encoders",
-    "embed_to_store": "aria_tda.embed",
-    "retrieve": "aria_tda.embed",
+    "load_encoder": "aria_tda.embed.encoders.registry",
+    "embed_to_store": "aria_tda.embed.pipeline",
+    "retrieve": "aria_tda.embed.retrieval",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
@@ -54,8 +54,9 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load o
     from aria_tda.alignment import channel_alignment
     from aria_tda.confound import stratify
     from aria_tda.diagnostics import Diagnostics, diagnose
-    from aria_tda.embed import embed_to_store, retrieve
-    from aria_tda.encoders import load_encoder
+    from aria_tda.embed.encoders.registry import load_encoder
+    from aria_tda.embed.pipeline import embed_to_store
+    from aria_tda.embed.retrieval import retrieve
     from aria_tda.features.store import FeatureStore, write_store
     from aria_tda.homogeneity import null_distribution, run_homogeneity, top_k_groups
     from aria_tda.report import write_report
@@ -70,7 +71,7 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load o
     )
     from aria_tda.similarity import prepare_channels
     from aria_tda.study import run_study
-    from aria_tda.study_config import load_study
+    from aria_tda.study.config import load_study
     from aria_tda.verdict import classify
 
 

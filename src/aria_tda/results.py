@@ -45,8 +45,11 @@ from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 from aria_tda.manifest import make_manifest
 
 __all__ = [
+    "ALIGNMENT_MEASURES",
     "DEFAULT_KS",
+    "HOMOGENEITY_SUMMARY",
     "PREFERRED_K_REPORT",
+    "RELIABILITY_DIAGNOSTICS",
     "RESULTS_FILE",
     "TABLES",
     "TableSpec",
@@ -99,17 +102,34 @@ class TableSpec:
         Required columns (writers may add more; readers tolerate extra ones).
     description : str
         What one row holds, with the paper equation it comes from.
+    optional : tuple of str
+        Optional columns readers know by name (writers may leave them out).
     """
 
     name: str
     filename: str
     columns: tuple[str, ...]
     description: str
+    optional: tuple[str, ...] = ()
 
     @property
     def format(self) -> str:
         return "parquet" if self.filename.endswith(".parquet") else "csv"
 
+
+#: The reliability diagnostics of S_seg (paper Eqs. 1-3), in the paper's column order
+#: (r_1, r_2:5, p, kappa): the columns the report shows beside other quantities.
+RELIABILITY_DIAGNOSTICS: tuple[str, ...] = ("r1", "r2_5", "p", "kappa")
+#: The per-channel summary of the homogeneity table (paper Eq. summary): z-bar with its 95%
+#: CI, Pos and Sig.
+HOMOGENEITY_SUMMARY: tuple[str, ...] = ("zbar", "zbar_lo", "zbar_hi", "pos", "sig")
+#: The per-channel measures of the alignment table (paper Eq. alpha).
+ALIGNMENT_MEASURES: tuple[str, ...] = (
+    "alpha_max",
+    "alpha_max_feature",
+    "alpha_reg",
+    "alpha_reg_group",
+)
 
 _SPECS = (
     TableSpec(
@@ -133,22 +153,12 @@ _SPECS = (
         "Reliability diagnostics of each setting's S_seg (paper Eqs. 1-3) and its collapse verdict "
         "('collapsed' | 'suspect' | 'ok'); optional energy_1..energy_10 columns hold r_1..r_10. "
         "v1_constancy = |sum v1| / sqrt(T) in [0, 1] (1 = v1 constant across queries).",
+        tuple(f"energy_{i}" for i in range(1, 11)),
     ),
     TableSpec(
         "homogeneity",
         "homogeneity.csv",
-        (
-            "setting",
-            "variant",
-            "K",
-            "channel",
-            "zbar",
-            "zbar_lo",
-            "zbar_hi",
-            "pos",
-            "sig",
-            "n_queries",
-        ),
+        ("setting", "variant", "K", "channel", *HOMOGENEITY_SUMMARY, "n_queries"),
         "Per-channel summary over queries (paper Eq. summary) for every K (the K-sweep) and "
         "variant; zbar_lo/zbar_hi (and pos_lo/hi, sig_lo/hi) are 95% bootstrap CIs that resample "
         "the queries and the B null reference groups jointly, so they carry the null's Monte-Carlo "
@@ -194,7 +204,7 @@ _SPECS = (
     TableSpec(
         "alignment",
         "alignment.csv",
-        ("setting", "channel", "alpha_max", "alpha_max_feature", "alpha_reg", "alpha_reg_group"),
+        ("setting", "channel", *ALIGNMENT_MEASURES),
         "Axis-channel alignment of u_1 of S_track (paper Eq. alpha).",
     ),
     TableSpec(

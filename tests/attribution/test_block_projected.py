@@ -10,6 +10,8 @@ torch = pytest.importorskip("torch")
 from _lm import per_sample_grads  # noqa: E402
 
 from aria_tda.attribution import (  # noqa: E402
+    FactGraSSArgs,
+    LoGraArgs,
     factgrass,
     logra,
 )
@@ -66,15 +68,15 @@ def test_block_projected_identity_equals_linear_layer_gradient_dot(tiny, batch_s
 def test_logra_and_factgrass_validate_square_dims(tiny):
     args = (tiny["model"], tiny["final"], tiny["train"], tiny["queries"])
     with pytest.raises(ParameterError, match="perfect square"):
-        logra(*args, proj_dim=15)
+        logra(*args, args=LoGraArgs(proj_dim=15))
     with pytest.raises(ParameterError, match="perfect square"):
-        factgrass(*args, proj_dim=16, blowup=2)
+        factgrass(*args, args=FactGraSSArgs(proj_dim=16, blowup=2))
 
 
 def test_logra_is_deterministic_and_seeded(tiny):
     args = (tiny["model"], tiny["final"], tiny["train"], tiny["queries"])
-    a = logra(*args, proj_dim=16, seed=1, batch_size=6).scores
-    b = logra(*args, proj_dim=16, seed=1, batch_size=6).scores
-    c = logra(*args, proj_dim=16, seed=2, batch_size=6).scores
+    a = logra(*args, args=LoGraArgs(proj_dim=16, seed=1, batch_size=6)).scores
+    b = logra(*args, args=LoGraArgs(proj_dim=16, seed=1, batch_size=6)).scores
+    c = logra(*args, args=LoGraArgs(proj_dim=16, seed=2, batch_size=6)).scores
     np.testing.assert_array_equal(a, b)
     assert not np.allclose(a, c)

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 from _lm import per_sample_grads, project  # noqa: E402
 
 from aria_tda.attribution import (  # noqa: E402
+    GradientArgs,
     grad_similarities,
     gradcos,
     graddot,
@@ -29,9 +30,7 @@ def test_graddot_equals_hand_computed_gradient_dot_products(tiny, engine):
         tiny["final"],
         tiny["train"],
         tiny["queries"],
-        proj_dim=None,
-        batch_size=5,
-        engine=engine,
+        args=GradientArgs(proj_dim=None, batch_size=5, engine=engine),
     )
     np.testing.assert_allclose(res.scores, (g_train @ g_query.T).numpy(), rtol=2e-4, atol=1e-6)
 
@@ -46,22 +45,28 @@ def test_graddot_with_projection_equals_hand_projection(tiny):
         tiny["final"],
         tiny["train"],
         tiny["queries"],
-        proj_dim=k,
-        seed=3,
-        batch_size=5,
+        args=GradientArgs(proj_dim=k, seed=3, batch_size=5),
     )
     np.testing.assert_allclose(res.scores, want.numpy(), rtol=2e-4, atol=1e-5)
 
 
 def test_gradcos_is_bounded_cosine(tiny):
     res = gradcos(
-        tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=64, batch_size=5
+        tiny["model"],
+        tiny["final"],
+        tiny["train"],
+        tiny["queries"],
+        args=GradientArgs(proj_dim=64, batch_size=5),
     )
     assert np.abs(res.scores).max() <= 1.0 + 1e-6
     g_train = per_sample_grads(tiny["model"], tiny["final"], tiny["train"], "sequence")
     g_query = per_sample_grads(tiny["model"], tiny["final"], tiny["queries"], "last_token")
     exact = gradcos(
-        tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None, batch_size=5
+        tiny["model"],
+        tiny["final"],
+        tiny["train"],
+        tiny["queries"],
+        args=GradientArgs(proj_dim=None, batch_size=5),
     )
     cos = torch.nn.functional.normalize(g_train) @ torch.nn.functional.normalize(g_query).T
     np.testing.assert_allclose(exact.scores, cos.numpy(), atol=1e-5)
@@ -75,13 +80,16 @@ def test_tracin_is_learning_rate_weighted_sum_of_graddots(tiny):
         tiny["train"],
         tiny["queries"],
         learning_rates=lrs,
-        proj_dim=None,
-        batch_size=5,
+        args=GradientArgs(proj_dim=None, batch_size=5),
     )
     want = sum(
         lr
         * graddot(
-            tiny["model"], c, tiny["train"], tiny["queries"], proj_dim=None, batch_size=5
+            tiny["model"],
+            c,
+            tiny["train"],
+            tiny["queries"],
+            args=GradientArgs(proj_dim=None, batch_size=5),
         ).scores
         for lr, c in zip(lrs, tiny["trajectory"], strict=True)
     )
@@ -102,8 +110,7 @@ def test_tracin_projects_each_checkpoint_with_its_own_matrix(tiny):
         tiny["train"],
         tiny["queries"],
         learning_rates=lrs,
-        proj_dim=k,
-        batch_size=5,
+        args=GradientArgs(proj_dim=k, batch_size=5),
     )
     np.testing.assert_allclose(res.scores, want.numpy(), rtol=2e-4, atol=1e-6)
 
@@ -113,7 +120,11 @@ def test_graddot_sign_matches_one_sgd_step(tiny):
     from aria_tda_experiments.model import last_token_loss, sequence_loss
 
     res = graddot(
-        tiny["model"], tiny["final"], tiny["train"], tiny["queries"], proj_dim=None, batch_size=5
+        tiny["model"],
+        tiny["final"],
+        tiny["train"],
+        tiny["queries"],
+        args=GradientArgs(proj_dim=None, batch_size=5),
     )
     eta = 1e-4
     base = copy.deepcopy(tiny["model"]).double()
@@ -161,13 +172,10 @@ def test_tracin_family_aria_engine_equals_plain_dattri(tiny, method, proj_dim):
 def test_grad_similarities_share_gradients_exactly(tiny):
 
     args = (tiny["model"], tiny["final"], tiny["train"], tiny["queries"])
-    both = grad_similarities(*args, proj_dim=32, batch_size=5)
-    np.testing.assert_array_equal(
-        both["GradDot"].scores, graddot(*args, proj_dim=32, batch_size=5).scores
-    )
-    np.testing.assert_array_equal(
-        both["GradCos"].scores, gradcos(*args, proj_dim=32, batch_size=5).scores
-    )
+    opts = GradientArgs(proj_dim=32, batch_size=5)
+    both = grad_similarities(*args, args=opts)
+    np.testing.assert_array_equal(both["GradDot"].scores, graddot(*args, args=opts).scores)
+    np.testing.assert_array_equal(both["GradCos"].scores, gradcos(*args, args=opts).scores)
     assert (
         both["GradCos"].parameters["normalized_grad"]
         and not both["GradDot"].parameters["normalized_grad"]

@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 
 from aria_tda.attribution import (  # noqa: E402
     METHODS,
+    GradientArgs,
     graddot,
     run_method,
     run_methods,
@@ -50,7 +51,7 @@ def test_bad_inputs_raise_typed_errors(tiny):
     with pytest.raises(ParameterError, match="learning_rates"):
         tracin(m, tiny["trajectory"], tr, q, learning_rates=[0.1])
     with pytest.raises(ParameterError, match="loss"):
-        graddot(m, f, tr, q, loss="bogus")
+        graddot(m, f, tr, q, args=GradientArgs(loss="bogus"))
     with pytest.raises(ParameterError, match="method"):
         run_method("Bogus", m, tr, q)
     with pytest.raises(ParameterError, match="ensemble"):
@@ -157,13 +158,25 @@ def test_defaults_and_signatures_come_from_the_arguments():
         "LoGra": {"proj_dim": 256, "damping": 0.1},
         "FactGraSS": {"proj_dim": 256, "blowup": 4, "damping": 0.01},
     }
+    option_names = {f for spec in REGISTRY.values() for f in spec.args().to_dict()}
     for name, spec in REGISTRY.items():
-        defaults = spec.args()
-        params = inspect.signature(spec.function).parameters
-        for field in defaults.to_dict():
-            assert field in params, (name, field)
-            want = getattr(defaults, field)
-            assert params[field].default == (list(want) if isinstance(want, tuple) else want)
+        # the options are declared once, in the dataclass: the function takes it as `args`
+        params = inspect.signature(spec.function, eval_str=True).parameters
+        assert params["args"].annotation == (spec.args | None), name
+        assert params["args"].default is None and params["args"].kind is params["args"].KEYWORD_ONLY
+        assert not option_names & set(params), (name, option_names & set(params))
+
+
+def test_method_functions_take_their_own_arguments_dataclass(tiny):
+    from aria_tda.attribution import LoGraArgs, grad_similarities, trak
+
+    m, tr, q = tiny["model"], tiny["train"], tiny["queries"]
+    with pytest.raises(ParameterError, match=r"args: expected a TrakArgs for TRAK"):
+        trak(m, tiny["ensemble"], tr, q, args=LoGraArgs())
+    with pytest.raises(ParameterError, match=r"args: expected a GradientArgs"):
+        grad_similarities(m, tiny["final"], tr, q, args={"proj_dim": 8})
+    with pytest.raises(TypeError):
+        graddot(m, tiny["final"], tr, q, proj_dim=8)  # options are not keywords any more
 
 
 def test_result_parameters_record_the_arguments(tiny, tmp_path):

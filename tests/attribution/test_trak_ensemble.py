@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 from _lm import per_sample_grads  # noqa: E402
 
 from aria_tda.attribution import (  # noqa: E402
+    GradientArgs,
+    TrakArgs,
     gradcos,
     trak,
 )
@@ -47,9 +49,7 @@ def test_trak_without_projection_matches_closed_form(tiny):
         tiny["ensemble"],
         tiny["train"],
         tiny["queries"],
-        proj_dim=None,
-        lam=lam,
-        batch_size=5,
+        args=TrakArgs(proj_dim=None, lam=lam, batch_size=5),
     )
     np.testing.assert_allclose(
         res.scores, want.numpy(), rtol=2e-3, atol=1e-4 * np.abs(want.numpy()).max()
@@ -67,12 +67,14 @@ def test_trak_without_projection_matches_closed_form(tiny):
 )
 def test_trak_aria_engine_equals_plain_dattri(tiny, kw):
     args = (tiny["model"], tiny["ensemble"], tiny["train"], tiny["queries"])
-    fast = trak(*args, batch_size=5, engine="aria", **kw)
+    fast = trak(*args, args=TrakArgs(batch_size=5, engine="aria", **kw))
     ref = trak(
         *args,
-        batch_size=5,
-        engine="dattri",
-        **{k: v for k, v in kw.items() if k != "max_projection_bytes"},
+        args=TrakArgs(
+            batch_size=5,
+            engine="dattri",
+            **{k: v for k, v in kw.items() if k != "max_projection_bytes"},
+        ),
     )
     np.testing.assert_allclose(
         fast.scores, ref.scores, rtol=1e-4, atol=1e-5 * np.abs(ref.scores).max()
@@ -81,7 +83,13 @@ def test_trak_aria_engine_equals_plain_dattri(tiny, kw):
 
 def test_trak_rejects_singular_kernel(tiny):
     with pytest.raises(ParameterError, match="lam"):
-        trak(tiny["model"], tiny["ensemble"], tiny["train"], tiny["queries"], proj_dim=64, lam=0.0)
+        trak(
+            tiny["model"],
+            tiny["ensemble"],
+            tiny["train"],
+            tiny["queries"],
+            args=TrakArgs(proj_dim=64, lam=0.0),
+        )
 
 
 def test_projection_defaults_of_dattri_are_not_mutated(tiny):
@@ -96,17 +104,13 @@ def test_projection_defaults_of_dattri_are_not_mutated(tiny):
         tiny["ensemble"],
         tiny["train"],
         tiny["queries"],
-        proj_dim=8,
-        engine="dattri",
-        batch_size=6,
+        args=TrakArgs(proj_dim=8, engine="dattri", batch_size=6),
     )
     gradcos(
         tiny["model"],
         tiny["final"],
         tiny["train"],
         tiny["queries"],
-        proj_dim=8,
-        engine="dattri",
-        batch_size=6,
+        args=GradientArgs(proj_dim=8, engine="dattri", batch_size=6),
     )
     assert (dt_trak.DEFAULT_PROJECTOR_KWARGS, dt_tracin.DEFAULT_PROJECTOR_KWARGS) == before

@@ -18,7 +18,7 @@ def command(monkeypatch):
     """Make ``aria-tda run`` call the given body instead (only ``run`` is registered)."""
 
     def install(body):
-        monkeypatch.setattr(aria_tda.cli, "_command_modules", lambda: ["run"])
+        monkeypatch.setattr(aria_tda.cli, "_command_modules", lambda: {"run": "aria_tda.cli.run"})
         monkeypatch.setattr(aria_tda.cli.run, "run", lambda args: body())
 
     return install

@@ -22,7 +22,7 @@ def run(argv, capsys):
 
 @pytest.fixture
 def setup(monkeypatch, tmp_path):
-    from aria_tda.encoders.registry import ENCODERS
+    from aria_tda.embed.encoders.registry import ENCODERS
 
     monkeypatch.setitem(ENCODERS, "toy", toy.SPEC)
     return toy.make_corpus(tmp_path / "audio"), toy.save_checkpoint(tmp_path / "toy.npy")

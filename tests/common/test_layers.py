@@ -1,20 +1,48 @@
-"""The import layers of ARIA: arrows point one way, and this test says so.
+"""The import layers of ARIA: arrows point one way, no module is part of a circle, no module is
+too long — and this test says so.
 
-Layer order, lowest first (docs/CONTRACTS.md draws it). A module may import from its own layer
-or lower ones; an import of a higher layer is an error. Imports under ``if TYPE_CHECKING:`` do
-not count (they never run). A *shim* — a module kept only so that an old public import path
-keeps working, containing nothing but a docstring, imports and ``__all__`` — may re-export a
-module from any layer.
+Layers. Layer order, lowest first (docs/CONTRACTS.md draws it). A module may import from its own
+layer or lower ones; an import of a higher layer is an error. The library (``src/aria_tda``)
+never imports the experiments package ``aria_tda_experiments`` (layer 9). Imports under
+``if TYPE_CHECKING:`` do not count (they never run); every other import does, wherever it is
+written — at module level, inside a function or method, in a ``try`` block. A *shim* — a module
+kept only so that an old public import path keeps working, containing nothing but a docstring,
+imports and ``__all__`` — may re-export a module from any layer (there are none: no shims).
+
+No circles. The modules of ``src/aria_tda`` and ``experiments/src`` form a graph with an edge
+``a -> b`` for every import of ``b`` that runs in ``a`` (function-level imports included, so a
+circle cannot be hidden by moving one of its imports into a function), and the graph must have
+no cycle of any length, between packages or inside one. The pattern to think about is a package
+``__init__`` that re-exports its submodules: it imports them, so a submodule that imports a name
+from its own package (``from aria_tda.homogeneity import DEFAULT_KS`` inside
+``aria_tda.homogeneity.core``) closes a circle. The rule: **a submodule never imports its own
+(or an ancestor) package's ``__init__``**; it imports the submodule that defines the name. So
+that edge is counted like any other, and ``test_no_module_imports_its_own_package`` states the
+rule by itself, so that it holds even where the ``__init__`` re-exports nothing (yet); only a
+``__main__`` module (run by ``python -m``, imported by nothing) may import its package. Importing
+``a.b.c`` also runs ``a/b/__init__``; that implicit edge is not counted (with it every package
+that re-exports its submodules would be a circle), which is why an ``__init__`` may import its
+own submodules. Dynamic imports (``importlib.import_module``) are not seen; the root package's
+lazy ``__getattr__`` uses them on purpose, and names no module of its own package statically.
+
+Length. No module under ``src/aria_tda`` or ``experiments/src`` is longer than ``MAX_LINES``.
 """
 
 from __future__ import annotations
 
 import ast
+from collections import deque
 from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "src"
+EXP_SRC = ROOT / "experiments" / "src"
+#: Source roots: the library and the experiments package.
+ROOTS = (SRC, EXP_SRC)
+#: The longest a module may be (lines).
+MAX_LINES = 700
 
 #: (layer number, module prefixes). The longest matching prefix decides a module's layer.
 LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
@@ -28,13 +56,14 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "aria_tda._io",
             "aria_tda._checks",
             "aria_tda.manifest",
-            "aria_tda._stages",
+            "aria_tda._steps",
             "aria_tda.results",
             "aria_tda._options",
             "aria_tda._dask",
         ),
     ),
-    (1, ("aria_tda.scores", "aria_tda.features")),
+    (1, ("aria_tda.scores", "aria_tda.features", "aria_tda.embed.store",
+         "aria_tda.embed.retrieval")),
     (2, ("aria_tda.similarity", "aria_tda._simkernels", "aria_tda.diagnostics")),
     (
         3,
@@ -47,8 +76,8 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
         ),
     ),
     (4, ("aria_tda.report",)),
-    (5, ("aria_tda.study_config", "aria_tda.study")),
-    (6, ("aria_tda.attribution", "aria_tda.encoders", "aria_tda.embed")),
+    (5, ("aria_tda.study",)),
+    (6, ("aria_tda.attribution", "aria_tda.embed")),
     (8, ("aria_tda.cli", "aria_tda.__main__", "aria_tda")),
     (9, ("aria_tda_experiments",)),
 )
@@ -80,7 +109,9 @@ def layer_of(module: str) -> int:
 
 
 def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    """The dotted name of a source file under one of :data:`ROOTS`."""
+    root = next(r for r in ROOTS if path.is_relative_to(r))
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -93,8 +124,16 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
+def _ours(module: str) -> bool:
+    return module.split(".")[0] in ("aria_tda", "aria_tda_experiments")
+
+
 def imported_modules(source: str, module: str, *, is_package: bool) -> list[tuple[int, str]]:
-    """(line, absolute module) for every aria import that runs (TYPE_CHECKING blocks skipped)."""
+    """(line, absolute module) for every aria import that runs (TYPE_CHECKING blocks skipped).
+
+    Imports inside functions, methods, classes and ``try`` blocks count. ``from p import x``
+    names the submodule ``p.x`` where one exists, else the package ``p`` itself.
+    """
     tree = ast.parse(source)
     package = module if is_package else module.rpartition(".")[0]
     found: list[tuple[int, str]] = []
@@ -113,13 +152,9 @@ def imported_modules(source: str, module: str, *, is_package: bool) -> list[tupl
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                if node.module is None or node.level:
-                    # `from . import x` / `from .pkg import x`: x may be a submodule
-                    for a in node.names:
-                        sub = f"{target}.{a.name}"
-                        found.append((node.lineno, sub if _exists(sub) else target))
-                else:
-                    found.append((node.lineno, target))
+                for a in node.names:  # `from p import x`: x may be a submodule of p
+                    sub = f"{target}.{a.name}"
+                    found.append((node.lineno, sub if _exists(sub) else target))
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.stmt):
                     visit([child])
@@ -129,17 +164,15 @@ def imported_modules(source: str, module: str, *, is_package: bool) -> list[tupl
                             visit([inner])
 
     visit(tree.body)
-    return [
-        (line, m)
-        for line, m in found
-        if m in ("aria_tda", "aria_tda_experiments")
-        or m.startswith(("aria_tda.", "aria_tda_experiments."))
-    ]
+    return [(line, m) for line, m in dict.fromkeys(found) if _ours(m)]
 
 
 def _exists(module: str) -> bool:
-    p = SRC.joinpath(*module.split("."))
-    return p.with_suffix(".py").exists() or (p / "__init__.py").exists()
+    for root in ROOTS:
+        p = root.joinpath(*module.split("."))
+        if p.with_suffix(".py").exists() or (p / "__init__.py").exists():
+            return True
+    return False
 
 
 def is_shim(source: str) -> bool:
@@ -176,8 +209,113 @@ def violations(source: str, module: str, *, is_package: bool) -> list[str]:
     return out
 
 
-def _modules() -> list[Path]:
-    return sorted((SRC / "aria_tda").rglob("*.py"))
+def own_package_imports(source: str, module: str, *, is_package: bool) -> list[str]:
+    """Imports of a module's own package ``__init__`` (or an ancestor's), for a name.
+
+    A ``__main__`` module is exempt: it is the script ``python -m package`` runs, which nothing
+    imports, so its import of the package (``from aria_tda.cli import main``) closes no circle.
+    """
+    if module.rpartition(".")[2] == "__main__":
+        return []
+    ancestors = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+    return [
+        f"{module}:{line} imports its own package {target}"
+        for line, target in imported_modules(source, module, is_package=is_package)
+        if target in ancestors
+    ]
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """``{module: {imported module, ...}}`` from ``{module: (source, is_package)}``.
+
+    An import of a module that is not in ``sources`` counts as an import of its longest
+    dotted prefix that is; a module's import of itself is dropped.
+    """
+    graph: dict[str, set[str]] = {}
+    for mod, (source, is_package) in sources.items():
+        edges = set()
+        for _, target in imported_modules(source, mod, is_package=is_package):
+            while target and target not in sources:
+                target = target.rpartition(".")[0]
+            if target and target != mod:
+                edges.add(target)
+        graph[mod] = edges
+    return graph
+
+
+def strong_components(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan): the circles."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def strongconnect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in graph:
+                continue
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                components.append(comp)
+
+    for v in sorted(graph):
+        if v not in index:
+            strongconnect(v)
+    return components
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest cycle ``[a, b, ..., a]`` per strongly connected component."""
+    components = strong_components(graph)
+    cycles = []
+    for comp in components:
+        start = min(comp)
+        parent: dict[str, str] = {}
+        queue = deque([start])
+        while queue:  # breadth first inside the component, back to start: a shortest cycle
+            v = queue.popleft()
+            if start in graph[v]:
+                path = [v]
+                while path[-1] != start:
+                    path.append(parent[path[-1]])
+                cycles.append([*reversed(path), start])
+                break
+            for w in sorted(graph[v] & comp):
+                if w not in parent and w != start:
+                    parent[w] = v
+                    queue.append(w)
+    return sorted(cycles)
+
+
+def _modules(*roots: Path) -> list[Path]:
+    out: list[Path] = []
+    for root in roots or ROOTS:
+        for pkg in sorted(p for p in root.iterdir() if (p / "__init__.py").exists()):
+            out += sorted(pkg.rglob("*.py"))
+    return out
+
+
+def _sources(*roots: Path) -> dict[str, tuple[str, bool]]:
+    return {
+        module_name(p): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
+        for p in _modules(*roots)
+    }
 
 
 def test_every_module_has_a_layer():
@@ -187,11 +325,20 @@ def test_every_module_has_a_layer():
 
 def test_imports_point_down():
     errors = []
-    for path in _modules():
-        errors += violations(
-            path.read_text(), module_name(path), is_package=path.name == "__init__.py"
-        )
+    for mod, (source, is_package) in _sources().items():
+        errors += violations(source, mod, is_package=is_package)
     assert not errors, "upward imports:\n" + "\n".join(errors)
+
+
+def test_the_library_never_imports_the_experiments():
+    assert layer_of("aria_tda_experiments.audio.corpus") == max(n for n, _ in LAYERS)
+    errors = [
+        f"{mod}:{line} imports {target}"
+        for mod, (source, is_package) in _sources(SRC).items()
+        for line, target in imported_modules(source, mod, is_package=is_package)
+        if target.split(".")[0] == "aria_tda_experiments"
+    ]
+    assert not errors, "the library imports the experiments:\n" + "\n".join(errors)
 
 
 def test_shims_are_pure_re_exports():
@@ -201,48 +348,32 @@ def test_shims_are_pure_re_exports():
             assert is_shim(path.read_text()), f"{mod} must hold only a docstring, imports, __all__"
 
 
-def test_no_import_cycles_between_modules():
-    graph: dict[str, set[str]] = {}
+def test_no_module_imports_its_own_package():
+    errors = []
+    for mod, (source, is_package) in _sources().items():
+        errors += own_package_imports(source, mod, is_package=is_package)
+    assert not errors, "submodules importing their own package __init__:\n" + "\n".join(errors)
+
+
+def test_no_import_cycles():
+    graph = import_graph(_sources())
+    cycles = import_cycles(graph)
+    lines = [" -> ".join(c) for c in cycles]
+    lines += [
+        f"circle of {len(comp)} modules: {', '.join(sorted(comp))}"
+        for comp in strong_components(graph)
+        if len(comp) > 2
+    ]
+    assert not cycles, "import cycles:\n" + "\n".join(lines)
+
+
+def test_no_module_is_too_long():
+    long = {}
     for path in _modules():
-        mod = module_name(path)
-        graph[mod] = {
-            t
-            for _, t in imported_modules(
-                path.read_text(), mod, is_package=path.name == "__init__.py"
-            )
-            if t != mod
-            and not mod.startswith(t + ".")  # a module importing its own package is fine
-        }
-    seen: dict[str, int] = {}
-    stack: list[str] = []
-
-    def dfs(m: str) -> list[str] | None:
-        seen[m] = 1
-        stack.append(m)
-        for n in sorted(graph.get(m, ())):
-            if n not in graph or n == "aria_tda":
-                continue
-            if seen.get(n) == 1 and not n.startswith("aria_tda.cli") and not _same_package(m, n):
-                return [*stack[stack.index(n) :], n]
-            if n not in seen:
-                cycle = dfs(n)
-                if cycle:
-                    return cycle
-        stack.pop()
-        seen[m] = 2
-        return None
-
-    for m in sorted(graph):
-        if m not in seen:
-            cycle = dfs(m)
-            assert cycle is None, "import cycle: " + " -> ".join(cycle)
-
-
-def _same_package(a: str, b: str) -> bool:
-    """A package __init__ that re-exports its submodules, which import siblings: not a cycle
-    across modules of different packages (those are what this test is after)."""
-    pa, pb = a.rpartition(".")[0], b.rpartition(".")[0]
-    return a == pb or b == pa or pa == pb
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > MAX_LINES:
+            long[str(path.relative_to(ROOT))] = n
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
 @pytest.mark.parametrize(
@@ -268,6 +399,12 @@ def _same_package(a: str, b: str) -> bool:
         ),
         ("aria_tda.features.store", "def f():\n    import aria_tda.cli\n", True),
         (
+            "aria_tda.features.store",
+            "class A:\n    def f(self):\n        try:\n            import aria_tda.study\n"
+            "        except ImportError:\n            pass\n",
+            True,
+        ),
+        (
             "aria_tda.features.audio.render",
             '"""shim"""\nfrom aria_tda.features.audio.render import *\n__all__ = []\n',
             False,
@@ -281,3 +418,93 @@ def _same_package(a: str, b: str) -> bool:
 )
 def test_checker_catches_an_upward_import(module, source, bad):
     assert bool(violations(source, module, is_package=False)) is bad
+
+
+def _pkg(**modules: str) -> dict[str, tuple[str, bool]]:
+    """Fake sources: keyword ``a__b`` is module ``a.b``; a name ending ``__init`` is a package."""
+    out = {}
+    for key, source in modules.items():
+        is_package = key.endswith("__init")
+        name = "aria_tda." + key.removesuffix("__init").replace("__", ".")
+        out[name] = (source, is_package)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("sources", "cycle"),
+    [
+        pytest.param(  # the shape of features.store <-> features.extract
+            _pkg(
+                features__store="def f():\n    from aria_tda.features.extract import g\n",
+                features__extract="from aria_tda.features.store import Writer\n",
+            ),
+            ["aria_tda.features.extract", "aria_tda.features.store", "aria_tda.features.extract"],
+            id="function-level",
+        ),
+        pytest.param(  # inside one package, through a relative import
+            _pkg(
+                homogeneity__groups="def f():\n    from .distributed import top_k_dask\n",
+                homogeneity__distributed="from .sweep import x\n",
+                homogeneity__sweep="from aria_tda.homogeneity.groups import pool\n",
+            ),
+            [
+                "aria_tda.homogeneity.distributed",
+                "aria_tda.homogeneity.sweep",
+                "aria_tda.homogeneity.groups",
+                "aria_tda.homogeneity.distributed",
+            ],
+            id="intra-package",
+        ),
+        pytest.param(  # a submodule importing its own package's __init__ for a name
+            _pkg(
+                homogeneity__init="from aria_tda.homogeneity.core import run\n",
+                homogeneity__core="from aria_tda.homogeneity import DEFAULT_KS\n",
+            ),
+            ["aria_tda.homogeneity", "aria_tda.homogeneity.core", "aria_tda.homogeneity"],
+            id="own-package-init",
+        ),
+        pytest.param(  # between packages, hidden in a method
+            _pkg(
+                scores__stats="class A:\n    def f(self):\n        import aria_tda.similarity\n",
+                similarity="import aria_tda.scores.stats\n",
+            ),
+            ["aria_tda.scores.stats", "aria_tda.similarity", "aria_tda.scores.stats"],
+            id="between-packages",
+        ),
+        pytest.param(  # TYPE_CHECKING imports never run: no cycle
+            _pkg(
+                features__store="from aria_tda.features.extract import g\n",
+                features__extract="from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                "    from aria_tda.features.store import Writer\n",
+            ),
+            None,
+            id="type-checking",
+        ),
+        pytest.param(  # an __init__ importing its submodules, which import siblings: no cycle
+            _pkg(
+                homogeneity__init="from aria_tda.homogeneity.core import run\n",
+                homogeneity__core="from aria_tda.homogeneity.groups import top\n",
+                homogeneity__groups="import numpy\n",
+            ),
+            None,
+            id="init-re-exports",
+        ),
+    ],
+)
+def test_checker_catches_a_cycle(sources, cycle):
+    found = import_cycles(import_graph(sources))
+    assert found == ([cycle] if cycle else [])
+
+
+def test_checker_catches_an_own_package_import():
+    assert own_package_imports(
+        "def f():\n    from aria_tda.homogeneity import DEFAULT_KS\n",
+        "aria_tda.homogeneity.core",
+        is_package=False,
+    )
+    assert own_package_imports("from . import x\n", "aria_tda.homogeneity.core", is_package=False)
+    assert not own_package_imports(
+        "from aria_tda.homogeneity.sweep import DEFAULT_KS\n",
+        "aria_tda.homogeneity.core",
+        is_package=False,
+    )

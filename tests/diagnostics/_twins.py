@@ -52,8 +52,11 @@ TWINS = [
 
 
 # -- many queries: the tiled exact path, the block Krylov solver, the sampled κ -------------
-from aria_tda.scores.krylov import block_krylov_eigs, block_krylov_eigs_reference  # noqa: E402
-from aria_tda.scores.sketch import kappa_estimate, kappa_estimate_reference  # noqa: E402
+from aria_tda.diagnostics.kappa import kappa_estimate, kappa_estimate_reference  # noqa: E402
+from aria_tda.diagnostics.krylov import (  # noqa: E402
+    block_krylov_eigs,
+    block_krylov_eigs_reference,
+)
 
 
 def _make_tiled(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -94,7 +97,7 @@ TWINS += [
         ignore=("mode", "sources", "details"),
     ),
     Twin(
-        name="scores.krylov.block_krylov_eigs",
+        name="diagnostics.krylov.block_krylov_eigs",
         fast=block_krylov_eigs,
         reference=block_krylov_eigs_reference,
         make=_make_krylov,
@@ -103,7 +106,7 @@ TWINS += [
         ignore=("vectors", "lower", "upper", "residuals", "certified", "n_products", "dim"),
     ),
     Twin(
-        name="scores.sketch.kappa_estimate",
+        name="diagnostics.kappa.kappa_estimate",
         fast=kappa_estimate,
         reference=kappa_estimate_reference,
         make=_make_kappa,

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from aria_tda.diagnostics import ApproxOptions, choose_mode, diagnose
+from aria_tda.diagnostics.kappa import abs_correlations, kappa_estimate
+from aria_tda.diagnostics.krylov import block_krylov_eigs
+from aria_tda.diagnostics.tiled import parse_memory
 from aria_tda.errors import AriaWarning, ParameterError
-from aria_tda.scores.krylov import block_krylov_eigs
-from aria_tda.scores.sketch import abs_correlations, kappa_estimate
 from aria_tda.scores.stats import stream_stats
-from aria_tda.scores.tiled import parse_memory
 
 FIELDS = ("kappa", "r1", "r2_5", "p", "sigma1", "frobenius", "v1_constancy")
 

@@ -6,7 +6,8 @@ checkpoint's digest and contents matter exactly as for a real encoder. Pure nump
 processes import it by module name (this folder is on ``sys.path`` under pytest, and spawned
 workers inherit ``sys.path``).
 
-:data:`SPEC` is the registry entry tests add to :data:`aria_tda.encoders.ENCODERS` (monkeypatched).
+:data:`SPEC` is the registry entry tests add to :data:`aria_tda.embed.encoders.ENCODERS`
+(monkeypatched).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.encoders.base import Encoder, EncoderSpec, file_sha256
+from aria_tda.embed.encoders.base import Encoder, EncoderSpec, file_sha256
 
 RATE = 16_000
 N_FFT = 1024

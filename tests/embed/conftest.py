@@ -9,7 +9,7 @@ import pytest
 @pytest.fixture
 def toy_encoder(monkeypatch, tmp_path):
     """Register the toy encoder as ``"toy"``; returns its checkpoint path."""
-    from aria_tda.encoders.registry import ENCODERS
+    from aria_tda.embed.encoders.registry import ENCODERS
 
     monkeypatch.setitem(ENCODERS, "toy", toy.SPEC)
     return toy.save_checkpoint(tmp_path / "toy.npy")

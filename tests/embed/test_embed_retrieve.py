@@ -8,12 +8,11 @@ import pandas as pd
 import pytest
 
 from aria_tda.embed import embed_to_store, retrieve
+from aria_tda.embed.retrieval import cosine_scores_reference, queries_table_path
 from aria_tda.errors import DataError
-from aria_tda.features.embeddings import queries_table_path
 from aria_tda.features.store import FeatureStore, StoreWriter
 from aria_tda.manifest import read_manifest
 from aria_tda.scores import open_scores
-from aria_tda.scores.retrieval import cosine_scores_reference
 
 
 @pytest.fixture

@@ -207,3 +207,42 @@ def test_errors_subcommand_lists_the_failed_files(tmp_path, capsys):
     extract_to_store(tmp_path / "in" / "m0.mid", clean, modality="symbolic")
     code, stdout, _ = run(["features", "errors", str(clean)], capsys)
     assert code == 0 and "no failed files" in stdout
+
+
+# ------------------------------------------------------- a run whose every input fails stops
+
+
+def test_a_list_whose_paths_all_fail_stops_with_the_first_reason(tmp_path, capsys):
+    # the audio demo's old mistake: paths relative to the working folder, in a list that
+    # resolves them against its own folder (ARIA's one rule) -> every file is missing
+    corpus(tmp_path / "data" / "midi", n=3)
+    (tmp_path / "lists").mkdir()
+    listing = tmp_path / "lists" / "tracks.csv"
+    listing.write_text("path\n" + "".join(f"data/midi/m{i}.mid\n" for i in range(3)))
+    with pytest.raises(DataError, match=r"all 3 input files failed, nothing was extracted"):
+        extract_to_store(listing, tmp_path / "store", modality="symbolic", progress=False)
+    code, out, err = run(["features", "symbolic", str(listing), "--out", str(tmp_path / "s2")],
+                         capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "m0.mid" in err and "nothing was extracted" in err
+    # the same list, its paths relative to itself: every file is read
+    listing.write_text("path\n" + "".join(f"../data/midi/m{i}.mid\n" for i in range(3)))
+    info = extract_to_store(listing, tmp_path / "store", modality="symbolic", progress=False)
+    assert info["n_extracted"] == 3 and info["n_errors"] == 0
+
+
+def test_the_first_failures_stop_a_run_before_the_rest(tmp_path):
+    root = tmp_path / "in"
+    root.mkdir()
+    for i in range(12):
+        (root / f"a{i:02d}.mid").write_bytes(b"")  # sorted first, all broken
+    save(make_midi([[*note(0, 96, 60), *note(96, 192, 64)]]), root / "z.mid")
+    with pytest.raises(DataError, match=r"the first 8 of 13 input files failed.*stopped there"):
+        extract_to_store(root, tmp_path / "store", modality="symbolic", progress=False)
+
+
+def test_one_bad_file_first_is_recorded_and_the_run_goes_on(tmp_path):
+    root = corpus(tmp_path / "in", n=3)
+    (root / "a-broken.mid").write_bytes(b"")  # sorted before the good ones
+    info = extract_to_store(root, tmp_path / "store", modality="symbolic", progress=False)
+    assert info["n_extracted"] == 3 and info["n_errors"] == 1

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from aria_tda.cli import main
-from aria_tda.features.store import FeatureStore, collect_inputs, extract_to_store
+from aria_tda.features.extract import collect_inputs, extract_to_store
+from aria_tda.features.store import FeatureStore
 from aria_tda.features.symbolic import extract_file
 
 from ._midifiles import make_midi, note, save, tempo

@@ -97,7 +97,7 @@ def test_study_key_B_accepts_auto():
     from pathlib import Path
 
     from aria_tda.errors import ParameterError
-    from aria_tda.study_config import SettingSpec, StudySpec
+    from aria_tda.study.config import SettingSpec, StudySpec
 
     base = {"modality": "symbolic", "feature_store": Path("features"),
             "settings": (SettingSpec(scores=Path("s.npy")),)}

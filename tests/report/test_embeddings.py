@@ -6,6 +6,7 @@ import pandas as pd
 
 from aria_tda.report import load_results, write_report
 from aria_tda.report.embeddings import embedding_alignment_table, embedding_settings
+from aria_tda.report.tables import alignment_table
 from aria_tda.results import read_results_meta, write_results_meta
 
 
@@ -20,7 +21,7 @@ def test_no_embedding_settings_no_table(results):
     path, _ = results
     data = load_results(path)
     assert embedding_settings(data) == []
-    assert embedding_alignment_table(data) is None
+    assert embedding_alignment_table(data, alignment_table(data)) is None
 
 
 def test_listed_embedding_settings_get_the_table3_layout(results):
@@ -28,7 +29,8 @@ def test_listed_embedding_settings_get_the_table3_layout(results):
     _mark(path, embedding_settings=["MERT"])
     data = load_results(path)
     assert embedding_settings(data) == ["MERT"]
-    t = embedding_alignment_table(data)
+    assert embedding_alignment_table(data, None) is None  # no alignment rows, no Table 3
+    t = embedding_alignment_table(data, alignment_table(data))
     assert t is not None and t.name == "alignment_embeddings"
     assert t.df["setting"].tolist() == ["MERT"]
     al = frames["alignment"]

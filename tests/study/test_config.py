@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aria_tda.errors import FileFormatError, ParameterError
-from aria_tda.study_config import load_study, parse_study
+from aria_tda.study.config import load_study, parse_study
 
 GOOD = """\
 name = "demo"
@@ -87,7 +87,7 @@ def test_not_toml(tmp_path):
 
 
 def test_study_to_toml_round_trip(tmp_path):
-    from aria_tda.study_config import study_to_toml
+    from aria_tda.study.config import study_to_toml
 
     (tmp_path / "s.toml").write_text(GOOD.replace('method = "TRAK"', 'method = "TR\\"AK"'))
     s = load_study(tmp_path / "s.toml")
@@ -103,7 +103,7 @@ def test_study_to_toml_round_trip(tmp_path):
 def _spec(**kw):
     from pathlib import Path
 
-    from aria_tda.study_config import SettingSpec, StudySpec
+    from aria_tda.study.config import SettingSpec, StudySpec
 
     base = {"modality": "symbolic", "feature_store": Path("features"),
             "settings": (SettingSpec(scores=Path("s.npy")),)}
@@ -116,7 +116,7 @@ def test_spec_built_in_python_is_checked_like_a_file():
     with pytest.raises(ParameterError, match=r"K_report: expected one of K = \[5, 10\]"):
         _spec(K=(10, 5), K_report=7)
     with pytest.raises(ParameterError, match=r"setting\[1\]\.name: expected a setting name used"):
-        from aria_tda.study_config import SettingSpec
+        from aria_tda.study.config import SettingSpec
 
         _spec(settings=(SettingSpec(scores="a/s.npy"), SettingSpec(scores="b/s.npy")))
     s = _spec(K=[50, 20, 20])
@@ -125,7 +125,7 @@ def test_spec_built_in_python_is_checked_like_a_file():
 
 def test_defaults_come_from_one_place():
     from aria_tda.homogeneity import DEFAULT_KS
-    from aria_tda.study_config import StudySpec, default_k_report, field_default
+    from aria_tda.study.config import StudySpec, default_k_report, field_default
 
     s = _spec()
     assert s.K == tuple(DEFAULT_KS) and s.K_report == default_k_report(DEFAULT_KS) == 300
@@ -138,7 +138,7 @@ def test_defaults_come_from_one_place():
 def test_file_keys_params_and_toml_are_derived_from_the_fields(tmp_path):
     import dataclasses
 
-    from aria_tda.study_config import SettingSpec, StudySpec, study_to_toml
+    from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml
 
     setting = SettingSpec(scores="s.npy", segments="m.csv", key="arr")
     embedding = SettingSpec(train_embeddings="emb/train", query_embeddings="emb/queries")
@@ -162,7 +162,7 @@ def test_file_keys_params_and_toml_are_derived_from_the_fields(tmp_path):
 
 
 def test_validate_study_checks_the_spec_itself():
-    from aria_tda.study_config import validate_study
+    from aria_tda.study.config import validate_study
 
     s = _spec(extra={"note": 1})
     v = validate_study(s)

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from aria_tda._steps import RECORD
 from aria_tda.cli import main
 from aria_tda.errors import ParameterError
 from aria_tda.results import TABLES, read_results_meta, read_table
@@ -216,7 +217,7 @@ def test_worker_killed_mid_task(tmp_path, study, client, monkeypatch):
     assert pid not in client.run(os.getpid).values()  # the worker did die (its nanny restarts it)
     assert_same_results(local, out)
     assert read_results_meta(out)["execution"]["settings_computed"] == 4
-    records = [p.read_text() for p in (out / ".cache").glob("*/stage.json")]
+    records = [p.read_text() for p in (out / ".cache").glob(f"*/{RECORD}")]
     assert len(records) == 4 and all('"complete"' in r for r in records)
 
 

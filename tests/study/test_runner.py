@@ -9,7 +9,7 @@ import pytest
 from aria_tda.errors import DataError, ParameterError
 from aria_tda.results import read_results_meta, read_table
 from aria_tda.study import run_study
-from aria_tda.study_config import load_study
+from aria_tda.study.config import load_study
 
 N_TRACKS, N_QUERIES = 120, 24  # the sizes of the planted_study fixture (tests/conftest.py)
 
@@ -129,11 +129,11 @@ def test_input_mistake_creates_no_output_folder(tmp_path, rng, planted_study):
     assert not (tmp_path / "results").exists()
 
 
-def test_failed_setting_leaves_no_running_stage_and_rerun_redoes_it(
+def test_failed_setting_leaves_no_running_step_and_rerun_redoes_it(
     tmp_path, rng, planted_study, monkeypatch
 ):
     import aria_tda.homogeneity
-    from aria_tda._stages import RECORD
+    from aria_tda._steps import RECORD
 
     study = planted_study(tmp_path, rng)
 
@@ -144,7 +144,7 @@ def test_failed_setting_leaves_no_running_stage_and_rerun_redoes_it(
     with pytest.raises(RuntimeError, match="the null broke"):
         run_study(study, quiet=True)
     records = list((tmp_path / "results").rglob(RECORD))
-    assert not records  # no stage marked "running"
+    assert not records  # no step marked "running"
     assert not (tmp_path / "results").exists()  # the run made it and it holds nothing
     monkeypatch.undo()
     out = run_study(study, quiet=True)

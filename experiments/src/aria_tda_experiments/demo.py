@@ -28,7 +28,7 @@ vary), at a size a 2-core CPU finishes in minutes:
 8. **report** — ``results/report.html``.
 
 Every stage is resumable: a rerun with the same sizes and seed reuses finished stages
-(:class:`aria_tda._stages.Stage`); a changed setting recomputes that stage and those after it.
+(:class:`aria_tda._steps.Step`); a changed setting recomputes that stage and those after it.
 Sizes, seeds and per-stage wall times are printed and recorded in ``results.json``.
 """
 
@@ -46,7 +46,7 @@ import numpy as np
 
 from aria_tda._checks import check_choice, check_float, check_int, check_int_list
 from aria_tda._io import remove_path, write_text
-from aria_tda._stages import Stage, params_digest
+from aria_tda._steps import Step, params_digest
 from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda.results import DEFAULT_KS, default_k_report
 from aria_tda_experiments.validation import DIAGNOSTICS, PAPER_METHODS, agreement_table
@@ -160,11 +160,11 @@ class _Runner:
         upstream = {a: self.digests[a] for a in after}
         full = {"params": params, "after": upstream}
         if resumable and after:
-            rec = Stage(self.root, name).record() or {}
+            rec = Step(self.root, name).record() or {}
             old = (rec.get("params") or {}).get("after")
             if old is not None and old != upstream:
                 remove_path(self.root / name)
-        st = Stage(self.root, name, full)
+        st = Step(self.root, name, full)
         self.digests[name] = params_digest(full)
         if st.is_complete():
             rec = st.record() or {}
@@ -262,7 +262,7 @@ def run_demo(
         raise ParameterError(expected("overrides", "DemoSettings fields", sorted(unknown)))
     settings = DemoSettings(preset=name, seed=seed, methods=methods, threads=n_threads, **overrides)
     trak_ks = _trak_ks(settings, methods, p)
-    root = Path(out)
+    root = Path(out).absolute()  # one meaning for a relative --out in every stage
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
     root.mkdir(parents=True, exist_ok=True)
@@ -440,7 +440,7 @@ def run_demo(
     qmeta["label"] = qmeta["query_id"] + " — " + qmeta["title"].astype(str)
     queries_csv = root / "queries.csv"
     write_text(queries_csv, qmeta.to_csv(index=False))
-    from aria_tda.study_config import SettingSpec, StudySpec, study_to_toml, validate_study
+    from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml, validate_study
 
     spec = validate_study(StudySpec(
         path=None, name=f"ARIA demo: MusicTransformer on music21 {corpus_label}",
@@ -515,7 +515,7 @@ def run_demo(
         "train_loss": float(main.losses[-1]),
         # where each stage was computed (a run may be split across machines with `until`)
         "stage_devices": {
-            name: (Stage(root, name).record() or {}).get("summary", {}).get("device")
+            name: (Step(root, name).record() or {}).get("summary", {}).get("device")
             for name in ("models", "attribution", "lds")
         },
         "n_parameters": int(sum(t.numel() for t in main.model.parameters())),

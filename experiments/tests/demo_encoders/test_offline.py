@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from aria_tda.encoders import load_encoder
+from aria_tda.embed.encoders import load_encoder
 from aria_tda.errors import DataError, FileFormatError, ParameterError
 from aria_tda_experiments.encoders import (
     ClapStyleConfig,

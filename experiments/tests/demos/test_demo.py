@@ -50,14 +50,16 @@ def test_bad_arguments(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys):
+def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     from aria_tda.cli import main
 
     out = tmp_path / "demo"
     # the split a GPU user makes: train and attribute (on the GPU machine), then copy the
-    # folder without the other ensemble members and finish elsewhere with the same command
+    # folder without the other ensemble members and finish elsewhere with the same command;
+    # the first run names its folder relative to the working folder, the rest absolutely
+    monkeypatch.chdir(tmp_path)
     base = ["demo", "--preset", "tiny", "--out", str(out), "--threads", "1", "-B", "50"]
-    assert main([*base, "--until", "attribution"]) == 0
+    assert main([*base[:4], "demo", *base[5:], "--until", "attribution"]) == 0
     log = capsys.readouterr().out
     assert "stopped after the attribution stage" in log and not (out / "results").exists()
     assert not (out / "lds").exists()

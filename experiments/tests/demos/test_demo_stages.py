@@ -31,17 +31,17 @@ def test_changed_upstream_clears_a_resumable_stage(tmp_path):
 
 
 def test_interrupted_stage_with_the_same_upstream_keeps_its_work(tmp_path):
-    from aria_tda._stages import Stage
+    from aria_tda._steps import Step
 
     run = _upstream(tmp_path, 1)
     full = {"params": {"n": 1}, "after": {"tokens": run.digests["tokens"]}}
-    Stage(tmp_path, "models", full).begin()  # a run that died mid-stage
+    Step(tmp_path, "models", full).begin()  # a run that died mid-stage
     (tmp_path / "models" / "model.pt").write_text("half")
     seen: list[bool] = []
     _down(_upstream(tmp_path, 1), {"n": 1}, seen)
     assert seen == [True]
     # interrupted under other tokens: cleared
-    Stage(tmp_path, "models", {"params": {"n": 1}, "after": {"tokens": "x"}}).begin()
+    Step(tmp_path, "models", {"params": {"n": 1}, "after": {"tokens": "x"}}).begin()
     (tmp_path / "models" / "model.pt").write_text("half")
     seen.clear()
     _down(_upstream(tmp_path, 1), {"n": 1}, seen)

@@ -14,6 +14,8 @@ from aria_tda_experiments.sensitivity import trak_sensitivity, zbar_evaluator
 
 
 def test_cells_match_trak_and_table_round_trips(tiny, tmp_path):
+    from aria_tda.attribution import TrakArgs
+
     args = (tiny["model"], tiny["ensemble"], tiny["train"], tiny["queries"])
 
     def evaluate(scores):
@@ -35,7 +37,7 @@ def test_cells_match_trak_and_table_round_trips(tiny, tmp_path):
         out_dir=tmp_path,
     )
     for (k, lam), cell in res.results.items():
-        direct = trak(*args, proj_dim=k, lam=lam, batch_size=5).scores
+        direct = trak(*args, args=TrakArgs(proj_dim=k, lam=lam, batch_size=5)).scores
         np.testing.assert_allclose(cell.scores, direct, rtol=1e-4, atol=1e-6 * np.abs(direct).max())
         assert (tmp_path / f"TRAK_k{k}_lam{lam:g}.npy").is_file()
     table = res.table

@@ -24,9 +24,9 @@ Conventions
 
 Example
 -------
->>> from aria_tda.attribution import trak, lds, sample_subsets          # doctest: +SKIP
->>> res = trak(model, ensemble_ckpts, train_windows, query_windows,   # doctest: +SKIP
-...            proj_dim=512, lam=0.01)
+>>> from aria_tda.attribution import TrakArgs, trak, lds, sample_subsets  # doctest: +SKIP
+>>> res = trak(model, ensemble_ckpts, train_windows, query_windows,     # doctest: +SKIP
+...            args=TrakArgs(proj_dim=512, lam=0.01))
 >>> res.scores.shape                                                  # doctest: +SKIP
 (n_train, n_test)
 
@@ -37,8 +37,9 @@ Modules
 (LDS subsets), one module per method family — :mod:`~aria_tda.attribution.trak_ensemble` (TRAK),
 :mod:`~aria_tda.attribution.gradient_similarity` (TracIn, GradDot, GradCos),
 :mod:`~aria_tda.attribution.block_projected` (LoGra, FactGraSS) — each with a frozen arguments
-dataclass, :mod:`~aria_tda.attribution.registry` (which method needs which checkpoints;
-:func:`run_methods`), :mod:`~aria_tda.attribution.lds` (linear datamodeling score),
+dataclass that declares its options once and that its functions take as ``args``,
+:mod:`~aria_tda.attribution.registry` (which method needs which checkpoints; :func:`run_methods`),
+:mod:`~aria_tda.attribution.lds` (linear datamodeling score),
 :mod:`~aria_tda.attribution.storage`. The TRAK sensitivity grid is an experiment and lives in
 the experiments package (``aria_tda_experiments.sensitivity``); the library never imports it.
 """

@@ -2,21 +2,27 @@
 
 Each method family (:mod:`~aria_tda.attribution.trak_ensemble`,
 :mod:`~aria_tda.attribution.gradient_similarity`, :mod:`~aria_tda.attribution.block_projected`)
-takes its options as one frozen arguments dataclass built on :class:`MethodArgs` (checked on
-construction; an option the method does not take is an error, see
-:meth:`aria_tda._options.Options.from_mapping`) and returns an :class:`AttributionResult` whose
-``parameters`` record those arguments (:meth:`MethodArgs.to_dict`).
+declares its options ONCE, as the fields of one frozen arguments dataclass built on
+:class:`MethodArgs` (type, default, range and help of each; checked on construction). Every
+method function takes that dataclass as its one ``args`` keyword (kronfluence's
+``score_args`` convention)::
+
+    trak(model, ensemble, train, queries, args=TrakArgs(proj_dim=512, lam=0.01))
+
+and the registry (:func:`~aria_tda.attribution.run_methods`), the demos and the docs build it
+from a mapping with :meth:`aria_tda._options.Options.from_mapping` (an option the method does
+not take is an error). The result is an :class:`AttributionResult` whose ``parameters`` record
+those arguments (:meth:`MethodArgs.to_dict`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -34,8 +40,11 @@ __all__ = [
     "MethodArgs",
     "ProjectionArgs",
     "prepare_inputs",
+    "resolve_args",
     "scores_to_numpy",
 ]
+
+ArgsT = TypeVar("ArgsT", bound="MethodArgs")
 
 #: ``engine="aria"`` (dattri's numbers, faster) or ``"dattri"`` (dattri's own classes).
 ENGINES = ("aria", "dattri")
@@ -100,8 +109,32 @@ class MethodArgs(Options):
     """The arguments every attribution method takes (one frozen dataclass per family).
 
     Build one with keywords or with :meth:`~aria_tda._options.Options.from_mapping`, which rejects
-    options the method does not take. ``tuned`` names the hyper-parameters whose defaults were
-    chosen for the benchmark model (``aria_tda.attribution.DEFAULTS`` shows them).
+    options the method does not take, and pass it as the method's ``args``. ``tuned`` names the
+    hyper-parameters whose defaults were chosen for the benchmark model
+    (``aria_tda.attribution.DEFAULTS`` shows them).
+
+    Attributes
+    ----------
+    loss : {"sequence", "last_token"} or callable
+        Per-sample loss of training windows, or ``f(model, tokens) -> (B,)``
+        (default ``"sequence"``).
+    target : {"sequence", "last_token"} or callable
+        Per-sample loss of queries (the attributed output), as ``loss``
+        (default ``"last_token"``).
+    batch_size : int, >= 1
+        Windows per per-sample-gradient batch (default 32).
+    seed : int, >= 0
+        Projection seed, dattri's ``proj_seed`` (default 0).
+    num_threads : int or None
+        torch intra-op threads while computing (default 1; ``None``: leave torch's setting).
+    device : str
+        Where gradients are computed: ``"cpu"`` (default) or an accelerator such as
+        ``"cuda"``. TRAK and the TracIn family draw their projections on the CPU generator
+        either way, so an accelerator gives the CPU's scores up to rounding (engine
+        ``"dattri"`` draws them with dattri's generator on the device); LoGra / FactGraSS
+        draw their compressors on the device.
+    progress : bool or None
+        Progress bars on/off (default ``None``: ARIA's default).
     """
 
     tuned: ClassVar[tuple[str, ...]] = ()
@@ -132,14 +165,22 @@ class MethodArgs(Options):
         out["target"] = loss_name(self.target)
         return out
 
-    def as_kwargs(self) -> dict[str, Any]:
-        """The arguments as keyword arguments of the method's function (values untouched)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 @dataclass(frozen=True)
 class ProjectionArgs(MethodArgs):
-    """:class:`MethodArgs` plus the dense-projection settings of TRAK and the TracIn family."""
+    """:class:`MethodArgs` plus the dense-projection settings of TRAK and the TracIn family.
+
+    Attributes
+    ----------
+    proj_type : {"normal", "rademacher"}
+        Distribution of the random projection matrix (default ``"normal"``).
+    engine : {"aria", "dattri"}
+        ``"aria"`` (default: dattri's numbers, faster) or ``"dattri"`` (dattri's own
+        attributor classes).
+    max_projection_bytes : int, >= 0
+        Largest projection matrix kept between batches (engine ``"aria"``; bytes).
+    """
 
     proj_type: str = option("normal", choices=PROJ_TYPES, help="random projection distribution")
     engine: str = option("aria", choices=ENGINES,
@@ -152,6 +193,32 @@ class ProjectionArgs(MethodArgs):
 # ------------------------------------------------------------------------------------------
 # helpers shared by the families
 # ------------------------------------------------------------------------------------------
+
+
+def resolve_args(cls: type[ArgsT], args: ArgsT | None, method: str) -> ArgsT:
+    """The arguments a method function was given: ``cls()`` for ``None``, else ``args`` checked.
+
+    Parameters
+    ----------
+    cls : type
+        The method's arguments dataclass (a :class:`MethodArgs` subclass).
+    args : MethodArgs or None
+        What the caller passed as ``args``.
+    method : str
+        The method's name (for the error message).
+
+    Raises
+    ------
+    ParameterError
+        if ``args`` is not an instance of ``cls`` (a mapping of options: build the dataclass
+        with ``cls.from_mapping(...)``; keywords: ``cls(proj_dim=..., ...)``).
+    """
+    if args is None:
+        return cls()
+    if not isinstance(args, cls):
+        what = f"a {cls.__name__} for {method} (or None for its defaults)"
+        raise ParameterError(expected("args", what, type(args).__name__))
+    return args
 
 
 def prepare_inputs(model: Any, train: Any, queries: Any) -> tuple[nn.Module, Any, Any]:

@@ -33,6 +33,7 @@ from aria_tda.attribution.base import (
     _dattri_progress,
     _Timer,
     prepare_inputs,
+    resolve_args,
     scores_to_numpy,
 )
 from aria_tda.attribution.task import (
@@ -67,7 +68,21 @@ def _layer_names(name: str, value: Any) -> Sequence[str] | None:
 
 @dataclass(frozen=True)
 class LoGraArgs(MethodArgs):
-    """Arguments of :func:`logra` (checked on construction, recorded in the manifest)."""
+    r"""Arguments of :func:`logra` (checked on construction, recorded in the manifest).
+
+    The fields of :class:`~aria_tda.attribution.base.MethodArgs` (``loss``, ``target``,
+    ``batch_size``, ``seed``, ``num_threads``, ``device``, ``progress``) plus:
+
+    Attributes
+    ----------
+    proj_dim : int
+        Per-layer projected dimension :math:`k`, a perfect square (default 256 = 16 x 16).
+    damping : float, > 0
+        Relative damping :math:`c` of the eFIM, times its mean eigenvalue (paper: 0.1).
+    layer_names : sequence of str or None
+        ``nn.Linear`` layers to use (names inside the wrapper: ``"inner." + name``);
+        default ``None``: all of them.
+    """
 
     tuned: ClassVar[tuple[str, ...]] = ("proj_dim", "damping")
 
@@ -86,7 +101,23 @@ class LoGraArgs(MethodArgs):
 
 @dataclass(frozen=True)
 class FactGraSSArgs(MethodArgs):
-    """Arguments of :func:`factgrass` (checked on construction, recorded in the manifest)."""
+    r"""Arguments of :func:`factgrass` (checked on construction, recorded in the manifest).
+
+    The fields of :class:`~aria_tda.attribution.base.MethodArgs` (``loss``, ``target``,
+    ``batch_size``, ``seed``, ``num_threads``, ``device``, ``progress``) plus:
+
+    Attributes
+    ----------
+    proj_dim : int
+        Per-layer output dimension :math:`k` (default 256).
+    blowup : int
+        Blow-up factor :math:`b` (default 4); ``proj_dim * blowup`` must be a perfect square.
+    damping : float, > 0
+        Relative damping :math:`c` of the eFIM (paper: 0.01).
+    layer_names : sequence of str or None
+        ``nn.Linear`` layers to use (names inside the wrapper: ``"inner." + name``);
+        default ``None``: all of them.
+    """
 
     tuned: ClassVar[tuple[str, ...]] = ("proj_dim", "blowup", "damping")
 
@@ -103,9 +134,6 @@ class FactGraSSArgs(MethodArgs):
         super().__post_init__()
         _check_square("proj_dim * blowup", self.proj_dim * self.blowup)
 
-
-_LOGRA = LoGraArgs()
-_FACTGRASS = FactGraSSArgs()
 
 
 class _LossOutput:
@@ -250,16 +278,7 @@ def logra(
     train: Any,
     queries: Any,
     *,
-    proj_dim: int = _LOGRA.proj_dim,
-    damping: float = _LOGRA.damping,
-    loss: LossLike = _LOGRA.loss,
-    target: LossLike = _LOGRA.target,
-    batch_size: int = _LOGRA.batch_size,
-    seed: int = _LOGRA.seed,
-    layer_names: list[str] | None = None,
-    num_threads: int | None = _LOGRA.num_threads,
-    device: str = _LOGRA.device,
-    progress: bool | None = _LOGRA.progress,
+    args: LoGraArgs | None = None,
 ) -> AttributionResult:
     r"""LoGra (paper Eq. logra) through dattri's ``LoGraAttributor`` configuration.
 
@@ -278,18 +297,11 @@ def logra(
         One checkpoint (the final model).
     train, queries : array [shape=(N, L)], int64
         Training windows (rows) and query windows (columns).
-    proj_dim : int
-        Per-layer projected dimension; a perfect square.
-    damping : float, > 0
-        Relative damping c (paper: 0.1).
-    loss, target, batch_size, seed, num_threads, device, progress : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
-    layer_names : list of str, optional
-        Linear layers to use (names inside the wrapper: ``"inner." + name``); default all.
+    args : LoGraArgs, optional
+        The options (:class:`LoGraArgs` lists them: ``proj_dim``, ``damping``,
+        ``layer_names``, ``loss``, ``target``, ``device``, ...); default ``LoGraArgs()``.
     """
-    a = LoGraArgs(proj_dim=proj_dim, damping=damping, loss=loss, target=target,
-                  batch_size=batch_size, seed=seed, layer_names=layer_names,
-                  num_threads=num_threads, device=device, progress=progress)
+    a = resolve_args(LoGraArgs, args, "LoGra")
     root = math.isqrt(a.proj_dim)
     return _run("LoGra", model, checkpoint, train, queries, a,
                 sparsifier=_compressor(root, "normal", a.seed, a.device),
@@ -302,17 +314,7 @@ def factgrass(
     train: Any,
     queries: Any,
     *,
-    proj_dim: int = _FACTGRASS.proj_dim,
-    blowup: int = _FACTGRASS.blowup,
-    damping: float = _FACTGRASS.damping,
-    loss: LossLike = _FACTGRASS.loss,
-    target: LossLike = _FACTGRASS.target,
-    batch_size: int = _FACTGRASS.batch_size,
-    seed: int = _FACTGRASS.seed,
-    layer_names: list[str] | None = None,
-    num_threads: int | None = _FACTGRASS.num_threads,
-    device: str = _FACTGRASS.device,
-    progress: bool | None = _FACTGRASS.progress,
+    args: FactGraSSArgs | None = None,
 ) -> AttributionResult:
     r"""FactGraSS (paper Eq. factgrass) through dattri's ``FactGraSSAttributor`` configuration.
 
@@ -329,20 +331,12 @@ def factgrass(
         One checkpoint (the final model).
     train, queries : array [shape=(N, L)], int64
         Training windows (rows) and query windows (columns).
-    proj_dim : int
-        Per-layer output dimension k.
-    blowup : int
-        Blow-up factor b; ``proj_dim * blowup`` must be a perfect square.
-    damping : float, > 0
-        Relative damping (paper: 0.01).
-    loss, target, batch_size, seed, num_threads, device, progress : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
-    layer_names : list of str, optional
-        Linear layers to use (names inside the wrapper: ``"inner." + name``); default all.
+    args : FactGraSSArgs, optional
+        The options (:class:`FactGraSSArgs` lists them: ``proj_dim``, ``blowup``,
+        ``damping``, ``layer_names``, ``loss``, ``target``, ``device``, ...); default
+        ``FactGraSSArgs()``.
     """
-    a = FactGraSSArgs(proj_dim=proj_dim, blowup=blowup, damping=damping, loss=loss,
-                      target=target, batch_size=batch_size, seed=seed, layer_names=layer_names,
-                      num_threads=num_threads, device=device, progress=progress)
+    a = resolve_args(FactGraSSArgs, args, "FactGraSS")
     root = math.isqrt(a.proj_dim * a.blowup)
     return _run("FactGraSS", model, checkpoint, train, queries, a,
                 sparsifier=_compressor(root, "random_mask", a.seed, a.device),

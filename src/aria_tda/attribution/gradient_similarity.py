@@ -33,10 +33,10 @@ from aria_tda.attribution.base import (
     _one,
     _Timer,
     prepare_inputs,
+    resolve_args,
     scores_to_numpy,
 )
 from aria_tda.attribution.task import (
-    LossLike,
     build_task,
     import_dattri,
     load_checkpoints,
@@ -51,7 +51,18 @@ __all__ = ["GradientArgs", "grad_similarities", "gradcos", "graddot", "tracin"]
 
 @dataclass(frozen=True)
 class GradientArgs(ProjectionArgs):
-    """Arguments of :func:`tracin`, :func:`graddot`, :func:`gradcos`, :func:`grad_similarities`."""
+    """Arguments of :func:`tracin`, :func:`graddot`, :func:`gradcos`, :func:`grad_similarities`.
+
+    The fields of :class:`~aria_tda.attribution.base.ProjectionArgs` (``loss``, ``target``,
+    ``batch_size``, ``seed``, ``num_threads``, ``device``, ``progress``, ``proj_type``,
+    ``engine``, ``max_projection_bytes``) plus the one below.
+
+    Attributes
+    ----------
+    proj_dim : int or None
+        Projection dimension (one projection per checkpoint, dattri's ``ensemble_id``);
+        default ``None``: exact gradient inner products.
+    """
 
     tuned: ClassVar[tuple[str, ...]] = ("proj_dim",)
 
@@ -59,8 +70,6 @@ class GradientArgs(ProjectionArgs):
                                   help="projection dimension k (None: exact gradient products; "
                                        "one projection per checkpoint)")
 
-
-_DEFAULT = GradientArgs()
 
 
 def _gradient_scores(
@@ -142,17 +151,7 @@ def tracin(
     queries: Any,
     *,
     learning_rates: Sequence[float],
-    proj_dim: int | None = _DEFAULT.proj_dim,
-    loss: LossLike = _DEFAULT.loss,
-    target: LossLike = _DEFAULT.target,
-    proj_type: str = _DEFAULT.proj_type,
-    batch_size: int = _DEFAULT.batch_size,
-    seed: int = _DEFAULT.seed,
-    engine: str = _DEFAULT.engine,
-    max_projection_bytes: int = _DEFAULT.max_projection_bytes,
-    num_threads: int | None = _DEFAULT.num_threads,
-    device: str = _DEFAULT.device,
-    progress: bool | None = _DEFAULT.progress,
+    args: GradientArgs | None = None,
 ) -> AttributionResult:
     r"""TracIn (paper Eq. tracin): :math:`\sum_c \eta_c\,\phi_c(q)^\top\phi_c(s)`.
 
@@ -168,21 +167,13 @@ def tracin(
         Query windows (columns).
     learning_rates : sequence of float [length C]
         :math:`\eta_c`, the learning rate in force at each checkpoint.
-    proj_dim : int or None
-        Projection dimension (one projection per checkpoint, dattri's ``ensemble_id``);
-        ``None`` = raw gradients.
-    loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
-    num_threads, device, progress : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
+    args : GradientArgs, optional
+        The options (:class:`GradientArgs` lists them: ``proj_dim``, ``loss``, ``target``,
+        ``engine``, ``device``, ...); default ``GradientArgs()``.
     """
-    args = GradientArgs(
-        proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
-        seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, device=device, progress=progress,
-    )
+    a = resolve_args(GradientArgs, args, "TracIn")
     return _gradient_scores({"TracIn": False}, model, checkpoints, list(learning_rates), train,
-                            queries, args)["TracIn"]
+                            queries, a)["TracIn"]
 
 
 def graddot(
@@ -191,17 +182,7 @@ def graddot(
     train: Any,
     queries: Any,
     *,
-    proj_dim: int | None = _DEFAULT.proj_dim,
-    loss: LossLike = _DEFAULT.loss,
-    target: LossLike = _DEFAULT.target,
-    proj_type: str = _DEFAULT.proj_type,
-    batch_size: int = _DEFAULT.batch_size,
-    seed: int = _DEFAULT.seed,
-    engine: str = _DEFAULT.engine,
-    max_projection_bytes: int = _DEFAULT.max_projection_bytes,
-    num_threads: int | None = _DEFAULT.num_threads,
-    device: str = _DEFAULT.device,
-    progress: bool | None = _DEFAULT.progress,
+    args: GradientArgs | None = None,
 ) -> AttributionResult:
     r"""GradDot (paper Eq. graddot): :math:`\phi(q)^\top\phi(s)` at one checkpoint.
 
@@ -213,20 +194,13 @@ def graddot(
         One checkpoint (the final model).
     train, queries : array [shape=(N, L)], int64
         Training windows (rows) and query windows (columns).
-    proj_dim : int or None
-        Projection dimension; ``None`` = exact gradient products.
-    loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
-    num_threads, device, progress : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
+    args : GradientArgs, optional
+        The options (:class:`GradientArgs` lists them: ``proj_dim``, ``loss``, ``target``,
+        ``engine``, ``device``, ...); default ``GradientArgs()``.
     """
-    args = GradientArgs(
-        proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
-        seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, device=device, progress=progress,
-    )
+    a = resolve_args(GradientArgs, args, "GradDot")
     return _gradient_scores({"GradDot": False}, model, _one(checkpoint), [1.0], train, queries,
-                            args)["GradDot"]
+                            a)["GradDot"]
 
 
 def gradcos(
@@ -235,17 +209,7 @@ def gradcos(
     train: Any,
     queries: Any,
     *,
-    proj_dim: int | None = _DEFAULT.proj_dim,
-    loss: LossLike = _DEFAULT.loss,
-    target: LossLike = _DEFAULT.target,
-    proj_type: str = _DEFAULT.proj_type,
-    batch_size: int = _DEFAULT.batch_size,
-    seed: int = _DEFAULT.seed,
-    engine: str = _DEFAULT.engine,
-    max_projection_bytes: int = _DEFAULT.max_projection_bytes,
-    num_threads: int | None = _DEFAULT.num_threads,
-    device: str = _DEFAULT.device,
-    progress: bool | None = _DEFAULT.progress,
+    args: GradientArgs | None = None,
 ) -> AttributionResult:
     r"""GradCos (paper Eq. gradcos): the cosine of the two gradients, in [-1, 1].
 
@@ -257,20 +221,13 @@ def gradcos(
         One checkpoint (the final model).
     train, queries : array [shape=(N, L)], int64
         Training windows (rows) and query windows (columns).
-    proj_dim : int or None
-        Projection dimension; ``None`` = exact gradients.
-    loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
-    num_threads, device, progress : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
+    args : GradientArgs, optional
+        The options (:class:`GradientArgs` lists them: ``proj_dim``, ``loss``, ``target``,
+        ``engine``, ``device``, ...); default ``GradientArgs()``.
     """
-    args = GradientArgs(
-        proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
-        seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, device=device, progress=progress,
-    )
+    a = resolve_args(GradientArgs, args, "GradCos")
     return _gradient_scores({"GradCos": True}, model, _one(checkpoint), [1.0], train, queries,
-                            args)["GradCos"]
+                            a)["GradCos"]
 
 
 def grad_similarities(
@@ -279,17 +236,7 @@ def grad_similarities(
     train: Any,
     queries: Any,
     *,
-    proj_dim: int | None = _DEFAULT.proj_dim,
-    loss: LossLike = _DEFAULT.loss,
-    target: LossLike = _DEFAULT.target,
-    proj_type: str = _DEFAULT.proj_type,
-    batch_size: int = _DEFAULT.batch_size,
-    seed: int = _DEFAULT.seed,
-    engine: str = _DEFAULT.engine,
-    max_projection_bytes: int = _DEFAULT.max_projection_bytes,
-    num_threads: int | None = _DEFAULT.num_threads,
-    device: str = _DEFAULT.device,
-    progress: bool | None = _DEFAULT.progress,
+    args: GradientArgs | None = None,
 ) -> dict[str, AttributionResult]:
     """GradDot and GradCos from one pass over the gradients (they share them exactly).
 
@@ -304,17 +251,10 @@ def grad_similarities(
         One checkpoint (the final model).
     train, queries : array [shape=(N, L)], int64
         Training windows (rows) and query windows (columns).
-    proj_dim : int or None
-        Projection dimension; ``None`` = exact gradients.
-    loss, target, proj_type, batch_size, seed, engine, max_projection_bytes : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
-    num_threads, device, progress : see :func:`trak`
-        As in :func:`aria_tda.attribution.trak`.
+    args : GradientArgs, optional
+        The options (:class:`GradientArgs` lists them: ``proj_dim``, ``loss``, ``target``,
+        ``engine``, ``device``, ...); default ``GradientArgs()``.
     """
-    args = GradientArgs(
-        proj_dim=proj_dim, loss=loss, target=target, proj_type=proj_type, batch_size=batch_size,
-        seed=seed, engine=engine, max_projection_bytes=max_projection_bytes,
-        num_threads=num_threads, device=device, progress=progress,
-    )
+    a = resolve_args(GradientArgs, args, "GradDot/GradCos")
     return _gradient_scores({"GradDot": False, "GradCos": True}, model, _one(checkpoint), [1.0],
-                            train, queries, args)
+                            train, queries, a)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from aria_tda._checks import check_choice
 from aria_tda.attribution.base import AttributionResult, MethodArgs
@@ -123,7 +123,8 @@ class MethodSpec:
     name : str
         The method's name (as in the paper).
     function : callable
-        ``function(model, checkpoints, train, queries, **arguments)``.
+        ``function(model, checkpoints, train, queries, *, args)`` (TracIn also takes
+        ``learning_rates``), ``args`` an instance of :attr:`args`.
     args : type
         The frozen arguments dataclass (a :class:`~aria_tda.attribution.base.MethodArgs`).
     checkpoints : {"ensemble", "trajectory", "final"}
@@ -162,7 +163,7 @@ class MethodSpec:
             From :meth:`build_args`.
         """
         ckpt, extra = checkpoints.select(self.name, self.checkpoints)
-        return self.function(model, ckpt, train, queries, **extra, **args.as_kwargs())
+        return self.function(model, ckpt, train, queries, **extra, args=args)
 
 
 #: Method name -> :class:`MethodSpec`, in the paper's order.
@@ -305,8 +306,8 @@ def run_methods(
         if final is None:
             what = "the final checkpoint for GradDot/GradCos"
             raise ParameterError(expected("final", what, None))
-        results.update(grad_similarities(model, final, train, queries,
-                                         **args["GradDot"].as_kwargs()))
+        shared = cast(GradientArgs, args["GradDot"])  # REGISTRY["GradDot"].args
+        results.update(grad_similarities(model, final, train, queries, args=shared))
     for m in names:
         if m not in results:
             results[m] = REGISTRY[m].run(model, train, queries, ckpts, args[m])

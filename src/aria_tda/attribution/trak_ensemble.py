@@ -38,10 +38,10 @@ from aria_tda.attribution.base import (
     _dattri_progress,
     _Timer,
     prepare_inputs,
+    resolve_args,
     scores_to_numpy,
 )
 from aria_tda.attribution.task import (
-    LossLike,
     build_task,
     import_dattri,
     load_checkpoints,
@@ -63,7 +63,21 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TrakArgs(ProjectionArgs):
-    """Arguments of :func:`trak` (checked on construction, recorded in the manifest)."""
+    r"""Arguments of :func:`trak` (checked on construction, recorded in the manifest).
+
+    The fields of :class:`~aria_tda.attribution.base.ProjectionArgs` (``loss``, ``target``,
+    ``batch_size``, ``seed``, ``num_threads``, ``device``, ``progress``, ``proj_type``,
+    ``engine``, ``max_projection_bytes``) plus the two below. TRAK attributes the margins
+    :math:`\log\frac{p}{1-p}`, :math:`p = e^{-\ell}`, of ``loss`` (training windows) and
+    ``target`` (queries).
+
+    Attributes
+    ----------
+    proj_dim : int or None
+        Projection dimension :math:`k` (default 512); ``None`` = no projection.
+    lam : float, >= 0
+        Regularisation :math:`\lambda` added to :math:`\Phi^\top\Phi` (default 0.01).
+    """
 
     tuned: ClassVar[tuple[str, ...]] = ("proj_dim", "lam")
 
@@ -71,8 +85,6 @@ class TrakArgs(ProjectionArgs):
                                   help="projection dimension k (None: no projection)")
     lam: float = option(0.01, min_value=0.0, help="ridge term lambda added to Phi^T Phi")
 
-
-_DEFAULT = TrakArgs()
 
 
 class TrakAccumulator:
@@ -199,18 +211,7 @@ def trak(
     train: Any,
     queries: Any,
     *,
-    proj_dim: int | None = _DEFAULT.proj_dim,
-    lam: float = _DEFAULT.lam,
-    loss: LossLike = _DEFAULT.loss,
-    target: LossLike = _DEFAULT.target,
-    proj_type: str = _DEFAULT.proj_type,
-    batch_size: int = _DEFAULT.batch_size,
-    seed: int = _DEFAULT.seed,
-    engine: str = _DEFAULT.engine,
-    max_projection_bytes: int = _DEFAULT.max_projection_bytes,
-    num_threads: int | None = _DEFAULT.num_threads,
-    device: str = _DEFAULT.device,
-    progress: bool | None = _DEFAULT.progress,
+    args: TrakArgs | None = None,
 ) -> AttributionResult:
     r"""TRAK (paper Eq. trak) over an ensemble of independently trained models.
 
@@ -224,31 +225,9 @@ def trak(
         Training windows (rows of the score matrix).
     queries : array [shape=(n_test, L)], int64
         Query windows (columns).
-    proj_dim : int or None
-        Projection dimension :math:`k`; ``None`` = no projection.
-    lam : float, >= 0
-        Regularisation :math:`\lambda` added to :math:`\Phi^\top\Phi`.
-    loss, target : {"sequence", "last_token"} or callable
-        Per-sample loss of training windows / of queries; TRAK uses their margins
-        :math:`\log\frac{p}{1-p}`, :math:`p = e^{-\ell}`.
-    proj_type : {"normal", "rademacher"}
-        Distribution of the projection matrix.
-    batch_size : int
-        Windows per per-sample-gradient batch.
-    seed : int
-        Projection seed (dattri's ``proj_seed``).
-    engine : {"aria", "dattri"}
-        ARIA's faster engine (same numbers) or dattri's ``TRAKAttributor``.
-    max_projection_bytes : int
-        Largest projection matrix kept between batches (``engine="aria"``).
-    num_threads : int or None
-        torch intra-op threads while computing (``None``: leave torch's setting).
-    device : str
-        Where gradients are computed (``"cpu"``, ``"cuda"``, ...). The projections are drawn
-        on the CPU generator either way, so an accelerator gives the CPU's scores up to
-        rounding (engine ``"dattri"`` draws them with dattri's generator on the device).
-    progress : bool, optional
-        Force progress bars on/off.
+    args : TrakArgs, optional
+        The options (:class:`TrakArgs` lists them: ``proj_dim``, ``lam``, ``loss``, ``target``,
+        ``engine``, ``device``, ...); default ``TrakArgs()``.
 
     Returns
     -------
@@ -256,13 +235,7 @@ def trak(
         ``scores`` ``(n_train, n_test)``; ``parameters`` = :meth:`TrakArgs.to_dict` plus
         ``n_models``.
     """
-    args = TrakArgs(
-        proj_dim=proj_dim, lam=lam, loss=loss, target=target, proj_type=proj_type,
-        batch_size=batch_size, seed=seed, engine=engine,
-        max_projection_bytes=max_projection_bytes, num_threads=num_threads, device=device,
-        progress=progress,
-    )
-    return _trak(model, checkpoints, train, queries, args)
+    return _trak(model, checkpoints, train, queries, resolve_args(TrakArgs, args, "TRAK"))
 
 
 def _trak(model: Any, checkpoints: Any, train: Any, queries: Any, a: TrakArgs) -> AttributionResult:

@@ -2,7 +2,7 @@
 
 The table and the JSON end with the verdict of :func:`aria_tda.verdict.classify` (collapsed /
 suspect / ok, with the reason). ``--scheduler local:N`` (or a scheduler address) runs the
-pass as Dask tasks over row ranges (:mod:`aria_tda.scores.distributed`); that path sums the exact
+pass as Dask tasks on row ranges (:mod:`aria_tda.diagnostics.distributed`); this path sums the exact
 in-memory ``T x T`` Gram, so it refuses ``--approx``, ``--exact-tiled``, ``--device`` and a
 Gram larger than ``--memory`` with a one-line error.
 """
@@ -189,11 +189,16 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from aria_tda._dask import check_scheduler, open_client
+    from aria_tda._optional import require_all, require_scheduler
     from aria_tda.diagnostics import ApproxOptions, choose_mode, diagnose
     from aria_tda.errors import ParameterError
     from aria_tda.scores.readers import as_source
 
     scheduler = check_scheduler(getattr(args, "scheduler", None), name="--scheduler")
+    require_scheduler(scheduler)  # optional packages are checked before the matrix is read
+    if args.device is not None:
+        require_all(("torch",), purpose=f"--device {args.device}",
+                    install="pip install torch (a build for that device: see pytorch.org)")
     if scheduler is not None:
         other = "--approx" if args.approx else "--exact-tiled" if args.exact_tiled else None
         if other is None and args.device is not None:

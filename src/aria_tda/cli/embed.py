@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
     subparsers : argparse._SubParsersAction
         The ``aria-tda`` parser's sub-command collection.
     """
-    from aria_tda.encoders.registry import ENCODERS
+    from aria_tda.embed.encoders.registry import ENCODERS
 
     names = ", ".join(f"{n} ({s.label}, {s.sample_rate // 1000} kHz)" for n, s in ENCODERS.items())
     p = subparsers.add_parser(
@@ -82,9 +82,14 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed command line.
     """
+    from aria_tda._optional import require_all
     from aria_tda.cli.features import open_cluster
-    from aria_tda.embed import embed_to_store
+    from aria_tda.embed.pipeline import embed_to_store
 
+    # checked before any work: every encoder runs on torch and reads audio with soundfile;
+    # MERT is a transformers model
+    needs = ["torch", "soundfile"] + (["transformers"] if args.encoder == "mert" else [])
+    require_all(needs, "embed", purpose=f"aria-tda embed --encoder {args.encoder}")
     with open_cluster(args) as client:
         summary = embed_to_store(
             args.input,

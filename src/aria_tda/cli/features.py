@@ -231,6 +231,10 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(
                 expected("--hop", "--segment-seconds or --segment-notes", "--hop alone")
             )
+    else:  # audio: its packages are checked before any file is read (one line, not per file)
+        from aria_tda.features.audio.params import check_dependencies
+
+        check_dependencies(params)
     with open_cluster(args) as client:
         summary = extract_to_store(
             args.input,
@@ -272,6 +276,9 @@ def open_cluster(args: argparse.Namespace) -> Any:
 
     scheduler = check_scheduler(args.scheduler, name="--scheduler")
     workers = check_int("--workers", args.workers, min_value=1)
+    from aria_tda._optional import require_scheduler
+
+    require_scheduler(scheduler)  # the scale extra, one line before any work
     if scheduler is not None and workers > 1:
         raise ParameterError(
             expected("--workers", "1 (or no --workers) with --scheduler, whose cluster's "

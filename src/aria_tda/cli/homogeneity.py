@@ -1,6 +1,6 @@
 """``aria-tda homogeneity`` — within-group homogeneity (K-sweep, residual) of one score matrix.
 
-The command builds a one-setting :class:`~aria_tda.study_config.StudySpec` and runs it. Its flags
+The command builds a one-setting :class:`~aria_tda.study.config.StudySpec` and runs it. Its flags
 are fields of the spec: their help and defaults come from the fields (a flag left out leaves
 the field at its default, e.g. ``K``, ``K_report``, ``B``, ``n_bootstrap``).
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from aria_tda._options import option_help
 from aria_tda.cli._common import add_progress_flag, add_scheduler_flag
-from aria_tda.study_config import NORMALIZE, SettingSpec, StudySpec, field_default
+from aria_tda.study.config import NORMALIZE, SettingSpec, StudySpec, field_default
 
 #: flag destination -> (spec class, field) for the flags that set a spec field.
 _FIELDS: dict[str, tuple[type[Any], str]] = {
@@ -124,11 +124,14 @@ def run(args: argparse.Namespace) -> int:
     from aria_tda._dask import check_scheduler
     from aria_tda.features.store import FeatureStore
     from aria_tda.study import run_study
-    from aria_tda.study_config import validate_study
+    from aria_tda.study.config import validate_study
 
     scheduler = args.scheduler
     if scheduler is not None:  # named as the flag in the error; "" forces no cluster
         scheduler = check_scheduler(scheduler, name="--scheduler") or ""
+    from aria_tda._optional import require_scheduler
+
+    require_scheduler(scheduler)  # the scale extra, checked before any work
     store = FeatureStore.open(args.features)
     method = args.method or Path(args.scores).stem
     setting = SettingSpec(name=method, method=method, scores=Path(args.scores),
@@ -141,6 +144,13 @@ def run(args: argparse.Namespace) -> int:
         settings=(setting,),
         **_given(args, StudySpec),
     )
-    run_study(validate_study(spec, source="aria-tda homogeneity"), progress=args.progress,
-              command="aria-tda homogeneity", scheduler=scheduler)
+    import time
+
+    from aria_tda.cli.report import _note_missing_plots
+
+    started = time.time()
+    out = run_study(validate_study(spec, source="aria-tda homogeneity"), progress=args.progress,
+                    command="aria-tda homogeneity", scheduler=scheduler)
+    # a report without matplotlib has no K-sweep plots: say so once
+    _note_missing_plots("aria-tda homogeneity", html=out / "report.html", since=started - 1)
     return 0

@@ -1,4 +1,10 @@
-"""``aria-tda report RESULTS_DIR`` — the HTML report (and LaTeX/CSV tables) of a results folder."""
+"""``aria-tda report RESULTS_DIR`` — the HTML report (and LaTeX/CSV tables) of a results folder.
+
+Without matplotlib (the ``report`` extra) the report degrades instead of refusing: it is written
+with every table but without the K-sweep plots (SVG, and the PDFs of ``--latex``); the page says
+so where the plots would be, and the command prints one ``aria-tda report: note: ...`` line on
+stderr naming what to install; the exit status is 0.
+"""
 
 from __future__ import annotations
 
@@ -88,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             plots=args.plots,
         )
     print(f"wrote {out.html}" + (f" (tables at K = {out.k})" if out.k is not None else ""))
+    _note_missing_plots("aria-tda report", args.plots)
     if out.exports is not None:
         print(f"wrote LaTeX and CSV tables to {out.exports}")
     if out.missing:
@@ -95,3 +102,23 @@ def run(args: argparse.Namespace) -> int:
         for m in out.missing:
             print(f"  - {m}")
     return 0
+
+
+def _note_missing_plots(command: str, plots: bool = True, *, html: Any = None,
+                        since: float = 0.0) -> None:
+    """One stderr line when the K-sweep plots were left out because matplotlib is missing.
+
+    With ``html`` and ``since`` (a ``time.time()``), only when that report was written since then.
+    """
+    import sys
+    from pathlib import Path
+
+    from aria_tda._optional import missing_message
+
+    if not plots:
+        return
+    if html is not None and not (Path(html).is_file() and Path(html).stat().st_mtime >= since):
+        return
+    note = missing_message(("matplotlib",), "report", purpose="the K-sweep plots")
+    if note is not None:
+        print(f"{command}: note: {note}; the report leaves them out", file=sys.stderr, flush=True)

@@ -8,7 +8,7 @@ run``.
 The matrix is training tracks × queries (float32), streamed in row blocks, with the training
 track ids as row ids and a manifest naming both stores and their encoder;
 ``SCORES.queries.csv`` lists the queries. A keyword-for-flag wrapper of
-:func:`aria_tda.embed.retrieve`.
+:func:`aria_tda.embed.retrieval.retrieve`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed command line.
     """
-    from aria_tda.embed import retrieve
+    from aria_tda.embed.retrieval import retrieve
     from aria_tda.scores import open_scores
 
     out = retrieve(args.train, args.queries, args.out, block_rows=args.block_rows,

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Run every analysis of a study file for every setting it names and write a results "
             "folder (results.json + CSV/Parquet tables) and report.html. Finished settings are "
             "cached and reused when their inputs and parameters are unchanged. See "
-            "'aria_tda.study_config' for the study file format. With --scheduler (or the study's "
+            "'aria_tda.study.config' for the study file format. With --scheduler (or the study's "
             "'scheduler' key) the settings run in parallel on a Dask cluster, each null "
             "computed once; the results are those of the single-machine run."
         ),
@@ -55,6 +55,16 @@ def run(args: argparse.Namespace) -> int:
     scheduler = args.scheduler
     if scheduler is not None:  # named as the flag in the error; "" forces no cluster
         scheduler = check_scheduler(scheduler, name="--scheduler") or ""
-    run_study(args.study, output=args.output, report=args.report, progress=args.progress,
-              quiet=args.quiet, command="aria-tda run", scheduler=scheduler)
+    from aria_tda._optional import require_scheduler
+
+    require_scheduler(scheduler)  # the scale extra, checked before any work
+    import time
+
+    from aria_tda.cli.report import _note_missing_plots
+
+    started = time.time()
+    out = run_study(args.study, output=args.output, report=args.report, progress=args.progress,
+                    quiet=args.quiet, command="aria-tda run", scheduler=scheduler)
+    if not args.quiet:  # a report without matplotlib has no K-sweep plots: say so once
+        _note_missing_plots("aria-tda run", html=out / "report.html", since=started - 1)
     return 0

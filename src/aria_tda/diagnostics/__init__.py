@@ -28,23 +28,34 @@ scatter matrix scaled by the column standard deviations; the eigenvalues of the 
 :math:`\sigma_i^2`; its top eigenvector is :math:`v_1`. A second pass gives
 :math:`u_1 = S v_1 / \sigma_1` when asked. Memory is bounded by the block size and
 :math:`T^2`, never by ``M``. With a Dask ``client`` the same sums come from the distributed
-kernels (:func:`aria_tda.scores.distributed.stats_dask`,
-:func:`~aria_tda.scores.distributed.matvec_dask`) and are finished here. :func:`diagnose_reference`
-is the small in-memory reference (``np.corrcoef`` and ``np.linalg.svd``, the same signature as
-:func:`diagnose`) the streaming path is tested against.
+kernels (:func:`aria_tda.diagnostics.distributed.stats_dask`,
+:func:`~aria_tda.diagnostics.distributed.matvec_dask`) and are finished here.
+:func:`diagnose_reference` is the small in-memory reference (``np.corrcoef`` and
+``np.linalg.svd``, the same signature as :func:`diagnose`) the streaming path is tested against.
+
+Layout
+------
+:mod:`~aria_tda.diagnostics.result` (the :class:`Diagnostics` record, the finish from Gram
+sums), :mod:`~aria_tda.diagnostics.core` (:func:`diagnose`: the local, GPU and Dask passes),
+:mod:`~aria_tda.diagnostics.kappa` (κ: the one formula every mode uses, and its sampled
+estimate), :mod:`~aria_tda.diagnostics.modes` (``exact-tiled`` and ``approx``),
+:mod:`~aria_tda.diagnostics.tiled`, :mod:`~aria_tda.diagnostics.sketch`,
+:mod:`~aria_tda.diagnostics.krylov` (their passes) and :mod:`~aria_tda.diagnostics.distributed`
+(the Dask kernels).
 
 Many queries
 ------------
 The in-memory finish holds three ``T x T`` float64 arrays
-(:func:`aria_tda.scores.tiled.gram_bytes`). ``mode="auto"`` (the default) keeps that path while they
-fit ``memory`` (default: half the physical memory) and otherwise switches to ``"exact-tiled"``
-(:mod:`aria_tda.scores.tiled`: the Gram in column panels within the budget, spilled to disk,
-top eigenpairs by block Krylov on the spilled Gram, converged to ``1e-11`` of
-:math:`\sigma_1^2`). ``mode="approx"`` (:mod:`aria_tda.scores.sketch`) needs a few passes of
-:math:`O(M T b)`: r_i from randomised block Krylov with guaranteed intervals
-(:func:`aria_tda.scores.krylov.ritz_bounds`), κ from sampled columns with a confidence interval,
-p exact. :attr:`Diagnostics.mode` and :attr:`Diagnostics.sources` say which method produced
-each number; the intervals are in :attr:`Diagnostics.r1_interval` and the fields after it.
+(:func:`aria_tda.diagnostics.tiled.gram_bytes`). ``mode="auto"`` (the default) keeps that path
+while they fit ``memory`` (default: half the physical memory) and otherwise switches to
+``"exact-tiled"`` (:mod:`aria_tda.diagnostics.tiled`: the Gram in column panels within the
+budget, spilled to disk, top eigenpairs by block Krylov on the spilled Gram, converged to
+``1e-11`` of :math:`\sigma_1^2`). ``mode="approx"`` (:mod:`aria_tda.diagnostics.sketch`) needs a
+few passes of :math:`O(M T b)`: r_i from randomised block Krylov with guaranteed intervals
+(:func:`aria_tda.diagnostics.krylov.ritz_bounds`), κ from sampled columns with a confidence
+interval, p exact. :attr:`Diagnostics.mode` and :attr:`Diagnostics.sources` say which method
+produced each number; the intervals are in :attr:`Diagnostics.r1_interval` and the fields after
+it.
 """
 
 

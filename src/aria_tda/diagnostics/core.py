@@ -9,14 +9,13 @@ from typing import Any
 import numpy as np
 
 from aria_tda._checks import check_choice, check_int
+from aria_tda.diagnostics.kappa import _warn_constant, kappa_from_sum
 from aria_tda.diagnostics.modes import _diagnose_approx, _diagnose_tiled, choose_mode
 from aria_tda.diagnostics.result import (
     MODES,
     ApproxOptions,
     Diagnostics,
     _check_dims,
-    _kappa_from_corr,
-    _warn_constant,
     diagnostics_from_stats,
 )
 from aria_tda.errors import DataError, ParameterError
@@ -71,7 +70,7 @@ def diagnose(
     n_threads : int, optional
         Limit BLAS threads during the pass (default: the BLAS library's setting).
     client : dask.distributed.Client, optional
-        Run the passes as Dask tasks over row ranges (:mod:`aria_tda.scores.distributed`).
+        Run the passes as Dask tasks over row ranges (:mod:`aria_tda.diagnostics.distributed`).
     progress : bool, optional
         Draw progress bars (default: when stderr is a terminal and ``ARIA_PROGRESS`` is
         not ``0``).
@@ -175,8 +174,8 @@ def _diagnose_dask(
     transpose: bool,
 ) -> Diagnostics:
     """:func:`diagnose` with its passes run by the Dask kernels
-    (:mod:`aria_tda.scores.distributed`)."""
-    from aria_tda.scores.distributed import matvec_dask, stats_dask
+    (:mod:`aria_tda.diagnostics.distributed`)."""
+    from aria_tda.diagnostics.distributed import matvec_dask, stats_dask
 
     if type(scores).__module__.startswith("dask"):
         data: Any = scores.T if transpose else scores
@@ -267,7 +266,7 @@ def diagnose_reference(
     k = int(keep.sum())
     if k >= 2:
         c = np.corrcoef(s[:, keep], rowvar=False)
-        kappa = _kappa_from_corr(float(np.abs(c).sum() - np.trace(np.abs(c))), k)
+        kappa = kappa_from_sum(float(np.abs(c).sum() - np.trace(np.abs(c))), k)
     else:
         kappa = float("nan")
     u, sv, vt = np.linalg.svd(s, full_matrices=False, compute_uv=True)

@@ -1,29 +1,23 @@
 """The many-query modes of :func:`~aria_tda.diagnostics.diagnose`: ``exact-tiled`` and ``approx``.
 
 See :mod:`aria_tda.diagnostics` ("Many queries"): :func:`choose_mode` picks the mode from the
-memory budget; the tiled and approximate passes live in :mod:`aria_tda.scores.tiled` and
-:mod:`aria_tda.scores.sketch`, and are finished here into a :class:`Diagnostics`.
+memory budget; the tiled and approximate passes live in :mod:`aria_tda.diagnostics.tiled` and
+:mod:`aria_tda.diagnostics.sketch` (κ: :mod:`aria_tda.diagnostics.kappa`), and are finished here
+into a :class:`Diagnostics`.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import warnings
 from typing import Any
 
 import numpy as np
 
 from aria_tda._checks import check_choice
-from aria_tda.diagnostics.result import (
-    CONST_ULPS,
-    MODES,
-    ApproxOptions,
-    Diagnostics,
-    _kappa_from_corr,
-    _warn_constant,
-)
-from aria_tda.errors import AriaWarning, DataError
+from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_sum
+from aria_tda.diagnostics.result import CONST_ULPS, MODES, ApproxOptions, Diagnostics
+from aria_tda.errors import DataError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.stats import stream_matvec
 
@@ -55,7 +49,7 @@ def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str,
         ``"exact"``, ``"exact-tiled"`` or ``"approx"``.
     reason : str
     """
-    from aria_tda.scores.tiled import gram_bytes, parse_memory
+    from aria_tda.diagnostics.tiled import gram_bytes, parse_memory
 
     check_choice("mode", mode, MODES)
     budget = _default_memory() if memory is None else parse_memory(memory)
@@ -87,8 +81,8 @@ def _diagnose_tiled(
     memory: Any, spill_dir: Any, seed: int,
 ) -> Diagnostics:
     """:func:`diagnose` with the Gram in column panels spilled to disk (exact)."""
-    from aria_tda.scores.krylov import block_krylov_eigs
-    from aria_tda.scores.tiled import parse_memory, tiled_gram
+    from aria_tda.diagnostics.krylov import block_krylov_eigs
+    from aria_tda.diagnostics.tiled import parse_memory, tiled_gram
 
     t = src.n_cols
     budget = _default_memory() if memory is None else memory
@@ -105,7 +99,7 @@ def _diagnose_tiled(
         const_idx = np.flatnonzero(tg.constant)
         _warn_constant(const_idx, t)
         k = t - int(const_idx.size)
-        kappa = _kappa_from_corr(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
+        kappa = kappa_from_sum(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
         blk = max(n_energy + 6, 16)
         # the basis, its products and the Rayleigh-Ritz copies (about 8 x T x dim float64)
         # take at most half the budget; the reads of the spilled Gram an eighth
@@ -122,13 +116,6 @@ def _diagnose_tiled(
                "p": "exact", "v1": "exact (block Krylov on the tiled Gram)"}
     return _finish(src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1,
                    chunk_rows, progress, mode="exact-tiled", sources=sources, details=details)
-
-
-def _nan_kappa(k: int, t: int) -> float:
-    warnings.warn(
-        f"only {k} of {t} score columns vary: kappa is undefined (NaN)", AriaWarning, stacklevel=4
-    )
-    return float("nan")
 
 
 def _finish(
@@ -164,7 +151,8 @@ def _diagnose_approx(
     opts: ApproxOptions,
 ) -> Diagnostics:
     """:func:`diagnose` in a few passes: block Krylov r_i, sampled κ, exact p."""
-    from aria_tda.scores.sketch import abs_correlations, kappa_estimate, sketch_passes
+    from aria_tda.diagnostics.kappa import abs_correlations, kappa_estimate
+    from aria_tda.diagnostics.sketch import sketch_passes
 
     t = src.n_cols
     sk = sketch_passes(

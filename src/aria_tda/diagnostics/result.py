@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +10,8 @@ import numpy as np
 
 from aria_tda._checks import check_int
 from aria_tda._options import Options, option
-from aria_tda.errors import AriaWarning, DataError
+from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_stats
+from aria_tda.errors import DataError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.lowrank import top_eigenpairs
 from aria_tda.scores.source import expected_text
@@ -23,7 +23,7 @@ MODES = ("auto", "exact", "exact-tiled", "approx")
 
 @dataclass(frozen=True)
 class ApproxOptions(Options):
-    """Settings of ``mode="approx"`` (:func:`aria_tda.scores.sketch.sketch_passes`)."""
+    """Settings of ``mode="approx"`` (:func:`aria_tda.diagnostics.sketch.sketch_passes`)."""
 
     max_passes: int = option(8, help="most streaming passes for r_1..r_10", min_value=1)
     rtol: float = option(
@@ -183,21 +183,6 @@ def _check_dims(m: int, t: int) -> None:
         raise DataError(expected_text("scores", "at least 2 training rows", f"{m} row(s)"))
 
 
-def _warn_constant(idx: np.ndarray, t: int) -> None:
-    if idx.size:
-        first = ", ".join(str(int(i)) for i in idx[:5]) + (", ..." if idx.size > 5 else "")
-        warnings.warn(
-            f"{idx.size} of {t} score columns are constant (columns {first}); their "
-            "correlation is undefined, so they are left out of kappa (and all-zero ones out of p)",
-            AriaWarning,
-            stacklevel=3,
-        )
-
-
-def _kappa_from_corr(corr_abs_sum: float, k: int) -> float:
-    return float(min(1.0, max(0.0, corr_abs_sum / (k * (k - 1)))))
-
-
 def diagnostics_from_stats(
     stats: BlockStats, *, n_energy: int = 10, device: Any = None, u1: np.ndarray | None = None
 ) -> Diagnostics:
@@ -227,30 +212,12 @@ def diagnostics_from_stats(
         raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
 
     # κ (Eq. kappa): Pearson correlations of the non-constant columns
-    css = stats.centered_ss
     constant = stats.constant_mask(ulps=CONST_ULPS)
     const_idx = np.flatnonzero(constant)
     _warn_constant(const_idx, t)
     keep = ~constant
     k = int(keep.sum())
-    if k < 2:
-        warnings.warn(
-            f"only {k} of {t} score columns vary: kappa is undefined (NaN)",
-            AriaWarning,
-            stacklevel=2,
-        )
-        kappa = float("nan")
-    else:
-        corr = stats.centered_gram()
-        if const_idx.size:
-            corr = corr[np.ix_(keep, keep)]
-        sd = np.sqrt(css[keep])
-        corr /= sd[:, None]
-        corr /= sd[None, :]
-        np.abs(corr, out=corr)
-        np.minimum(corr, 1.0, out=corr)
-        kappa = _kappa_from_corr(float(corr.sum() - np.trace(corr)), k)
-        del corr
+    kappa = kappa_from_stats(stats, keep) if k >= 2 else _nan_kappa(k, t, stacklevel=3)
 
     # r_i (Eq. ri): eigenvalues of the Gram are sigma_i^2
     values, vectors = top_eigenpairs(stats.raw_gram(), n_energy, device=device, overwrite=True)

@@ -5,7 +5,7 @@
 :func:`extract_file_record` (one row per track) or :func:`extract_file_segments` (one row per
 segment). Both load the encoder once per process — :func:`encoder_for` caches it under its
 loader and checkpoint — read the file as mono at the encoder's rate (:mod:`aria_tda.embed.audio`)
-and return the time-averaged embedding (:meth:`aria_tda.encoders.Encoder.embed`).
+and return the time-averaged embedding (:meth:`aria_tda.embed.encoders.Encoder.embed`).
 
 Keyword arguments (the engine passes the recorded ``params`` and the unrecorded ``options``
 together): ``encoder`` (the manifest's encoder record, checked against the loaded
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda.embed.audio import load_mono, segment_bounds
-from aria_tda.encoders.base import Encoder
+from aria_tda.embed.encoders.base import Encoder
 from aria_tda.errors import DataError
 
 __all__ = [
@@ -48,7 +48,7 @@ _CACHE: dict[tuple[Any, ...], Encoder] = {}
 def loader_kwargs(
     loader: str, *, weights: Any, layer: int | None, device: str, name: str
 ) -> dict[str, Any]:
-    """The keyword arguments :func:`aria_tda.encoders.load_encoder` gives ``loader``.
+    """The keyword arguments :func:`aria_tda.embed.encoders.load_encoder` gives ``loader``.
 
     Parameters
     ----------

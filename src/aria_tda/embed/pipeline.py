@@ -7,15 +7,15 @@ CSV with ``path[,track_id,metadata...]``), the same resumable Parquet store (tra
 it are skipped), the same worker processes or Dask cluster (``client=``; a file a worker dies
 on is recorded, the run goes on) and the same errors table for unreadable audio. The store has
 modality ``"embedding"`` and one vector feature ``"embedding"``
-(:mod:`aria_tda.features.embeddings`).
+(:mod:`aria_tda.embed.store`).
 
 Per file (paper, appendix "Embedding baselines"): the audio is read and mixed to mono,
 resampled to the encoder's rate (:mod:`aria_tda.embed.audio`), windowed as the encoder expects
-(inside :meth:`aria_tda.encoders.Encoder.embed_frames`) and averaged over time. With
+(inside :meth:`aria_tda.embed.encoders.Encoder.embed_frames`) and averaged over time. With
 ``segment_seconds`` the same is done per segment (rows ``"<track>#<k:04d>"`` with
 ``source_track``, ``segment``, ``start``, ``end`` metadata).
 
-Manifest: ``params["encoder"]`` records the encoder's :meth:`~aria_tda.encoders.Encoder.info`
+Manifest: ``params["encoder"]`` records the encoder's :meth:`~aria_tda.embed.encoders.Encoder.info`
 fields that define the numbers (registry name, checkpoint SHA-256, layer, sample rate, window,
 dim), ``params["audio"]`` the reading/resampling rule, ``params["segments"]`` the segment
 length; ``versions`` the packages. Resuming a store with another encoder, checkpoint, layer
@@ -59,7 +59,7 @@ def embed_to_store(
     out : path
         Store directory (created, or resumed).
     encoder : str
-        Registry name (:data:`aria_tda.encoders.ENCODERS`: mert, clap, clews, clews-style,
+        Registry name (:data:`aria_tda.embed.encoders.ENCODERS`: mert, clap, clews, clews-style,
         mert-style, clap-style).
     weights : path, optional
         The encoder's local checkpoint (required; the error names the file to obtain).
@@ -88,13 +88,13 @@ def embed_to_store(
     -------
     dict
         ``n_inputs``, ``n_extracted`` (rows written now), ``n_skipped``, ``n_errors``,
-        ``store``, and ``encoder`` (the encoder's :meth:`~aria_tda.encoders.Encoder.info`).
+        ``store``, and ``encoder`` (the encoder's :meth:`~aria_tda.embed.encoders.Encoder.info`).
     """
     from aria_tda._checks import check_float, check_int
     from aria_tda.embed import extractor
     from aria_tda.embed.audio import RESAMPLER
-    from aria_tda.encoders.registry import ENCODERS, load_encoder
-    from aria_tda.features.embeddings import ENCODER_KEYS
+    from aria_tda.embed.encoders.registry import ENCODERS, load_encoder
+    from aria_tda.embed.store import ENCODER_KEYS
     from aria_tda.features.extract import extract_to_store
 
     workers = check_int("workers", workers, min_value=1)

@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aria_tda._optional import require
+from aria_tda.features._per_file import _configure_jit_cache, _extract_task
 
 __all__ = ["Lost", "run_dask"]
 
@@ -69,8 +70,6 @@ def _setup(module: str, params: dict[str, Any]) -> None:
     """Once per worker process: numba's cache at ARIA's directory, the extractor's hook."""
     if module in _READY:
         return
-    from aria_tda.features.extract import _configure_jit_cache
-
     _configure_jit_cache()
     try:
         mod = importlib.import_module(module)
@@ -83,9 +82,7 @@ def _setup(module: str, params: dict[str, Any]) -> None:
 
 
 def _run_task(task: tuple[Any, ...], hooks: tuple[str | None, float]) -> tuple[Any, ...]:
-    """Worker: extract one file (:func:`aria_tda.features.extract._extract_task`)."""
-    from aria_tda.features.extract import _extract_task
-
+    """Worker: extract one file (:func:`aria_tda.features._per_file._extract_task`)."""
     _setup(task[5], task[3])
     crash, delay = hooks
     if delay:

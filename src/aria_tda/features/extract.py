@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
+from aria_tda.features._per_file import _configure_jit_cache, _extract_task
 from aria_tda.features._store_io import _MODALITIES, _MODALITY_TEXT, _check_ids, _isnull, _plain
 from aria_tda.features.store import StoreWriter
 
@@ -154,55 +155,6 @@ def _read_list(src: Path) -> list[dict[str, Any]]:
     ]
 
 
-# --------------------------------------------------------------------------- per-file work
-
-
-def _extract_task(
-    task: tuple[str, str, str, dict[str, Any], dict[str, Any] | None, str],
-) -> tuple[Any, ...]:
-    """Worker: extract one file; never raises for a bad file (returns an error record)."""
-    modality, path, tid, params, segments, module = task
-    try:
-        mod = importlib.import_module(module)
-        if segments:
-            feats, metas = mod.extract_file_segments(path, **segments, **params)
-            n = len(metas)
-            ids = [f"{tid}#{m['segment']:04d}" for m in metas]
-            rows = [{"source_track": tid, "source": path, **m} for m in metas]
-            return ("ok", ids, {k: np.asarray(v) for k, v in feats.items()}, rows, n)
-        if hasattr(mod, "extract_file_record"):
-            feats, meta = mod.extract_file_record(path, **params)
-        else:
-            feats, meta = mod.extract_file(path, **params), {}
-        meta = {"source": path, **dict(meta)}
-        kinds = _registry_kinds(modality)
-        stacked = {}
-        for k, v in feats.items():
-            kind = kinds.get(k, "vector" if _is_vector(v) else "sequence")
-            stacked[k] = (
-                np.asarray(v, dtype=np.float64).reshape(1, -1)
-                if kind == "vector"
-                else [np.asarray(v, dtype=np.int64).reshape(-1)]
-            )
-        return ("ok", [tid], stacked, [meta], 1)
-    except Exception as exc:  # a corrupt / silent / empty file is recorded, never fatal
-        msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
-        return ("error", path, tid, msg)
-
-
-def _registry_kinds(modality: str) -> dict[str, str]:
-    from aria_tda.features.registry import MODALITIES, features
-
-    if modality not in MODALITIES:  # no registry (embeddings): kinds are inferred
-        return {}
-    return {spec.name: spec.kind for spec in features(modality)}
-
-
-def _is_vector(v: Any) -> bool:
-    a = np.asarray(v)
-    return a.dtype.kind == "f" or a.ndim == 0
-
-
 def _merge_feature_batches(batches: list[dict[str, Any]], counts: list[int]) -> dict[str, Any]:
     """Stack per-file feature dicts (``counts[i]`` rows each); a feature a file lacks is missing."""
     names = list(dict.fromkeys(k for b in batches for k in b))
@@ -230,15 +182,6 @@ def _merge_meta(user: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, An
 
 
 # --------------------------------------------------------------------------- the engine
-
-
-def _configure_jit_cache() -> None:
-    """Point numba's cache at ARIA's directory (symbolic and audio kernels alike)."""
-    try:
-        from aria_tda.features.audio.jit import configure_numba_cache
-    except ImportError:  # the audio package is absent from this installation
-        return
-    configure_numba_cache()
 
 
 def _extractor_name(modality: str, extractor: str | None) -> str:
@@ -443,6 +386,7 @@ def extract_to_store(
         if deaths["n"] == 1 and callable(prepare) and client is None:
             prepare(params, force=True)  # a corrupt JIT cache is detected and rebuilt here
 
+    outcome: dict[str, Any] = {"ok": 0, "failed": 0, "first": None}
     with bar(total=len(tasks), desc=f"{modality} features", unit="file", enabled=progress) as pbar:
         results: Iterable[Any] = ()
         try:
@@ -466,9 +410,13 @@ def extract_to_store(
                     res = ("error", task[1], task[2], f"worker died ({res.reason})")
                 if res[0] == "ok":
                     buf.append((*res, row, task[2], task[1]))
+                    outcome["ok"] += 1
                 else:
                     buf.append(res)
+                    outcome["failed"] += 1
+                    outcome["first"] = outcome["first"] or (res[1], res[3])
                 pbar.update(1)
+                _stop_if_nothing_works(outcome, len(tasks), len(done))
                 n_buf = sum(len(r[1]) if r[0] == "ok" else 1 for r in buf)
                 if n_buf >= flush_every:
                     flush()
@@ -479,7 +427,30 @@ def extract_to_store(
                 close = getattr(results, "close", None)
                 if callable(close):  # stop the workers / cancel the cluster's tasks now
                     close()
+    if tasks and outcome["ok"] == 0 and not done:
+        _stop_if_nothing_works(outcome, len(tasks), len(done), at_end=True)
     return {"n_inputs": len(ids), "n_skipped": n_skipped, **stats, "store": str(out_path)}
+
+
+#: A run whose first this-many files all fail (and whose store holds nothing yet) stops there.
+FAIL_FAST = 8
+
+
+def _stop_if_nothing_works(outcome: dict[str, Any], n_tasks: int, n_stored: int, *,
+                           at_end: bool = False) -> None:
+    """Stop a run in which every file so far failed and nothing is stored: the cause is the run's
+    (a wrong path base, a missing dependency), not the files'. A store whose every input failed
+    is never handed on as if it were finished; the failures stay recorded in its errors table."""
+    if outcome["ok"] or n_stored or not outcome["failed"]:
+        return
+    if not at_end and outcome["failed"] < min(FAIL_FAST, n_tasks):
+        return
+    path, reason = outcome["first"]
+    which = (f"all {n_tasks} input files" if outcome["failed"] == n_tasks
+             else f"the first {outcome['failed']} of {n_tasks} input files")
+    reason = " ".join(str(reason).split())
+    raise DataError(f"input: {which} failed, nothing was extracted; the first, {path!r}: "
+                    f"{reason}" + ("" if outcome["failed"] == n_tasks else " (stopped there)"))
 
 
 def _extractor_versions(modality: str, mod: Any) -> dict[str, str]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -76,21 +76,6 @@ from aria_tda.features._store_io import (
 from aria_tda.manifest import DIR_NAME, diff_manifest, make_manifest, manifest_path
 
 __all__ = ["STORE_KIND", "FeatureStore", "StoreWriter", "write_store"]
-
-if TYPE_CHECKING:  # re-exported lazily from aria_tda.features.extract (see __getattr__)
-    from aria_tda.features.extract import SUFFIXES, collect_inputs, extract_to_store  # noqa: F401
-
-_ENGINE = ("SUFFIXES", "collect_inputs", "extract_to_store")
-
-
-def __getattr__(name: str) -> Any:
-    """Old home of the extraction engine: ``collect_inputs``, ``extract_to_store``, ``SUFFIXES``."""
-    if name in _ENGINE:
-        from aria_tda.features import extract
-
-        return getattr(extract, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 # --------------------------------------------------------------------------- writing
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 import aria_tda._simkernels as _k
-from aria_tda.homogeneity.groups import (
+from aria_tda.homogeneity._scan import (
     _constant_from_range,
     _raise_nan,
     _topk_args,

@@ -29,12 +29,12 @@ import numpy as np
 
 from aria_tda._checks import check_int
 from aria_tda.errors import AriaWarning, ManifestMismatchError, ParameterError, expected
+from aria_tda.homogeneity._scan import _pool_mask
 from aria_tda.homogeneity.groups import (
     _check_ks,
     _check_pool_valid,
     _digest_pool,
     _flatten,
-    _pool_mask,
     feature_pool,
 )
 from aria_tda.homogeneity.sweep import (

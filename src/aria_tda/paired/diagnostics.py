@@ -47,6 +47,7 @@ def diagnostics_bootstrap(
         ``r1, r2_5, p, kappa``, each ``(B,)``.
     """
     from aria_tda.diagnostics import CONST_ULPS
+    from aria_tda.diagnostics.kappa import abs_corr_block
     from aria_tda.scores.stats import stream_stats
 
     st = stream_stats(scores, chunk_rows=chunk_rows, gram=True, progress=False)
@@ -59,7 +60,7 @@ def diagnostics_bootstrap(
     if keep.sum() >= 2:
         cg = st.centered_gram()[np.ix_(keep, keep)]
         sd = np.sqrt(st.centered_ss[keep])
-        corr[np.ix_(keep, keep)] = np.minimum(np.abs(cg / sd[:, None] / sd[None, :]), 1.0)
+        corr[np.ix_(keep, keep)] = abs_corr_block(cg, sd, sd)  # the one |C| of κ
     np.fill_diagonal(corr, 0.0)
     nz = sumsq > 0
     pj = np.where(nz, np.clip(st.column_sums**2 / (m * np.where(nz, sumsq, 1.0)), 0.0, 1.0), 0.0)

@@ -11,8 +11,8 @@ writes it), else the settings whose ``results.json`` entry has ``kind = "embeddi
 
 from __future__ import annotations
 
+from aria_tda.report._table import ReportTable
 from aria_tda.report.load import ResultsData
-from aria_tda.report.tables import ReportTable, alignment_table
 
 __all__ = ["embedding_alignment_table", "embedding_settings"]
 
@@ -38,13 +38,18 @@ def embedding_settings(data: ResultsData) -> list[str]:
     return [s for s in data.settings if s in names]
 
 
-def embedding_alignment_table(data: ResultsData) -> ReportTable | None:
+def embedding_alignment_table(
+    data: ResultsData, alignment: ReportTable | None
+) -> ReportTable | None:
     """Paper Table 3: the alignment table restricted to the embedding-retrieval settings.
 
     Parameters
     ----------
     data : ResultsData
         The results folder, as read by :func:`aria_tda.report.load.load_results`.
+    alignment : ReportTable or None
+        The report's ``alignment`` table of the same folder
+        (:func:`aria_tda.report.tables.alignment_table`; ``None`` when it has none).
 
     Returns
     -------
@@ -53,7 +58,7 @@ def embedding_alignment_table(data: ResultsData) -> ReportTable | None:
         without embedding settings or alignment rows for them.
     """
     chosen = embedding_settings(data)
-    full = alignment_table(data) if chosen else None
+    full = alignment if chosen else None
     if full is None:
         return None
     df = full.df[full.df["setting"].isin(chosen)].reset_index(drop=True)

@@ -29,8 +29,8 @@ import pandas as pd
 
 from aria_tda._checks import check_int
 from aria_tda.errors import ParameterError
+from aria_tda.report._table import ReportTable
 from aria_tda.report.load import ResultsData
-from aria_tda.report.tables import ReportTable
 
 __all__ = ["chance_recall", "planted_tables"]
 

@@ -7,67 +7,43 @@ their numbers agree by construction.
 
 Column names of the per-channel (wide) tables are ``{channel}_{quantity}``, e.g.
 ``harmony_zbar``, ``harmony_zbar_lo``, ``harmony_zbar_hi``, ``harmony_pos``, ``harmony_sig``
-(fractions in [0, 1]), ``timbre_alpha_max``.
+(fractions in [0, 1]), ``timbre_alpha_max``. Which columns a table holds is read from the
+results schema (:data:`aria_tda.results.TABLES` and its column groups), never declared here.
+
+The per-topic builders live in their own modules (:mod:`~aria_tda.report.embeddings`,
+:mod:`~aria_tda.report.paired`, :mod:`~aria_tda.report.planted`), all built on
+:mod:`aria_tda.report._table`; this module imports them, none of them imports it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from aria_tda.report._table import (
+    ReportTable,
+    channels_in,
+    info_cols,
+    is_staged,
+    ordered_stages,
+    settings_in,
+)
+from aria_tda.report.embeddings import embedding_alignment_table
 from aria_tda.report.load import ResultsData
+from aria_tda.report.paired import paired_tables
+from aria_tda.report.planted import planted_tables
+from aria_tda.results import (
+    ALIGNMENT_MEASURES,
+    HOMOGENEITY_SUMMARY,
+    RELIABILITY_DIAGNOSTICS,
+    TABLES,
+)
 
 __all__ = ["ReportTable", "build_tables"]
 
-RELIABILITY_COLUMNS = ("kappa", "r1", "r2_5", "p")
-
-
-@dataclass(frozen=True)
-class ReportTable:
-    """One exported table.
-
-    Attributes
-    ----------
-    name : str
-        File stem of its exports (``name.csv``, ``name.tex``).
-    title : str
-        Heading in the HTML report.
-    caption : str
-        One paragraph saying what the table shows (plain text).
-    df : pandas.DataFrame
-        The data, as exported to CSV.
-    layout : dict
-        Renderer hints: ``channels``, ``k``, ``variant``, ``groups``, ...
-    """
-
-    name: str
-    title: str
-    caption: str
-    df: pd.DataFrame
-    layout: dict[str, Any] = field(default_factory=dict)
-
-
-def _info_cols(data: ResultsData, setting: str) -> dict[str, Any]:
-    info = data.setting_info(setting)
-    return {
-        "setting": setting,
-        "method": info["method"],
-        "stage": info["stage"],
-        "verdict": info["verdict"],
-    }
-
-
-def _settings_in(data: ResultsData, df: pd.DataFrame) -> list[str]:
-    present = set(df["setting"].astype(str))
-    return [s for s in data.settings if s in present]
-
-
-def _channels_in(data: ResultsData, df: pd.DataFrame) -> list[str]:
-    present = set(df["channel"].astype(str))
-    return [c for c in data.channels if c in present]
+_RELIABILITY = TABLES["reliability"]
 
 
 def reliability_table(data: ResultsData) -> ReportTable | None:
@@ -75,29 +51,11 @@ def reliability_table(data: ResultsData) -> ReportTable | None:
     if rel is None or rel.empty:
         return None
     rows = []
-    for s in _settings_in(data, rel):
+    for s in settings_in(data, rel):
         r = rel[rel["setting"] == s].iloc[-1]
-        row = {
-            c: r[c]
-            for c in (
-                "setting",
-                "method",
-                "stage",
-                "n_train",
-                "n_queries",
-                "kappa",
-                "r1",
-                "r2_5",
-                "p",
-                "v1_constancy",
-                "constant_columns",
-            )
-        }
-        row["verdict"] = data.verdict(s)
-        row["verdict_reason"] = r["verdict_reason"]
-        for i in range(1, 11):
-            if f"energy_{i}" in rel.columns:
-                row[f"energy_{i}"] = r[f"energy_{i}"]
+        # the schema's columns in its order; the verdict as the report resolves it
+        row = {c: data.verdict(s) if c == "verdict" else r[c] for c in _RELIABILITY.columns}
+        row.update({c: r[c] for c in _RELIABILITY.optional if c in rel.columns})
         rows.append(row)
     return ReportTable(
         "reliability",
@@ -120,18 +78,18 @@ def homogeneity_table(data: ResultsData, *, variant: str, k: int) -> ReportTable
     if sub.empty:
         return None
     rel = data.table("reliability")
-    channels = _channels_in(data, sub)
+    channels = channels_in(data, sub)
     rows = []
-    for s in _settings_in(data, sub):
-        row = _info_cols(data, s)
+    for s in settings_in(data, sub):
+        row = info_cols(data, s)
         rr = rel[rel["setting"] == s] if rel is not None else None
-        for c in ("r1", "r2_5", "p", "kappa"):
+        for c in RELIABILITY_DIAGNOSTICS:
             row[c] = rr.iloc[-1][c] if rr is not None and len(rr) else np.nan
         ss = sub[sub["setting"] == s]
         for c in channels:
             cc = ss[ss["channel"] == c]
             last = cc.iloc[-1] if len(cc) else None
-            for q in ("zbar", "zbar_lo", "zbar_hi", "pos", "sig"):
+            for q in HOMOGENEITY_SUMMARY:
                 row[f"{c}_{q}"] = last[q] if last is not None else np.nan
         row["n_queries"] = int(ss["n_queries"].max()) if len(ss) else np.nan
         rows.append(row)
@@ -163,15 +121,15 @@ def alignment_table(data: ResultsData) -> ReportTable | None:
     a = data.table("alignment")
     if a is None or a.empty:
         return None
-    channels = _channels_in(data, a)
+    channels = channels_in(data, a)
     rows = []
-    for s in _settings_in(data, a):
-        row = _info_cols(data, s)
+    for s in settings_in(data, a):
+        row = info_cols(data, s)
         ss = a[a["setting"] == s]
         for c in channels:
             cc = ss[ss["channel"] == c]
             last = cc.iloc[-1] if len(cc) else None
-            for q in ("alpha_max", "alpha_max_feature", "alpha_reg", "alpha_reg_group"):
+            for q in ALIGNMENT_MEASURES:
                 row[f"{c}_{q}"] = last[q] if last is not None else np.nan
         rows.append(row)
     methods = (
@@ -229,13 +187,13 @@ def ranking_table(data: ResultsData, *, k: int | None) -> ReportTable | None:
     ks = sorted(set(rk["K"]))
     use_k = k if k in ks else max(ks)
     sub = rk[rk["K"] == use_k]
-    channels = _channels_in(data, sub)
+    channels = channels_in(data, sub)
     rows = []
     for v in [v for v in data.variants if v in set(sub["variant"])] or sorted(set(sub["variant"])):
         sv = sub[sub["variant"] == v]
-        for s in _settings_in(data, sv):
+        for s in settings_in(data, sv):
             ss = sv[sv["setting"] == s]
-            row = _info_cols(data, s)
+            row = info_cols(data, s)
             row["variant"] = v
             row["excluded"] = bool(ss["excluded"].any())
             reasons = [str(r) for r in ss["reason"] if isinstance(r, str) and r.strip()]
@@ -259,7 +217,7 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
     out = []
     lds = data.table("lds")
     if lds is not None and not lds.empty:
-        staged = _staged(lds)
+        staged = is_staged(lds)
         out.append(
             ReportTable(
                 "lds",
@@ -275,7 +233,7 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
                     else "."
                 ),
                 lds.reset_index(drop=True),
-                {"stages": _ordered_stages(lds) if staged else []},
+                {"stages": ordered_stages(lds) if staged else []},
             )
         )
         rel = data.table("reliability")
@@ -288,16 +246,16 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
                 if h is not None and k is not None
                 else None
             )
-            channels = _channels_in(data, hk) if hk is not None and len(hk) else []
-            for s in _settings_in(data, rel):
+            channels = channels_in(data, hk) if hk is not None and len(hk) else []
+            for s in settings_in(data, rel):
                 info = data.setting_info(s)
                 m = str(info["method"])
                 if m not in methods and s not in methods:
                     continue
-                row = _info_cols(data, s)
+                row = info_cols(data, s)
                 row["lds"] = methods.get(s, methods.get(m))
                 rr = rel[rel["setting"] == s].iloc[-1]
-                for c in ("r1", "r2_5", "p", "kappa"):
+                for c in RELIABILITY_DIAGNOSTICS:
                     row[c] = rr[c]
                 for c in channels:
                     cc = hk[(hk["setting"] == s) & (hk["channel"] == c)] if hk is not None else None
@@ -305,7 +263,7 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
                 rows.append(row)
             if rows:
                 summary = pd.DataFrame(rows)
-                stages = _ordered_stages(summary) if _staged(summary) else []
+                stages = ordered_stages(summary) if is_staged(summary) else []
                 out.append(
                     ReportTable(
                         "lds_summary",
@@ -341,25 +299,10 @@ def lds_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
                     else ""
                 ),
                 agr.reset_index(drop=True),
-                {"stages": _ordered_stages(agr) if staged else []},
+                {"stages": ordered_stages(agr) if staged else []},
             )
         )
     return out
-
-
-def _real_stage(x: Any) -> bool:
-    return str(x) not in ("-", "", "nan", "None")
-
-
-def _staged(df: pd.DataFrame) -> bool:
-    """True when ``df`` has a ``stage`` column naming more than one real stage."""
-    if "stage" not in df.columns:
-        return False
-    return len({str(x) for x in df["stage"] if _real_stage(x)}) > 1
-
-
-def _ordered_stages(df: pd.DataFrame) -> list[str]:
-    return list(dict.fromkeys(str(x) for x in df["stage"]))
 
 
 SENS_GROUP_COLUMNS = ("setting", "stage", "method")
@@ -380,7 +323,7 @@ def sensitivity_table(data: ResultsData, *, k: int | None) -> ReportTable | None
     sub = sens[sens["K"] == use_k]
     gcol = next((c for c in SENS_GROUP_COLUMNS if c in sub.columns), None)
     groups = list(dict.fromkeys(str(g) for g in sub[gcol])) if gcol else [""]
-    channels = _channels_in(data, sub)
+    channels = channels_in(data, sub)
     keys = (
         sub[["proj_dim", "lam"]]
         .drop_duplicates()
@@ -492,20 +435,15 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
             if v != "original":
                 add(homogeneity_table(data, variant=v, k=k))
     add(ksweep_table(data))
-    add(alignment_table(data))
-    from aria_tda.report.embeddings import embedding_alignment_table  # it imports this module
-
-    add(embedding_alignment_table(data))
+    alignment = alignment_table(data)
+    add(alignment)
+    add(embedding_alignment_table(data, alignment))
     add(confound_table(data, k=k))
     add(ranking_table(data, k=k))
     for t in lds_tables(data, k=k):
         add(t)
-    from aria_tda.report.paired import paired_tables  # it imports this module
-
     for t in paired_tables(data, k=k):
         add(t)
-    from aria_tda.report.planted import planted_tables  # planted imports this module
-
     for t in planted_tables(data):
         add(t)
     add(sensitivity_table(data, k=k))

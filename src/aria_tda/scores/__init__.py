@@ -9,10 +9,11 @@ Where things live: :mod:`~aria_tda.scores.source` (the :class:`ScoreSource` inte
 chunking, transposition), :mod:`~aria_tda.scores.formats` (one module per file format),
 :mod:`~aria_tda.scores.readers` (:func:`open_scores`, :func:`as_source`),
 :mod:`~aria_tda.scores.writers`, :mod:`~aria_tda.scores.blockstats` (the sums) and
-:mod:`~aria_tda.scores.stats` (the streaming kernel), :mod:`~aria_tda.scores.distributed` (the same
-kernels on Dask), :mod:`~aria_tda.scores.lowrank`, :mod:`~aria_tda.scores.normalization`,
+:mod:`~aria_tda.scores.stats` (the streaming kernel), :mod:`~aria_tda.scores.distributed` (the
+Dask task runner and row ranges), :mod:`~aria_tda.scores.distributed_aggregate`,
+:mod:`~aria_tda.scores.lowrank`, :mod:`~aria_tda.scores.normalization`,
 :mod:`~aria_tda.scores.aggregation`. Nothing here imports the analyses built on it
-(:mod:`aria_tda.diagnostics` and above).
+(:mod:`aria_tda.diagnostics` and above; the diagnostics' own passes live there).
 """
 
 from __future__ import annotations

@@ -20,12 +20,12 @@ Layout
 ------
 - :mod:`aria_tda.study.runner` — :func:`run_study` (inputs, settings, publishing, report);
 - :mod:`aria_tda.study.inputs` — checks before any work, queries file, track ↔ feature matching;
-- :mod:`aria_tda.study.setting` — one setting's tables, cached as a stage;
+- :mod:`aria_tda.study.setting` — one setting's tables, cached as a step;
 - :mod:`aria_tda.study.tables` — the results folder's tables, published in one step.
 - :mod:`aria_tda.study.cluster` — with a ``scheduler``: the uncached settings as parallel Dask
   tasks, each null computed once (results equal the single-machine run's).
 
-The study file itself is :mod:`aria_tda.study_config`.
+The study file itself is :mod:`aria_tda.study.config`.
 
 Resuming
 --------

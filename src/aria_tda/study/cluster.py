@@ -4,19 +4,19 @@ r"""A study's settings on a Dask cluster: independent settings in parallel, each
 (``aria-tda run --scheduler``, ``scheduler = "..."`` in the study file; values as in
 :mod:`aria_tda._dask`):
 
-1. a setting whose cache stage is complete is read back on the client, exactly as on one
+1. a setting whose cache step is complete is read back on the client, exactly as on one
    machine (the scheduler is not part of the cache key: either path reuses the other's);
 2. the others are planned on the client: the store rows of each setting's S_track come from
    its segment map alone (:func:`~aria_tda.study.setting.planned_rows`). Settings with the same
    rows share their prepared features and their null, so each distinct null is one task
    (:func:`~aria_tda.study.setting.shared_null`), computed once for the whole run;
 3. one task per setting runs the single-machine code of
-   :func:`~aria_tda.study.setting.run_setting` (:func:`~aria_tda.study.setting.compute_stage`) into
-   the setting's stage folder, which workers reach through the shared file system, given the
+   :func:`~aria_tda.study.setting.run_setting` (:func:`~aria_tda.study.setting.compute_step`) into
+   the setting's step folder, which workers reach through the shared file system, given the
    future of its null (the null and features move between workers, never recomputed);
 4. the client logs each setting as it finishes; the first setting that fails cancels the
    others, and its error is raised on the client as the single-machine run raises it (its
-   stage removed by the task, as on one machine).
+   step removed by the task, as on one machine).
 
 A study with a single setting to compute (one large matrix, say) gains nothing from step 3:
 that setting runs on the client instead, with its passes spread over the workers — the
@@ -28,7 +28,7 @@ block (:mod:`aria_tda.scores.distributed`, :mod:`aria_tda.homogeneity.distribute
 The tables equal the single-machine run's (same code, same seeds, same null; floating-point
 sums may differ in the last bits where a worker's BLAS uses other threads). A worker that dies
 mid-task costs only its tasks: Dask reruns them on another worker (and recomputes a null that
-was held only there); the rerun clears the stage the dead task left "running". A cancelled
+was held only there); the rerun clears the step the dead task left "running". A cancelled
 setting may still finish on a worker after the client has raised; a setting cut off by the
 end of a ``local:N`` cluster is left "running" and recomputed by the next run.
 """
@@ -44,17 +44,17 @@ from pathlib import Path
 from typing import Any
 
 from aria_tda._dask import open_client
-from aria_tda._stages import Stage
+from aria_tda._steps import Step
+from aria_tda.study.config import SettingSpec, StudySpec, validate_study
 from aria_tda.study.setting import (
-    compute_stage,
+    compute_step,
     planned_rows,
     read_cached,
     rows_key,
-    setting_stage,
+    setting_step,
     shared_null,
     slug,
 )
-from aria_tda.study_config import SettingSpec, StudySpec, validate_study
 
 __all__ = ["TASK_DELAY_ENV", "run_on_cluster"]
 
@@ -66,7 +66,7 @@ def _quiet(msg: str) -> None:
     """Log lines inside a task are dropped: the client logs each setting as it finishes."""
 
 
-def _plan(pending: list[tuple[SettingSpec, Stage]], spec: StudySpec,
+def _plan(pending: list[tuple[SettingSpec, Step]], spec: StudySpec,
           store: Any) -> tuple[dict[str, bytes | None], dict[bytes, tuple[Any, Any, int]]]:
     """Setting name → its rows key, and rows key → (rows, present, n_queries) of its null.
 
@@ -102,9 +102,9 @@ def _null_task(spec: StudySpec, rows: Any, present: Any,
         return shared_null(store, rows, present, spec, n_queries)
 
 
-def _setting_task(stage: Stage, setting: SettingSpec, spec: StudySpec, shared: Any,
+def _setting_task(step: Step, setting: SettingSpec, spec: StudySpec, shared: Any,
                   delay: float) -> dict[str, Any]:
-    """Worker side: one setting computed into its stage, with the shared null when planned."""
+    """Worker side: one setting computed into its step, with the shared null when planned."""
     from aria_tda.features.store import FeatureStore
 
     if delay > 0:
@@ -117,8 +117,8 @@ def _setting_task(stage: Stage, setting: SettingSpec, spec: StudySpec, shared: A
         nulls.update(shared[1])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = compute_stage(stage, setting, spec, store, nulls, prepared_cache,
-                               progress=False, log=_quiet)
+        result = compute_step(step, setting, spec, store, nulls, prepared_cache,
+                              progress=False, log=_quiet)
     result["warnings"] = [(w.category, str(w.message)) for w in caught]
     return result
 
@@ -171,17 +171,17 @@ def run_on_cluster(
         the cluster, nulls computed).
     """
     results: dict[str, dict[str, Any]] = {}
-    pending: list[tuple[SettingSpec, Stage]] = []
+    pending: list[tuple[SettingSpec, Step]] = []
     for setting in spec.settings:
-        stage = setting_stage(setting, spec, store_fp, cache_root)
-        if stage.is_complete():
-            log(f"{setting.name}: reusing cached results ({stage.path})")
-            results[setting.name] = read_cached(stage)
+        step = setting_step(setting, spec, store_fp, cache_root)
+        if step.is_complete():
+            log(f"{setting.name}: reusing cached results ({step.path})")
+            results[setting.name] = read_cached(step)
             continue
-        reason = stage.stale_reason()
+        reason = step.stale_reason()
         if reason:
             log(f"{setting.name}: recomputing ({reason})")
-        pending.append((setting, stage))
+        pending.append((setting, step))
     execution: dict[str, Any] = {
         "scheduler": scheduler if isinstance(scheduler, str) else None,
         "workers": None, "settings_computed": len(pending), "nulls_computed": 0,
@@ -199,10 +199,10 @@ def run_on_cluster(
         n_workers = len(client.nthreads())
         execution.update(scheduler=label, workers=n_workers)
         if len(pending) == 1:  # nothing to run side by side: spread the setting's passes
-            setting, stage = pending[0]
+            setting, step = pending[0]
             log(f"{setting.name}: its passes as tasks on {label} ({n_workers} workers)")
-            result = compute_stage(stage, setting, spec, store, {}, {}, progress=None,
-                                   log=log, client=client)
+            result = compute_step(step, setting, spec, store, {}, {}, progress=None,
+                                  log=log, client=client)
             results[setting.name] = result
             execution.update(nulls_computed=int(result.get("nulls_computed", 0)),
                              split="passes")
@@ -214,11 +214,11 @@ def run_on_cluster(
             for i, (key, (rows, present, n_queries)) in enumerate(groups.items())
         }
         futures: dict[Any, str] = {}
-        for setting, stage in pending:
+        for setting, step in pending:
             key = keys[setting.name]
-            task_stage = Stage(Path(stage.root).absolute(), stage.name, stage.params)
+            task_step = Step(Path(step.root).absolute(), step.name, step.params)
             fut = client.submit(
-                _setting_task, task_stage, remote_settings[setting.name], remote,
+                _setting_task, task_step, remote_settings[setting.name], remote,
                 null_futures.get(key) if key is not None else None, delay, pure=False,
                 key=f"aria-setting-{slug(setting.name)}-{token}",
             )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
-from aria_tda.study_config import SettingSpec, StudySpec
+from aria_tda.study.config import SettingSpec, StudySpec
 
 __all__ = [
     "align_tracks",
@@ -78,8 +78,8 @@ def check_setting_files(setting: SettingSpec) -> None:
 
 
 def _embedding_infos(setting: SettingSpec) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two stores' :func:`~aria_tda.features.embeddings.embedding_info`, checked comparable."""
-    from aria_tda.features.embeddings import check_comparable, embedding_info
+    """The two stores' :func:`~aria_tda.embed.store.embedding_info`, checked comparable."""
+    from aria_tda.embed.store import check_comparable, embedding_info
 
     where = f"setting {setting.name!r}"
     train = embedding_info(str(setting.train_embeddings), name=f"{where}: train_embeddings")
@@ -109,7 +109,7 @@ def embedding_scores(
     The matrix goes to the setting's own ``scores`` path when given, else to ``target`` (in
     the results folder's cache). It is reused when its manifest records the digests of the
     two stores as they are now; otherwise it is (re)computed with
-    :func:`aria_tda.features.embeddings.write_cosine_scores` (streamed, training tracks × queries,
+    :func:`aria_tda.embed.retrieval.write_cosine_scores` (streamed, training tracks × queries,
     the training track ids as row ids). A setting without embedding stores is returned as is.
 
     Parameters
@@ -123,7 +123,7 @@ def embedding_scores(
     log : callable, optional
         Called with one log line.
     """
-    from aria_tda.features.embeddings import write_cosine_scores
+    from aria_tda.embed.retrieval import write_cosine_scores
     from aria_tda.manifest import read_manifest
 
     if not setting.is_embedding:

@@ -1,7 +1,7 @@
 """:func:`run_study`: check the inputs, run every setting, publish the results folder, report.
 
 A failed run leaves nothing half-made: inputs are checked before any folder is created, a
-setting that fails removes its cache stage, and the folders the run created are removed again
+setting that fails removes its cache step, and the folders the run created are removed again
 when they are left empty (finished settings of an interrupted run stay cached, so a rerun
 resumes).
 """
@@ -18,19 +18,19 @@ from typing import Any
 
 from aria_tda._dask import check_scheduler
 from aria_tda._io import remove_path
-from aria_tda._stages import file_fingerprint
+from aria_tda._steps import file_fingerprint
 from aria_tda.errors import ParameterError, expected
+from aria_tda.study.config import StudySpec, load_study
 from aria_tda.study.inputs import check_inputs, embedding_scores
 from aria_tda.study.setting import run_setting, slug
 from aria_tda.study.tables import publish, write_tables
-from aria_tda.study_config import StudySpec, load_study
 
 __all__ = ["CACHE", "run_study"]
 
-#: Folder of the per-setting cache stages inside the results folder.
+#: Folder of the per-setting cache steps inside the results folder.
 CACHE = ".cache"
 #: Folder (inside :data:`CACHE`) of the cosine matrices of embedding settings; a setting's
-#: stage folder never starts with "_" (:func:`aria_tda.study.setting.slug`).
+#: step folder never starts with "_" (:func:`aria_tda.study.setting.slug`).
 EMBEDDING_SCORES = "_embedding_scores"
 
 
@@ -86,7 +86,7 @@ def run_study(
     Parameters
     ----------
     study : StudySpec or path-like
-        The study, or the path of a study TOML file (see :mod:`aria_tda.study_config`).
+        The study, or the path of a study TOML file (see :mod:`aria_tda.study.config`).
     output : path-like, optional
         Results folder (default: the study's ``output``).
     report : bool, optional

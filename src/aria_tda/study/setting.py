@@ -1,9 +1,9 @@
-r"""One setting of a study: diagnostics, S_track, homogeneity, alignment — cached as a stage.
+r"""One setting of a study: diagnostics, S_track, homogeneity, alignment — cached as a step.
 
 :func:`run_setting` computes every table of one setting (original and, unless disabled, the
-rank-1 residual) into ``OUTPUT/.cache/<setting>/`` (a :class:`aria_tda._stages.Stage`), or reads
+rank-1 residual) into ``OUTPUT/.cache/<setting>/`` (a :class:`aria_tda._steps.Step`), or reads
 them back when the score matrix, segment map, feature store and study parameters are those it
-was computed from. A setting that fails leaves no stage behind (neither half-written tables
+was computed from. A setting that fails leaves no step behind (neither half-written tables
 nor a record marked "running"): the next run computes it from scratch.
 """
 
@@ -20,33 +20,33 @@ from typing import Any
 import numpy as np
 
 from aria_tda._io import read_json, remove_path, write_json
-from aria_tda._stages import Stage, file_fingerprint
+from aria_tda._steps import Step, file_fingerprint
 from aria_tda.errors import DataError, ParameterError
+from aria_tda.study.config import SettingSpec, StudySpec
 from aria_tda.study.inputs import (
     align_tracks,
     check_setting_files,
     open_setting_scores,
     track_ids_of,
 )
-from aria_tda.study_config import SettingSpec, StudySpec
 
 __all__ = [
     "N_PAIRS",
     "TABLES",
-    "compute_stage",
+    "compute_step",
     "planned_rows",
     "prepared_for",
     "read_cached",
     "rows_key",
     "run_setting",
-    "setting_stage",
+    "setting_step",
     "shared_null",
     "slug",
 ]
 
 #: Contributing track pairs kept per query, channel and variant (the report's evidence).
 N_PAIRS = 10
-#: The per-setting tables (Parquet files of the cached stage).
+#: The per-setting tables (Parquet files of the cached step).
 TABLES = ("homogeneity", "query_z", "pairs", "topk", "null")
 
 
@@ -304,21 +304,21 @@ def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndar
     return out
 
 
-def read_cached(stage: Stage) -> dict[str, Any]:
-    """The tables of a complete stage, as :func:`run_setting` returns them.
+def read_cached(step: Step) -> dict[str, Any]:
+    """The tables of a complete step, as :func:`run_setting` returns them.
 
     Parameters
     ----------
-    stage : Stage
-        A complete stage (:meth:`~aria_tda._stages.Stage.is_complete`).
+    step : Step
+        A complete step (:meth:`~aria_tda._steps.Step.is_complete`).
     """
     import pandas as pd
 
-    out = {"diagnostics": read_json(stage.path / "diagnostics.json"),
-           "alignment": read_json(stage.path / "alignment.json"),
-           "timings": stage.summary().get("timings", {})}
+    out = {"diagnostics": read_json(step.path / "diagnostics.json"),
+           "alignment": read_json(step.path / "alignment.json"),
+           "timings": step.summary().get("timings", {})}
     for name in TABLES:
-        out[name] = pd.read_parquet(stage.path / f"{name}.parquet")
+        out[name] = pd.read_parquet(step.path / f"{name}.parquet")
     return out
 
 
@@ -347,7 +347,7 @@ def run_setting(
     store_fp : dict
         Fingerprint of the feature store (part of the cache key).
     cache_root : Path
-        ``OUTPUT/.cache``; the setting's stage is a folder in it.
+        ``OUTPUT/.cache``; the setting's step is a folder in it.
     nulls : dict
         Nulls computed so far in this run, by track pool (filled in here).
     prepared_cache : dict
@@ -363,20 +363,20 @@ def run_setting(
         ``diagnostics`` and ``alignment`` (JSON-able), ``timings`` and one DataFrame per name
         in :data:`TABLES`.
     """
-    stage = setting_stage(setting, spec, store_fp, cache_root)
-    if stage.is_complete():
-        log(f"{setting.name}: reusing cached results ({stage.path})")
-        return read_cached(stage)
-    reason = stage.stale_reason()
+    step = setting_step(setting, spec, store_fp, cache_root)
+    if step.is_complete():
+        log(f"{setting.name}: reusing cached results ({step.path})")
+        return read_cached(step)
+    reason = step.stale_reason()
     if reason:
         log(f"{setting.name}: recomputing ({reason})")
-    return compute_stage(stage, setting, spec, store, nulls, prepared_cache, progress=progress,
-                         log=log)
+    return compute_step(step, setting, spec, store, nulls, prepared_cache, progress=progress,
+                        log=log)
 
 
-def setting_stage(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any],
-                  cache_root: Path) -> Stage:
-    """The cache stage of a setting: its folder and the parameters it must have been made with.
+def setting_step(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any],
+                 cache_root: Path) -> Step:
+    """The cache step of a setting: its folder and the parameters it must have been made with.
 
     The parameters are the setting, the fingerprints of its files and of the feature store,
     and the study's recorded parameters; where the study runs (``scheduler``) is not one of
@@ -404,11 +404,11 @@ def setting_stage(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any
                   if k not in {"name", "confound", "queries"}},
         "n_pairs": N_PAIRS,
     }
-    return Stage(cache_root, slug(setting.name), params)
+    return Step(cache_root, slug(setting.name), params)
 
 
-def compute_stage(
-    stage: Stage,
+def compute_step(
+    step: Step,
     setting: SettingSpec,
     spec: StudySpec,
     store: Any,
@@ -419,15 +419,15 @@ def compute_stage(
     log: Callable[[str], None],
     client: Any = None,
 ) -> dict[str, Any]:
-    """Compute a setting into its (cleared) stage and mark it complete; see :func:`run_setting`.
+    """Compute a setting into its (cleared) step and mark it complete; see :func:`run_setting`.
 
-    A failure removes the stage (never left "running"); the S_track files are removed either
+    A failure removes the step (never left "running"); the S_track files are removed either
     way.
 
     Parameters
     ----------
-    stage : Stage
-        From :func:`setting_stage`.
+    step : Step
+        From :func:`setting_step`.
     setting, spec, store, nulls, prepared_cache, progress, log
         As for :func:`run_setting`.
     client : dask.distributed.Client, optional
@@ -435,17 +435,17 @@ def compute_stage(
         tasks over row ranges / query blocks (:mod:`aria_tda.study.cluster` does this for a study
         with a single setting to compute); the tables are the same.
     """
-    work = stage.begin()
+    work = step.begin()
     try:
         result = _compute(setting, spec, store, work, nulls, prepared_cache,
                           progress=progress, log=log, client=client)
-    except BaseException:  # a failed stage is not left "running": the next run redoes it
-        remove_path(stage.path)
+    except BaseException:  # a failed step is not left "running": the next run redoes it
+        remove_path(step.path)
         raise
     finally:  # S_track files are N x T float64: never leave them behind
         for f in work.glob("s_track_*"):
             remove_path(f)
-    stage.complete(timings=result["timings"])
+    step.complete(timings=result["timings"])
     return result
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from aria_tda._io import remove_path
 from aria_tda.errors import DataError, expected
-from aria_tda.study_config import StudySpec
+from aria_tda.study.config import StudySpec
 from aria_tda.verdict import Verdict, classify, rank_settings
 
 __all__ = ["RUN_TABLES", "publish", "write_tables"]

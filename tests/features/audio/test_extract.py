@@ -398,7 +398,8 @@ def test_feature_store_extraction_records_bad_files(clips, tmp_path):
     """The audio extractor through the store: good files become rows, bad ones error records."""
     import soundfile as sf
 
-    from aria_tda.features.store import FeatureStore, extract_to_store
+    from aria_tda.features.extract import extract_to_store
+    from aria_tda.features.store import FeatureStore
 
     src = tmp_path / "in"
     src.mkdir()

@@ -212,16 +212,3 @@ def test_unloadable_soundfont(tmp_path):
     with pytest.raises(FileFormatError, match="FluidSynth could not load"):
         render_midi(midi_from_notes([(0, 1, 60)]), soundfont=fake)
 
-
-def test_old_module_path_is_a_shim():
-    import ast
-    import inspect
-
-    import aria_tda.features.audio.render as new
-    import aria_tda.features.audio.render as old
-
-    for name in old.__all__:
-        assert getattr(old, name) is getattr(new, name)
-    tree = ast.parse(inspect.getsource(old))
-    kinds = {type(node).__name__ for node in tree.body}
-    assert kinds <= {"Expr", "ImportFrom", "Import", "Assign"}  # docstring, imports, __all__

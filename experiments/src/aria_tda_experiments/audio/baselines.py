@@ -30,6 +30,7 @@ from typing import Any
 from aria_tda._checks import check_choice
 from aria_tda._io import write_text
 from aria_tda.errors import ParameterError, expected
+from aria_tda_experiments.audio.listing import paths_for_listing
 from aria_tda_experiments.demo import _Runner
 
 __all__ = ["EMBEDDING_BASELINES"]
@@ -141,7 +142,8 @@ def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir:
         from aria_tda.embed import embed_to_store, retrieve
 
         listing = train[["track_id", "path", "genre", "work_id"]].copy()
-        listing["path"] = [str(corpus.root / p_) for p_ in listing["path"]]
+        listing["path"] = paths_for_listing([corpus.root / p_ for p_ in listing["path"]],
+                                            d / "train.csv")
         write_text(d / "train.csv", listing.to_csv(index=False))
         info: dict[str, Any] = {}
         for b in EMBEDDING_BASELINES:

@@ -59,6 +59,7 @@ from aria_tda_experiments.audio.baselines import (
     _embedding_stages,
     _row_ids,
 )
+from aria_tda_experiments.audio.listing import paths_for_listing
 from aria_tda_experiments.audio.tables import _required, table2_text, table3_text
 from aria_tda_experiments.demo import _Runner
 
@@ -118,7 +119,7 @@ def run_audio_demo(
     encoders : mapping, optional
         Published checkpoints to use instead of the demo-trained encoders, by baseline name:
         ``{"mert": folder, "clap": file, "clews": file}`` (any subset; see
-        :data:`aria_tda.encoders.ENCODERS` for the files). The others are trained here.
+        :data:`aria_tda.embed.encoders.ENCODERS` for the files). The others are trained here.
     report : bool
         Write ``results/report.html``.
     progress : bool, optional
@@ -144,7 +145,7 @@ def run_audio_demo(
     if not methods:
         raise ParameterError(expected("methods", "at least one method", "none"))
     published = _check_encoders(encoders, embeddings)
-    root = Path(out)
+    root = Path(out).absolute()  # one meaning for a relative --out in every stage
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
     root.mkdir(parents=True, exist_ok=True)
@@ -287,7 +288,8 @@ def run_audio_demo(
 
     def _features(d: Path) -> dict[str, Any]:
         listing = train[["track_id", "path", *TRACK_METADATA]].copy()
-        listing["path"] = [str(corpus.root / p_) for p_ in listing["path"]]
+        listing["path"] = paths_for_listing([corpus.root / p_ for p_ in listing["path"]],
+                                            d / "tracks.csv")
         write_text(d / "tracks.csv", listing.to_csv(index=False))
         info = extract_to_store(d / "tracks.csv", d / "store", modality="audio",
                                 params={"sr": corpus.config.sr}, workers=n_threads,
@@ -305,7 +307,7 @@ def run_audio_demo(
 
     # 9. ARIA -----------------------------------------------------------------------------
     from aria_tda.study import run_study
-    from aria_tda.study_config import SettingSpec, StudySpec, study_to_toml, validate_study
+    from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml, validate_study
     from aria_tda_experiments.audio.presets import audio_ks
 
     results = root / "results"

@@ -3,7 +3,7 @@ r"""The demo's offline encoders: which tracks, labels and captions they learn fr
 :func:`train_demo_encoders` trains the three encoders of :mod:`aria_tda_experiments.encoders` on the
 audio demo corpus (:mod:`aria_tda_experiments.audio.corpus`) — its TRAINING split only — and writes
 one checkpoint per encoder, ``<out_dir>/<name>.pt``, loadable with
-``aria_tda.encoders.load_encoder(name, weights=path)``:
+``aria_tda.embed.encoders.load_encoder(name, weights=path)``:
 
 - ``clews-style``: groups = works, so the renderings of one work (other instrument family,
   tempo, key) are each other's positives; a positive pair shows the same passage (the second
@@ -57,7 +57,7 @@ import pandas as pd
 
 from aria_tda._checks import check_int
 from aria_tda._io import write_json
-from aria_tda.encoders.base import Encoder
+from aria_tda.embed.encoders.base import Encoder
 from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda_experiments.encoders import (
     CONFIGS,
@@ -184,7 +184,8 @@ def versions_corpus(corpus: Any, out_dir: str | os.PathLike[str], versions: int,
     """
     import shutil
 
-    from aria_tda_experiments.audio.corpus import INSTRUMENT_FAMILIES, build_audio_corpus
+    from aria_tda_experiments.audio.corpus import build_audio_corpus
+    from aria_tda_experiments.audio.versions import INSTRUMENT_FAMILIES
 
     v0 = int(corpus.config.versions_per_work)
     versions = check_int("clews_versions", versions, min_value=v0,

@@ -44,8 +44,8 @@ from typing import Any
 
 from aria_tda._options import Options, option
 from aria_tda.errors import ParameterError, expected
-from aria_tda_experiments.audio.corpus import AudioCorpusConfig
 from aria_tda_experiments.audio.tokenizers import TokenizerConfig
+from aria_tda_experiments.audio.versions import AudioCorpusConfig
 
 __all__ = ["AUDIO_PRESETS", "AudioPreset", "audio_ks", "audio_preset"]
 

@@ -14,7 +14,7 @@ what they are — "clews-style, trained on the demo corpus", not CLEWS:
 
 This package holds what does not depend on the demo: front ends (:mod:`.frontends`),
 architectures (:mod:`.models`), configs (:mod:`.config`), generic training loops
-(:mod:`.train`), the :class:`~aria_tda.encoders.Encoder` wrapper (:mod:`.encoder`) and checkpoints
+(:mod:`.train`), the :class:`~aria_tda.embed.Encoder` wrapper (:mod:`.encoder`) and checkpoints
 with a manifest-like header (:mod:`.checkpoint`). Which tracks, labels and captions they are
 trained on is the demo's business: :mod:`aria_tda_experiments.audio.encoders`.
 """

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from aria_tda._io import atomic_path
-from aria_tda.encoders.base import file_sha256
+from aria_tda.embed.encoders.base import file_sha256
 from aria_tda.errors import FileFormatError, ParameterError, expected
 from aria_tda_experiments.encoders.config import CONFIGS, OfflineConfig
 from aria_tda_experiments.encoders.encoder import OfflineEncoder, build_model

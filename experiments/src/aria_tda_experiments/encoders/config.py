@@ -60,7 +60,7 @@ class ClewsStyleConfig(_Common):
     removed (``bin_norm="mean"``), half the views moved an octave up or down
     (``octave_shift=0.5``). These settings were chosen on a validation split of the
     demo (``benchmarks/bench_encoders_select.py``; every config tried is in
-    ``benchmarks/results/bench_encoders_select.json``): version 4 of every training work held
+    ``experiments/results/bench_encoders_select.json``): version 4 of every training work held
     out as the query set (30 queries, gallery versions 0-1, training on versions 0, 1, 5-9).
     There, over seeds 0-5 trained on a GPU, pairs of nets retrieved a version of the query's
     work at rank 1 for 30/30 (five pairs; 29-30 in a repeat) and single nets for 28.5/30 on

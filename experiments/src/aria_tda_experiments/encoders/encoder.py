@@ -1,4 +1,4 @@
-"""The offline encoders as :class:`~aria_tda.encoders.Encoder` objects: front end + model + pooling.
+"""The offline encoders as :class:`~aria_tda.embed.Encoder` objects: front end + model + pooling.
 
 :func:`front_end` turns a signal into the model's input (log-CQT for clews-style, log-mel for
 the others) — the *same* function feeds training and embedding, so a checkpoint sees at run
@@ -20,7 +20,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from aria_tda.encoders.base import Encoder
+from aria_tda.embed.encoders.base import Encoder
 from aria_tda.errors import ParameterError, expected
 from aria_tda_experiments.encoders.config import (
     ClapStyleConfig,

@@ -6,7 +6,7 @@ Registered with the library through the ``aria_tda.encoders`` entry-point group 
 
 from __future__ import annotations
 
-from aria_tda.encoders.base import EncoderSpec
+from aria_tda.embed.encoders.base import EncoderSpec
 
 __all__ = ["ENCODER_SPECS"]
 

@@ -17,12 +17,11 @@ import pytest
 
 from aria_tda.errors import DataError, ManifestMismatchError, ParameterError
 from aria_tda_experiments.audio import corpus as ac
-from aria_tda_experiments.audio.corpus import (
+from aria_tda_experiments.audio.corpus import build_audio_corpus, load_audio_corpus
+from aria_tda_experiments.audio.versions import (
     INSTRUMENT_FAMILIES,
     TRACK_COLUMNS,
     AudioCorpusConfig,
-    build_audio_corpus,
-    load_audio_corpus,
     make_version_midi,
     plan_versions,
 )

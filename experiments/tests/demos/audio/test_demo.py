@@ -3,6 +3,8 @@ plus 3 embedding baselines (15), the Table-2/3 text layouts, resumable."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,11 +16,19 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from aria_tda_experiments.audio.demo import run_audio_demo
+    """The demo as the README runs it: from a working folder, into its default output folder
+    (``./aria-demo-audio``, a relative path), through the command line."""
+    import os
 
-    out = tmp_path_factory.mktemp("audio-demo")
-    results = run_audio_demo(out, preset="tiny", quiet=True, progress=False)
-    return out, results
+    work = tmp_path_factory.mktemp("audio-demo")
+    here = Path.cwd()
+    os.chdir(work)
+    try:
+        assert main(["demo", "audio", "--preset", "tiny", "--quiet", "--no-progress"]) == 0
+    finally:
+        os.chdir(here)
+    out = work / "aria-demo-audio"
+    return out, out / "results"
 
 
 EMBEDDINGS = {"clap-style", "clews-style", "mert-style"}
@@ -146,7 +156,7 @@ def test_published_checkpoint_replaces_its_demo_trained_encoder(tiny_run, tmp_pa
     checkpoint format) scores the same queries; the other two stay demo-trained."""
     import shutil
 
-    from aria_tda.encoders.clews import save_random_checkpoint
+    from aria_tda.embed.encoders.clews import save_random_checkpoint
     from aria_tda_experiments.audio.demo import run_audio_demo
 
     out, _ = tiny_run

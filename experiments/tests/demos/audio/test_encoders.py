@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aria_tda.encoders import load_encoder
+from aria_tda.embed.encoders import load_encoder
 from aria_tda.errors import ParameterError
 from aria_tda_experiments.audio.corpus import build_audio_corpus
 from aria_tda_experiments.audio.encoders import (

@@ -88,6 +88,7 @@ from aria_tda.features.audio.params import (  # noqa: E402
     FEATURE_NAMES,
     AudioFeatureParams,
     available_backends,
+    check_dependencies,
     load_audio,
     versions,
 )
@@ -101,6 +102,7 @@ __all__ = [
     "AudioFeatureParams",
     "analyze_audio",
     "available_backends",
+    "check_dependencies",
     "extract_audio",
     "extract_file",
     "extract_file_record",

@@ -161,8 +161,16 @@ def prepare_workers(params: Mapping[str, Any] | None = None, *, force: bool = Fa
     Returns
     -------
     bool
-        True when the cache is warm (or there is nothing to warm: librosa not installed).
+        True when the cache is warm.
+
+    Raises
+    ------
+    MissingDependencyError
+        A package the extraction needs is not installed (checked before anything is done).
     """
+    from aria_tda.features.audio.params import check_dependencies
+
+    check_dependencies(params)  # one error up front, not one per file
     del params
     path = configure_numba_cache()
     with _locked(path):

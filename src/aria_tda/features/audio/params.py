@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda._checks import check_choice, check_existing_path, check_float, check_int
-from aria_tda._optional import require
+from aria_tda._optional import require, require_all
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "FEATURE_NAMES",
     "AudioFeatureParams",
     "available_backends",
+    "check_dependencies",
     "load_audio",
     "versions",
 ]
@@ -257,6 +258,36 @@ def available_backends() -> dict[str, dict[str, bool]]:
         },
         "chord": {"template": has["librosa"], "madmom": has["madmom"], "madmom-cnn": has["madmom"]},
     }
+
+
+def check_dependencies(params: AudioFeatureParams | Mapping[str, Any] | None = None) -> None:
+    """Check, before any file is read, that the packages of an audio extraction are installed.
+
+    Parameters
+    ----------
+    params : AudioFeatureParams or mapping, optional
+        The extraction parameters (their backends decide what is needed; default parameters).
+
+    Raises
+    ------
+    MissingDependencyError
+        One error naming every missing package and what to install (librosa and soundfile:
+        the ``audio`` extra; madmom for its backends; BeatNet and torch for ``beatnet``).
+    """
+    from aria_tda.features.audio.beatnet import _INSTALL as beatnet_install
+    from aria_tda.features.audio.madmom import _INSTALL as madmom_install
+
+    if not isinstance(params, AudioFeatureParams):
+        params = AudioFeatureParams.from_kwargs(**dict(params or {}))
+    require_all(("librosa", "soundfile"), "audio", purpose="audio features")
+    madmom = [f"{k}={v!r}" for k, v in (("beat_backend", params.beat_backend),
+                                         ("chord_backend", params.chord_backend))
+              if v in ("madmom", "madmom-cnn", "beatnet")]
+    if madmom:
+        require_all(("madmom",), purpose=" and ".join(madmom), install=madmom_install)
+    if params.beat_backend == "beatnet":
+        require_all(("BeatNet", "torch"), purpose="beat_backend='beatnet'",
+                    install=beatnet_install)
 
 
 def versions(params: AudioFeatureParams | None = None) -> dict[str, str]:

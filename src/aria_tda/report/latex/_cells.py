@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from aria_tda.report import _fmt
-from aria_tda.report.tables import ReportTable
+from aria_tda.report._table import ReportTable
 
 PREAMBLE = (
     "% needs \\usepackage{booktabs,multirow,graphicx} (and subcaption for the K-sweep figure)\n"

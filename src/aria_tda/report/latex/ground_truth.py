@@ -15,10 +15,18 @@ from typing import Any
 import pandas as pd
 
 from aria_tda.report import _fmt
+from aria_tda.report._table import ReportTable
 from aria_tda.report.latex._cells import DAGGER, MISSING, _label, _num, _signed, _table, escape
-from aria_tda.report.tables import ReportTable
+from aria_tda.report.paired import paired_digits
+from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
-__all__ = ["agreement_latex", "lds_latex", "lds_summary_latex", "planted_latex"]
+__all__ = [
+    "agreement_latex",
+    "lds_latex",
+    "lds_summary_latex",
+    "paired_latex",
+    "planted_latex",
+]
 
 
 def _blocks(values: Sequence[Any]) -> list[list[int]]:
@@ -114,7 +122,7 @@ def lds_summary_latex(t: ReportTable) -> str:
         One ``table`` environment.
     """
     df, channels, k = t.df, t.layout["channels"], t.layout["k"]
-    rel_cols = ["r1", "r2_5", "p", "kappa"]
+    rel_cols = list(RELIABILITY_DIAGNOSTICS)
     abbrev = _channel_abbrev(channels)
     nz = len(channels)
     head1 = ["", "", r"\multicolumn{4}{c}{Reliability ($S^{\mathrm{seg}}$)}", ""]
@@ -363,3 +371,65 @@ def planted_latex(t: ReportTable) -> str:
         resize=len(ks) > 8,
         notes=notes,
     )
+
+
+_PAIRED_QUANTITY_TEX = {"lds": "LDS", "r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$",
+                        "kappa": r"$\kappa$", "zbar": r"$\bar z$"}
+
+
+def paired_latex(t: ReportTable) -> str:
+    """LaTeX of the ``lds_paired`` or ``paired`` table.
+
+    Parameters
+    ----------
+    t : ReportTable
+        A table from :func:`aria_tda.report.paired.paired_tables`.
+
+    Returns
+    -------
+    str
+        One ``table`` environment.
+    """
+    df = t.df.reset_index(drop=True)
+    z = t.name == "paired"
+    staged = bool(t.layout.get("stages"))
+    level = str(t.layout.get("level", "95%")).replace("%", r"\%")
+    head = (["Stage"] if staged else []) + (["Channel"] if z else ["Quantity"]) + [
+        "A", "B", "A", "B", r"A$-$B", f"{level} CI", "Separated"]
+    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    prev = None
+    for _, r in df.iterrows():
+        nd = paired_digits(r["quantity"])
+        key = r["quantity"] if not z else r["channel"]
+        if prev is not None and key != prev:
+            body.append(r"\midrule")
+        prev = key
+
+        def num(x: Any, signed: bool = False, nd: int = nd) -> str:
+            s = (_fmt.signed if signed else _fmt.fixed)(x, nd, missing=MISSING)
+            return s.replace("-", "$-$") if s != MISSING else s
+
+        ci = MISSING
+        if _fmt.finite(r["diff_lo"]) and _fmt.finite(r["diff_hi"]):
+            ci = f"[{num(r['diff_lo'], True)}, {num(r['diff_hi'], True)}]"
+        sep = bool(r["separated"]) if _fmt.finite(r["diff_lo"]) else False
+        cells = [escape(r["stage"])] if staged else []
+        cells += [
+            escape(r["channel"]) if z else _PAIRED_QUANTITY_TEX.get(r["quantity"],
+                                                            escape(r["quantity"])),
+            escape(r["setting_a"]), escape(r["setting_b"]),
+            num(r.get("value_a")), num(r.get("value_b")), num(r["diff"], True), ci,
+            r"\textbf{yes}" if sep else "no",
+        ]
+        body.append(" & ".join(cells) + r" \\")
+    body.append(r"\bottomrule")
+    cap = (
+        r"Paired differences (A$-$B) with " + level + " percentile bootstrap intervals: every "
+        "replicate resamples the same queries for both "
+        + (r"settings; $\bar z$ per channel at $K = " + str(t.layout.get("k")) + "$, settings "
+           "on the same null (its mean cancels in the difference)." if z else
+           "methods, and for LDS the same retrained subsets.")
+        + " Separated only where the interval excludes 0."
+    )
+    return _table(body, colspec=("l" if staged else "") + "lll" + "r" * 4 + "c",
+                  caption=cap, label=_label(t.name), resize=True)

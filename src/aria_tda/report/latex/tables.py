@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from aria_tda.report import _fmt
+from aria_tda.report._table import ReportTable
 from aria_tda.report.latex._cells import (
     DAGGER,
     MISSING,
@@ -33,9 +34,10 @@ from aria_tda.report.latex.ground_truth import (
     agreement_latex,
     lds_latex,
     lds_summary_latex,
+    paired_latex,
     planted_latex,
 )
-from aria_tda.report.tables import ReportTable
+from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = ["ksweep_figure_latex", "render_latex"]
 
@@ -45,7 +47,7 @@ def homogeneity_latex(t: ReportTable) -> str:
     df, channels, k = t.df, t.layout["channels"], t.layout["k"]
     residual = t.layout.get("variant") == "residual"
     rel_cols = [
-        c for c in ("r1", "r2_5", "p", "kappa") if c in df.columns and df[c].map(_fmt.finite).any()
+        c for c in RELIABILITY_DIAGNOSTICS if c in df.columns and df[c].map(_fmt.finite).any()
     ]
     rel_head = {"r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$", "kappa": r"$\kappa$"}
     zsym = r"$\bar{z}^{\mathrm{res}}$" if residual else r"$\bar{z}$"
@@ -358,6 +360,8 @@ _RENDERERS: dict[str, Callable[[ReportTable], str]] = {
     "lds": lds_latex,
     "lds_summary": lds_summary_latex,
     "agreement": agreement_latex,
+    "lds_paired": paired_latex,
+    "paired": paired_latex,
     "planted": planted_latex,
     "planted_segment": planted_latex,
     "sensitivity": sensitivity_latex,
@@ -373,7 +377,8 @@ def render_latex(t: ReportTable) -> str | None:
     t : ReportTable
         A table from :func:`aria_tda.report.tables.build_tables`; its ``name`` picks the layout
         (``homogeneity*``, ``reliability``, ``alignment``, ``confound``, ``ranking``, ``lds``,
-        ``lds_summary``, ``agreement``, ``planted*``, ``sensitivity``, ``null``).
+        ``lds_summary``, ``agreement``, ``lds_paired``, ``paired``, ``planted*``,
+        ``sensitivity``, ``null``).
 
     Returns
     -------
@@ -383,10 +388,6 @@ def render_latex(t: ReportTable) -> str | None:
     """
     if t.name.startswith("homogeneity"):
         return PREAMBLE + homogeneity_latex(t)
-    if t.name in ("lds_paired", "paired"):
-        from aria_tda.report.paired import paired_latex
-
-        return PREAMBLE + paired_latex(t)
     fn = _RENDERERS.get(t.name)
     return PREAMBLE + fn(t) if fn else None
 

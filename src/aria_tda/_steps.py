@@ -1,0 +1,132 @@
+"""Resumable steps for long jobs (``aria-tda demo``, ``aria-tda run``).
+
+A step is a directory ``root/name`` plus a record file (:data:`RECORD`) holding the parameters
+it was computed with and a small summary. :meth:`Step.is_complete` is true only when the record
+says complete *and* its parameters equal the ones asked for now; otherwise the step is
+recomputed from scratch (a stale or half-finished directory is cleared first). This gives
+"a rerun reuses finished steps" without ever reusing output made with other settings.
+
+("Step", not "stage": a *stage* is a model tier of the audio demo — semantic, coarse, fine.)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aria_tda._io import read_json, remove_path, write_json
+from aria_tda.manifest import diff_manifest, package_version
+
+__all__ = ["Step", "file_fingerprint", "params_digest"]
+
+#: The record file of a step (the name predates "step"; kept so that finished runs are
+#: still reused).
+RECORD = "stage.json"
+
+
+def params_digest(params: Mapping[str, Any]) -> str:
+    """A short stable hash of JSON-able parameters (sorted keys)."""
+    text = json.dumps(params, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def file_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Cheap identity of an input file or directory: size and mtime (recursively for dirs)."""
+    p = Path(path)
+    if p.is_dir():
+        entries = sorted(
+            (str(f.relative_to(p)), f.stat().st_size, f.stat().st_mtime_ns)
+            for f in p.rglob("*")
+            if f.is_file()
+        )
+        return {"path": str(p.resolve()), "digest": params_digest({"e": entries})}
+    st = p.stat()
+    return {"path": str(p.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+@dataclass
+class Step:
+    """One resumable step of a pipeline, stored in ``root/name``."""
+
+    root: Path
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    _t0: float = field(default=0.0, init=False, repr=False)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.root) / self.name
+
+    @property
+    def record_path(self) -> Path:
+        return self.path / RECORD
+
+    def record(self) -> dict[str, Any] | None:
+        """The stored record, or ``None``."""
+        if not self.record_path.is_file():
+            return None
+        try:
+            data = read_json(self.record_path)
+        except (OSError, json.JSONDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def is_complete(self) -> bool:
+        """True when a complete record with the same parameters exists."""
+        rec = self.record()
+        if rec is None or rec.get("status") != "complete":
+            return False
+        return not diff_manifest(rec.get("params", {}), self.params) and not diff_manifest(
+            self.params, rec.get("params", {})
+        )
+
+    def stale_reason(self) -> str | None:
+        """Why an existing record cannot be reused.
+
+        ``None`` if nothing is there or it is reusable.
+        """
+        rec = self.record()
+        if rec is None:
+            return None
+        if rec.get("status") != "complete":
+            return "an earlier run did not finish it"
+        lines = diff_manifest(rec.get("params", {}), self.params)
+        return ("parameters changed: " + "; ".join(lines)) if lines else None
+
+    def begin(self, *, clear: bool = True) -> Path:
+        """Create the step directory and mark it running.
+
+        With ``clear`` (default) stale content is removed first; ``clear=False`` keeps it, for
+        steps whose body resumes partial work itself (and checks that work's settings).
+        """
+        if clear:
+            remove_path(self.path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._t0 = time.perf_counter()
+        write_json(self.record_path, {"status": "running", "params": self.params})
+        return self.path
+
+    def complete(self, **summary: Any) -> dict[str, Any]:
+        """Mark the step complete, storing ``summary`` (and the wall time) in its record."""
+        rec = {
+            "status": "complete",
+            "params": self.params,
+            "summary": summary,
+            "seconds": round(time.perf_counter() - self._t0, 3) if self._t0 else None,
+            "aria_version": package_version(),
+            "finished": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        write_json(self.record_path, rec)
+        return rec
+
+    def summary(self) -> dict[str, Any]:
+        """The summary stored by :meth:`complete` (empty if none)."""
+        rec = self.record() or {}
+        return dict(rec.get("summary", {}))

@@ -1,0 +1,362 @@
+r"""The exact Gram pass under a memory budget: column panels, spilled to disk.
+
+For ``T`` queries the in-memory pass (:func:`aria_tda.scores.stats.stream_stats`) holds the
+``T x T`` float64 Gram and the diagnostics make two more ``T x T`` copies — 60 GB at
+``T = 50,000``. :func:`tiled_gram` instead computes the upper block row
+:math:`G_y[I, I_0{:}]` of one column panel :math:`I = I_0{:}I_1` per streaming pass (panel
+widths chosen so the float64 panel, its float32 product tile and the row blocks fit
+``memory`` bytes), using the same shifted sums as :class:`~aria_tda.scores.blockstats.BlockStats`
+(:math:`y = x - c`, ``c`` the first block's column means), and
+
+- finishes each panel's share of :math:`\sum_{j \ne j'} |C_{jj'}|` (κ) at once from the
+  per-column sums of the first pass (:func:`aria_tda.diagnostics.kappa.abs_corr_block`), then
+- writes the panel to a spill file (float64, one panel after another; the upper triangle
+  only, about :math:`4 T^2` bytes) in a temporary folder, removed by :meth:`TiledGram.close`.
+
+:meth:`TiledGram.matmat` multiplies the raw Gram :math:`S^\top S = G_y + s_1 c^\top +
+c s_1^\top + n c c^\top` by a block of vectors with one sequential read of the spill file
+(a reused buffer, so resident memory stays within the budget); the block Krylov solver
+(:mod:`aria_tda.diagnostics.krylov`) takes the top eigenpairs from it. Per pass the arithmetic
+is that of the in-memory kernel (products in the block dtype, float64 accumulation), so the
+results agree with it to rounding.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aria_tda.diagnostics.kappa import abs_corr_block
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.scores.blockstats import BlockStats, representable_shift
+from aria_tda.scores.readers import as_source
+from aria_tda.scores.source import ScoreSource, expected_text
+from aria_tda.scores.stats import blas_threads, locate_nonfinite
+
+__all__ = ["TiledGram", "default_spill_dir", "gram_bytes", "parse_memory", "tiled_gram"]
+
+#: Columns per product tile inside a panel (bounds the float32 temporary).
+TILE_COLS = 4096
+_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 2**10, "M": 2**20, "MB": 2**20, "G": 2**30,
+          "GB": 2**30, "T": 2**40, "TB": 2**40, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30}
+
+
+def parse_memory(memory: Any, *, name: str = "memory") -> int:
+    """A memory budget in bytes from ``8GB``, ``512MB``, ``2.5G`` or a number of bytes.
+
+    Parameters
+    ----------
+    memory : str or int or float
+        The budget (binary units: 1 GB = 2**30 bytes).
+    name : str
+        What error messages call it.
+    """
+    if isinstance(memory, int | float) and not isinstance(memory, bool):
+        value = float(memory)
+    else:
+        text = str(memory).strip().upper().replace(" ", "")
+        num = text.rstrip("KMGTBI")
+        unit = text[len(num):]
+        try:
+            value = float(num) * _UNITS[unit]
+        except (ValueError, KeyError):
+            raise ParameterError(
+                expected_text(name, "a size such as 8GB, 512MB or a number of bytes", repr(memory))
+            ) from None
+    if not value > 0:
+        raise ParameterError(expected_text(name, "a positive size", repr(memory)))
+    return int(value)
+
+
+def gram_bytes(t: int) -> int:
+    """Peak bytes of the in-memory finish for ``T`` columns (three ``T x T`` float64 arrays).
+
+    Parameters
+    ----------
+    t : int
+        ``T``.
+    """
+    return 3 * 8 * t * t
+
+
+def default_spill_dir() -> Path:
+    """``$ARIA_CACHE_DIR/tiles`` (default ``~/.cache/aria/tiles``): where tiles are spilled."""
+    base = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
+    return base / "tiles"
+
+
+@dataclass
+class TiledGram:
+    r"""Per-column sums, κ's correlation sum and the spilled Gram of one tiled pass.
+
+    Attributes
+    ----------
+    stats : BlockStats
+        ``n``, shift, :math:`s_1`, :math:`s_2` of every column (no Gram).
+    abs_corr_sum : float
+        :math:`\sum_{j \ne j'} |C_{jj'}|` over the non-constant columns (each term capped at 1).
+    constant : numpy.ndarray [shape=(T,)] of bool
+        Constant columns (:meth:`BlockStats.constant_mask`).
+    panels : list of (int, int, int)
+        ``(start, stop, byte offset)`` of each panel in the spill file.
+    passes : int
+        Streaming passes made.
+    """
+
+    stats: BlockStats
+    abs_corr_sum: float
+    constant: np.ndarray
+    panels: list[tuple[int, int, int]]
+    passes: int
+    folder: Path
+    path: Path
+    read_bytes: int
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_cols(self) -> int:
+        return self.stats.n_cols
+
+    def matmat(self, v: np.ndarray) -> np.ndarray:
+        r"""The raw Gram times ``v``: :math:`S^\top S\, V` ``(T, b)`` in float64, one read.
+
+        Parameters
+        ----------
+        v : numpy.ndarray [shape=(T, b)]
+            The block of vectors.
+        """
+        t = self.n_cols
+        v = np.asarray(v, dtype=np.float64).reshape(t, -1)
+        out = np.zeros_like(v)
+        buf = np.empty(max(1, self.read_bytes // 8))
+        with open(self.path, "rb", buffering=0) as fh:
+            for i0, i1, off in self.panels:
+                width = t - i0
+                rows = max(1, min(i1 - i0, buf.size // width))
+                for a in range(i0, i1, rows):
+                    b = min(a + rows, i1)
+                    u = buf[: (b - a) * width].reshape(b - a, width)
+                    fh.seek(off + (a - i0) * width * 8)
+                    got = fh.readinto(memoryview(u).cast("B"))  # type: ignore[arg-type]
+                    if got != u.nbytes:
+                        raise DataError(f"{self.path}: spill file truncated")
+                    out[a:b] += u @ v[i0:]
+                    out[i1:] += u[:, i1 - i0 :].T @ v[a:b]
+        st = self.stats
+        c, s1 = st.shift, st.s1
+        out += np.outer(s1, c @ v) + np.outer(c, s1 @ v) + st.n * np.outer(c, c @ v)
+        return out
+
+    def close(self) -> None:
+        """Remove the spill folder."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> TiledGram:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _plan(t: int, budget: int, csize: int, total: int) -> list[tuple[int, int]]:
+    """Column panels ``(start, stop)``: a float64 panel plus its product tile within ``budget``."""
+    panels = []
+    i0 = 0
+    while i0 < t:
+        width = t - i0
+        per_row = 8 * width + csize * min(TILE_COLS, width)
+        w = int(budget // per_row)
+        if w < 1:
+            raise ParameterError(
+                expected_text(
+                    "memory",
+                    f"at least {(total - budget + per_row) / 2**20:.2f} MB for the tiled pass "
+                    f"of {t} columns",
+                    f"{total / 2**20:.2f} MB",
+                )
+            )
+        panels.append((i0, min(t, i0 + w)))
+        i0 = min(t, i0 + w)
+    return panels
+
+
+def tiled_gram(
+    scores: Any,
+    *,
+    memory: Any,
+    spill_dir: Any = None,
+    chunk_rows: int | None = None,
+    compute_dtype: str | None = None,
+    n_threads: int | None = None,
+    progress: bool | None = None,
+    ulps: float = 64.0,
+) -> TiledGram:
+    r"""The exact Gram pass in column panels within ``memory`` bytes, spilled to disk.
+
+    Parameters
+    ----------
+    scores : array-like, ScoreSource or path
+        ``(M, T)``.
+    memory : str or int
+        Budget for the row blocks and one panel (``"8GB"``); more budget, fewer passes.
+    spill_dir : path, optional
+        Folder for the spill file (default :func:`default_spill_dir`); a temporary
+        sub-folder is made there and removed by :meth:`TiledGram.close`.
+    chunk_rows : int, optional
+        Rows per block (default: what fits an eighth of the budget, at most the engine's).
+    compute_dtype : {None, "float32", "float64"}
+        Precision of the block products (as :func:`~aria_tda.scores.stats.block_stats`).
+    n_threads : int, optional
+        BLAS threads during the passes.
+    progress : bool, optional
+        Draw progress bars.
+    ulps : float
+        Constant-column tolerance (as :meth:`BlockStats.constant_mask`).
+
+    Returns
+    -------
+    TiledGram
+        Close it (or use it as a context manager) to remove the spill file.
+    """
+    src: ScoreSource = as_source(scores)
+    budget = parse_memory(memory)
+    t = src.n_cols
+    bdt = src.block_dtype
+    if compute_dtype is None:
+        cdt = np.dtype(np.float32) if bdt.itemsize <= 4 else np.dtype(np.float64)
+    else:
+        cdt = np.dtype(compute_dtype)
+    per_row = t * (3 * bdt.itemsize + cdt.itemsize)  # three prefetch buffers and the work rows
+    if chunk_rows is None:
+        rows = int(min(src.chunk_rows(None), max(16, budget // 8 // per_row)))
+    else:
+        rows = src.chunk_rows(chunk_rows)
+    fixed = rows * per_row + 8 * 8 * t + min(2**20, budget // 16)
+    panels = _plan(t, budget - fixed, cdt.itemsize, budget)
+    need = sum(8 * (b - a) * (t - a) for a, b in panels)
+    base = Path(spill_dir) if spill_dir is not None else default_spill_dir()
+    base.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(base).free
+    if free < need:
+        raise DataError(
+            expected_text(
+                "spill_dir", f"{need / 2**30:.1f} GB free for the tiled Gram in {base}",
+                f"{free / 2**30:.1f} GB",
+            )
+        )
+    folder = Path(tempfile.mkdtemp(prefix="aria-gram-", dir=base))
+    path = folder / "gram.f64"
+    try:
+        return _passes(src, panels, rows, cdt, budget, folder, path, n_threads, progress, ulps)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _passes(
+    src: ScoreSource,
+    panels: list[tuple[int, int]],
+    rows: int,
+    cdt: np.dtype[Any],
+    budget: int,
+    folder: Path,
+    path: Path,
+    n_threads: int | None,
+    progress: bool | None,
+    ulps: float,
+) -> TiledGram:
+    m, t = src.shape
+    stats: BlockStats | None = None
+    sd = np.zeros(t)
+    keep = np.ones(t, dtype=bool)
+    corr_sum = 0.0
+    done: list[tuple[int, int, int]] = []
+    offset = 0
+    work = np.empty((rows, t), dtype=cdt)
+    with open(path, "wb") as fh, blas_threads(n_threads):
+        for p, (i0, i1) in enumerate(panels):
+            acc = np.zeros((i1 - i0, t - i0))
+            first = p == 0
+            desc = f"Gram panel {p + 1}/{len(panels)}"
+            for s, block in src.iter_chunks(
+                rows, reuse_buffers=True, progress=progress, desc=desc
+            ):
+                n = block.shape[0]
+                if stats is None:
+                    with np.errstate(all="ignore"):
+                        c = block.mean(axis=0, dtype=np.float64)
+                    if not np.isfinite(c).all():
+                        raise locate_nonfinite(block, s)
+                    stats = BlockStats.zeros(representable_shift(c), gram=False)
+                    stats.meta["eps"] = float(np.finfo(cdt).eps)
+                y = work[:n, i0:]
+                np.subtract(block[:, i0:], stats.shift[i0:].astype(cdt), out=y, casting="unsafe")
+                if first:
+                    with np.errstate(all="ignore"):
+                        stats.s1 += np.add.reduce(y, axis=0, dtype=np.float64)
+                        stats.s2 += np.einsum("ij,ij->j", y, y, dtype=np.float64)
+                    stats.n += n
+                    if not (np.isfinite(stats.s1).all() and np.isfinite(stats.s2).all()):
+                        raise locate_nonfinite(block, s)
+                yi = y[:, : i1 - i0]
+                for j0 in range(0, t - i0, TILE_COLS):
+                    j1 = min(t - i0, j0 + TILE_COLS)
+                    np.add(acc[:, j0:j1], yi.T @ y[:, j0:j1], out=acc[:, j0:j1])
+            assert stats is not None
+            if first:
+                if stats.n != m:
+                    raise DataError(expected_text("scores", f"{m} rows", f"{stats.n}"))
+                keep = ~stats.constant_mask(ulps=ulps)
+                sd = np.sqrt(stats.centered_ss)
+            corr_sum += _panel_corr_sum(acc, stats, sd, keep, i0, i1, cdt.itemsize)
+            acc.tofile(fh)  # C-contiguous float64, row after row
+            done.append((i0, i1, offset))
+            offset += acc.nbytes
+            del acc
+    assert stats is not None
+    fixed = 8 * 8 * t + min(2**20, budget // 16)
+    return TiledGram(
+        stats=stats,
+        abs_corr_sum=corr_sum,
+        constant=~keep,
+        panels=done,
+        passes=len(panels),
+        folder=folder,
+        path=path,
+        read_bytes=max(8 * t, (budget - fixed) // 8),
+        meta={"chunk_rows": rows, "spill_bytes": offset},
+    )
+
+
+def _panel_corr_sum(
+    acc: np.ndarray, st: BlockStats, sd: np.ndarray, keep: np.ndarray, i0: int, i1: int,
+    csize: int,
+) -> float:
+    r""":math:`\sum |C_{jj'}|` over the panel's pairs ``j < j'`` (both kept), doubled.
+
+    Works in row slices whose two float64 temporaries fit the product tile's allowance.
+    """
+    total = 0.0
+    s1, n = st.s1, st.n
+    w, width = acc.shape
+    step = max(1, (w * min(TILE_COLS, width) * csize) // (16 * width))
+    kc = keep[i0:]
+    sc = np.where(kc, sd[i0:], 1.0)
+    for a in range(0, w, step):
+        b = min(w, a + step)
+        c = np.multiply.outer(s1[i0 + a : i0 + b] / n, s1[i0:])
+        np.subtract(acc[a:b], c, out=c)
+        abs_corr_block(c, sc[a:b], sc)
+        c *= kc[a:b, None]
+        c *= kc[None, :]
+        for r in range(b - a):  # the diagonal block: only j < j'
+            c[r, : a + r + 1] = 0.0
+        total += float(c.sum())
+        del c
+    return 2.0 * total
