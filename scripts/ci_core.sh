@@ -203,6 +203,8 @@ refuses "run --scheduler"                   "$SCALE" x_run    -- aria-tda run st
 refuses "demo"                              "$EXPER" ""       -- aria-tda demo
 refuses "demo symbolic --quick"             "$EXPER" ""       -- aria-tda demo symbolic --quick
 refuses "sensitivity"                       "$EXPER" ""       -- aria-tda sensitivity
+refuses "demo --quick (a flag first)"       "$EXPER" ""       -- aria-tda demo --quick
+refuses "sensitivity --help"                "$EXPER" ""       -- aria-tda sensitivity --help
 
 # --- summary ----------------------------------------------------------------------------------------
 TOTAL=$(elapsed)

@@ -36,7 +36,7 @@ def test_attribution_does_not_import_the_benchmark():
     """Arrows point one way: aria_tda.attribution (and its method modules) never load the
     experiments package."""
     code = (
-        "import sys, aria_tda.attribution, aria_tda.attribution.methods\n"
+        "import sys, aria_tda.attribution, aria_tda.attribution.trak_ensemble\n"
         "import aria_tda.attribution.registry\n"
         "bad = sorted(m for m in sys.modules if m.startswith('aria_tda_experiments'))\n"
         "assert not bad, bad\n"

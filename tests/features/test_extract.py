@@ -221,7 +221,7 @@ def test_a_list_whose_paths_all_fail_stops_with_the_first_reason(tmp_path, capsy
     listing.write_text("path\n" + "".join(f"data/midi/m{i}.mid\n" for i in range(3)))
     with pytest.raises(DataError, match=r"all 3 input files failed, nothing was extracted"):
         extract_to_store(listing, tmp_path / "store", modality="symbolic", progress=False)
-    code, out, err = run(["features", "symbolic", str(listing), "--out", str(tmp_path / "s2")],
+    code, _, err = run(["features", "symbolic", str(listing), "--out", str(tmp_path / "s2")],
                          capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "m0.mid" in err and "nothing was extracted" in err

@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_absent(sub: argparse._SubParsersAction, name: str) -> None:
     """A sub-command of the experiments package, which is not installed: it says so in one line."""
     p = sub.add_parser(name, help=f"{EXPERIMENT_COMMANDS[name]} [needs aria-tda-experiments]",
-                       add_help=False)
+                       add_help=False, prefix_chars="\0")  # every flag goes to `rest`
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=_absent_command)
 

@@ -232,9 +232,15 @@ def run(args: argparse.Namespace) -> int:
                 expected("--hop", "--segment-seconds or --segment-notes", "--hop alone")
             )
     else:  # audio: its packages are checked before any file is read (one line, not per file)
-        from aria_tda.features.audio.params import check_dependencies
+        import importlib
 
-        check_dependencies(params)
+        try:  # the module extract_to_store will run
+            audio = importlib.import_module("aria_tda.features.audio")
+        except ImportError:  # no audio extractor here at all: extract_to_store says so
+            audio = None
+        check = getattr(audio, "check_dependencies", None)
+        if check is not None:
+            check(params)
     with open_cluster(args) as client:
         summary = extract_to_store(
             args.input,

@@ -331,6 +331,9 @@ def extract_to_store(
         # checked here, once: a bad value (an unknown backend) is a user mistake of the run,
         # not an error of every file in a worker
         mod.AudioFeatureParams.from_kwargs(**params)
+    check = getattr(mod, "check_dependencies", None)
+    if callable(check):  # a missing package is the run's error, said before the store exists
+        check(params)
     record = {**params, **({"segments": dict(segments)} if segments else {})}
     writer = StoreWriter(
         out_path,
