@@ -28,6 +28,7 @@ from aria_tda.report.html._cells import (
     badge,
 )
 from aria_tda.report.tables import ReportTable
+from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = ["table_html"]
 
@@ -75,7 +76,7 @@ def reliability_html(t: ReportTable) -> str:
 
 def homogeneity_html(t: ReportTable) -> str:
     df, channels = t.df, t.layout["channels"]
-    rel_cols = [c for c in ("r1", "r2_5", "p", "kappa") if df[c].map(_fmt.finite).any()]
+    rel_cols = [c for c in RELIABILITY_DIAGNOSTICS if df[c].map(_fmt.finite).any()]
     rel_head = {"r1": "r<sub>1</sub>", "r2_5": "r<sub>2:5</sub>", "p": "p", "kappa": "κ"}
     zsym = "z̄<sup>res</sup>" if t.layout.get("variant") == "residual" else "z̄"
     head1 = [_th("", colspan="3")] + (
@@ -258,7 +259,7 @@ def lds_summary_html(t: ReportTable) -> str:
             _num(_e(_fmt.fixed(r["lds"])), **{"data-col": "lds"}),
         ]
         cells += [
-            _num(_e(_fmt.fixed(r[c])), **{"data-col": c}) for c in ("r1", "r2_5", "p", "kappa")
+            _num(_e(_fmt.fixed(r[c])), **{"data-col": c}) for c in RELIABILITY_DIAGNOSTICS
         ]
         cells += [
             _num(_e(_fmt.signed(r[f"{c}_zbar"])), **{"data-col": f"{c}_zbar"}) for c in channels
