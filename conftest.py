@@ -4,6 +4,8 @@ progress bars) and a private cache folder."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -11,20 +13,37 @@ import pytest
 os.environ.setdefault("ARIA_PROGRESS", "0")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
+_OLD_CACHE_DIR: list[str | None] = []
+
+
+def pytest_configure(config):
+    """Keep caches (music21 work conversions, numba's compiled kernels, ...) out of the user's
+    home during tests: one private ``ARIA_CACHE_DIR`` for the whole session, set before any test
+    module is imported.
+
+    It must be set this early: importing :mod:`aria_tda.features.audio` (which test modules do
+    at collection) points ``NUMBA_CACHE_DIR`` at ``$ARIA_CACHE_DIR/numba/...``. Set later (a
+    session fixture), this process cached its kernels in ``~/.cache/aria`` while the commands
+    the tests start compiled librosa's kernels again into the private folder.
+    """
+    _OLD_CACHE_DIR.append(os.environ.get("ARIA_CACHE_DIR"))
+    os.environ["ARIA_CACHE_DIR"] = tempfile.mkdtemp(prefix="aria-test-cache-")
+
+
+def pytest_unconfigure(config):
+    if not _OLD_CACHE_DIR:
+        return
+    old = _OLD_CACHE_DIR.pop()
+    path = os.environ.get("ARIA_CACHE_DIR")
+    if old is None:
+        os.environ.pop("ARIA_CACHE_DIR", None)
+    else:
+        os.environ["ARIA_CACHE_DIR"] = old
+    if path:
+        shutil.rmtree(path, ignore_errors=True)
+
 
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A seeded generator; tests must not depend on global random state."""
     return np.random.default_rng(20261125)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache_dir(tmp_path_factory):
-    """Keep caches (music21 work conversions, ...) out of the user's home during tests."""
-    old = os.environ.get("ARIA_CACHE_DIR")
-    os.environ["ARIA_CACHE_DIR"] = str(tmp_path_factory.mktemp("aria-cache"))
-    yield
-    if old is None:
-        os.environ.pop("ARIA_CACHE_DIR", None)
-    else:
-        os.environ["ARIA_CACHE_DIR"] = old

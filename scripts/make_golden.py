@@ -100,6 +100,17 @@ def compute() -> dict[str, dict[str, Any]]:
         scores, seg_ids, ids, store_path = _inputs(tmp)
         d = aria_tda.diagnose(scores, with_u1=True)
         out["diagnostics"] = _plain({k: v for k, v in d.to_dict().items()})
+        # the same matrix as tiny float32 scores with columns 1e20 apart in magnitude: the
+        # scale-free numbers (kappa, p, the constant columns) must not move, and r_i of the
+        # whole-matrix-scaled copy neither (tests/common/test_golden.py checks both)
+        col = np.logspace(-10, 10, scores.shape[1])
+        scaled = {
+            "x1e-21": aria_tda.diagnose((scores * 1e-21).astype(np.float32)).to_dict(),
+            "x1e-21_columns_1e20_apart": aria_tda.diagnose(
+                (scores * col * 1e-21).astype(np.float32)
+            ).to_dict(),
+        }
+        out["diagnostics_scaled"] = _plain(scaled)
 
         tracks: dict[str, Any] = {}
         for method in ("zscore", "rank"):

@@ -97,3 +97,65 @@ def test_undefined_kappa_is_suspect_not_an_error():
         v = classify(kappa=k, r1=0.3, r2_5=0.1, p=0.1)
         assert v.label == "suspect" and "kappa undefined" in v.reason
     assert classify(kappa=None, r1=0.99, r2_5=0.0, p=0.0, v1_constancy=1.0).label == "collapsed"
+
+
+# -- rule 3: the top-K itself (aria_tda.diagnostics.concentration) ---------------------------
+def _conc(top1_share, overlaps, *, ks=(1, 10), m=1500, t=100, level="segment"):
+    from aria_tda.diagnostics.concentration import Concentration
+
+    return Concentration(ks=ks, level=level, n_rows=m, n_queries=t,
+                         distinct_ratio=tuple(0.5 for _ in ks), mean_overlap=tuple(overlaps),
+                         top1_share=top1_share, top1_row=7)
+
+
+HEALTHY_LOW_KAPPA = {"kappa": 0.2, "r1": 0.19, "r2_5": 0.05, "p": 0.001, "v1_constancy": 0.05}
+
+
+def test_concentrated_top_k_is_collapsed_whatever_kappa_says():
+    # the planted outlier: one row is the top-1 of 94 % of the queries, kappa 0.2
+    v = classify(**HEALTHY_LOW_KAPPA, concentration=_conc(0.94, (0.88, 0.2)))
+    assert v.label == "collapsed"
+    assert "top-1 share=0.940" in v.reason and "segment 7" in v.reason
+    assert classify(**HEALTHY_LOW_KAPPA).label == "ok"  # without it: the old rules
+    v = classify(**HEALTHY_LOW_KAPPA, concentration=_conc(0.02, (0.001, 0.5)))
+    assert v.label == "collapsed" and "top-10 overlap=0.500" in v.reason
+
+
+def test_concentration_thresholds_are_chance_corrected():
+    th = VerdictThresholds()
+    # the same raw overlap 0.35 at K = 10: far above chance with 1,500 rows, at chance with 28
+    assert classify(**HEALTHY_LOW_KAPPA, concentration=_conc(0.0, (0.0, 0.35))).collapsed
+    assert not classify(**HEALTHY_LOW_KAPPA,
+                        concentration=_conc(0.0, (0.0, 0.35), m=28)).collapsed
+    # K above M/2 is not used: any two large sets overlap
+    v = classify(**HEALTHY_LOW_KAPPA, concentration=_conc(0.0, (0.0, 1.0), ks=(1, 900)))
+    assert v.label == "ok"
+    # two queries always have a top-1 share of at least 1/2: its chance level is max(1/T, 1/M)
+    v = classify(**HEALTHY_LOW_KAPPA, concentration=_conc(0.5, (0.0, 0.0), t=2))
+    assert v.label == "ok"
+    assert 0.0 < th.topk_suspect < th.topk_collapsed < 1.0
+
+
+def test_concentration_suspect_band_and_order_of_rules():
+    v = classify(**HEALTHY_LOW_KAPPA, concentration=_conc(0.15, (0.05, 0.05)))
+    assert v.label == "suspect" and "top-1 share" in v.reason
+    # kappa decides first: its reason stays the kappa one
+    v = classify(kappa=0.95, r1=0.2, r2_5=0.1, p=0.0, concentration=_conc(0.9, (0.9, 0.9)))
+    assert v.collapsed and v.reason.startswith("kappa=")
+
+
+def test_concentration_as_a_mapping_and_bad_input():
+    c = _conc(0.94, (0.88, 0.2))
+    assert classify(**HEALTHY_LOW_KAPPA, concentration=c.to_dict()) == classify(
+        **HEALTHY_LOW_KAPPA, concentration=c)
+    with pytest.raises(ParameterError, match="concentration"):
+        classify(**HEALTHY_LOW_KAPPA, concentration={"ks": [1]})
+
+
+def test_paper_table_two_unchanged_with_unconcentrated_top_k():
+    # a top-K at chance (independent rankings) never changes the Table-2 verdicts
+    chance = _conc(1 / 100, (1 / 1500, 10 / 1500))
+    for row in PAPER_AUDIO.values():
+        r1, r25, p, kappa = row
+        plain = classify(kappa=kappa, r1=r1, r2_5=r25, p=p)
+        assert classify(kappa=kappa, r1=r1, r2_5=r25, p=p, concentration=chance) == plain

@@ -51,6 +51,14 @@ _S63 = np.uint64(63)
 # Reassociation lets the pair loops vectorise; NaN/inf semantics are kept (no nnan/ninf).
 _FM = {"reassoc", "contract", "nsz"}
 
+#: Streamed top-K (:func:`topk_stream_update`): columns per tile of the row sweep (one
+#: vectorised "any score above its column's threshold?" test per tile); candidates held per
+#: column before they are offered to its heap; a drain of at least ``_TOPK_WARM`` candidates
+#: first reads the column's heap through in order, so that the sift moves find it in cache.
+_TOPK_TILE = 16
+_TOPK_BUCKET = 128
+_TOPK_WARM = 8
+
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _popcount(x: np.uint64) -> np.uint64:
@@ -331,27 +339,84 @@ def _worse(va, ia, vb, ib):  # pragma: no cover - numba
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
 def _sift_down(hv, hi, t, pos, n):  # pragma: no cover - numba
+    """Sift entry ``pos`` of column ``t``'s heap (``n`` entries) down to its place.
+
+    The moves of the swap-based sift-down, with the moving entry held aside until its place
+    is found (the same heap results). The worse child is picked by score alone unless the two
+    scores are equal.
+    """
+    v = hv[t, pos]
+    g = hi[t, pos]
     while True:
         left = 2 * pos + 1
-        if left >= n:
-            return
-        child = left
-        right = left + 1
-        if right < n and _worse(hv[t, right], hi[t, right], hv[t, left], hi[t, left]):
-            child = right
-        if _worse(hv[t, child], hi[t, child], hv[t, pos], hi[t, pos]):
-            tv = hv[t, pos]
-            ti = hi[t, pos]
-            hv[t, pos] = hv[t, child]
+        if left + 1 < n:
+            lv = hv[t, left]
+            rv = hv[t, left + 1]
+            child = left + np.int64(rv < lv)
+            if rv == lv and hi[t, left + 1] > hi[t, left]:
+                child = left + 1
+            cv = hv[t, child]  # (not min(lv, rv): the child's own zero sign)
+        elif left < n:
+            child = left
+            cv = hv[t, left]
+        else:
+            break
+        if cv < v or (cv == v and hi[t, child] > g):
+            hv[t, pos] = cv
             hi[t, pos] = hi[t, child]
-            hv[t, child] = tv
-            hi[t, child] = ti
             pos = child
         else:
-            return
+            break
+    hv[t, pos] = v
+    hi[t, pos] = g
 
 
-@nb.njit(cache=True, nogil=True, parallel=True)
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _heap_offer(hv, hi, count, t, v, g):  # pragma: no cover - numba
+    """Offer the (non-NaN) score ``v`` of row ``g`` (later than every row kept) to column ``t``.
+
+    A heap not yet full takes it (sift-up); a full one replaces its root only for a strictly
+    greater score, so equal scores keep the lower row.
+    """
+    kk = hv.shape[1]
+    c = count[t]
+    if c < kk:
+        pos = c
+        while pos > 0:
+            parent = (pos - 1) // 2
+            pv = hv[t, parent]
+            pg = hi[t, parent]
+            if _worse(v, g, pv, pg):
+                hv[t, pos] = pv
+                hi[t, pos] = pg
+                pos = parent
+            else:
+                break
+        hv[t, pos] = v
+        hi[t, pos] = g
+        count[t] = c + 1
+    elif v > hv[t, 0]:
+        hv[t, 0] = v
+        hi[t, 0] = g
+        _sift_down(hv, hi, t, 0, kk)
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def _drain(hv, hi, count, t, bv, bg, n):  # pragma: no cover - numba
+    """Offer column ``t``'s ``n`` held candidates in row order; return its new threshold."""
+    kk = hv.shape[1]
+    if n >= _TOPK_WARM:
+        warm = np.int64(0)
+        for j in range(count[t]):
+            warm += hi[t, j] + np.int64(hv[t, j] > 0.0)
+        if warm < 0:  # never true (rows are >= 0); keeps the reads from being dropped
+            n = 0
+    for j in range(n):
+        _heap_offer(hv, hi, count, t, bv[t, j], bg[t, j])
+    return hv[t, 0] if count[t] >= kk else np.nan
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def topk_stream_update(block, row0, pool_mask, hv, hi, count, nan_count):  # pragma: no cover
     r"""Merge a row chunk of ``S_track`` into per-column running top-K min-heaps.
 
@@ -361,44 +426,56 @@ def topk_stream_update(block, row0, pool_mask, hv, hi, count, nan_count):  # pra
     row displaces the root only when its score is strictly greater: ties keep the lower row
     index. Rows with ``pool_mask[row] == False`` are skipped; NaN scores are counted per
     column in ``nan_count`` and skipped.
+
+    The rows are swept in order over their contiguous columns against a contiguous
+    per-column threshold — the root's score once the heap is full, NaN while it fills — so
+    the common case, a score ``<=`` its threshold, is one compare (vectorised per tile of
+    columns). A score above it (or any score while the heap fills) is held in the column's
+    buffer, offered to the heap in row order when the buffer is full and at the end; the
+    threshold is then refreshed. A held score that no longer beats the risen root is dropped
+    there, so every heap goes through exactly the moves of a column-by-column sweep that
+    offers it each row in turn: the same heaps, bit for bit.
     """
     nrows = block.shape[0]
     n_t = block.shape[1]
     kk = hv.shape[1]
-    width = 64
-    nblk = (n_t + width - 1) // width
-    for cb in nb.prange(nblk):
-        t0 = cb * width
-        t1 = min(n_t, t0 + width)
-        for r in range(nrows):
-            g = row0 + r
-            if not pool_mask[g]:
+    cap = _TOPK_BUCKET
+    thr = np.empty(n_t)
+    for t in range(n_t):
+        if kk == 0:
+            thr[t] = np.inf  # nothing is kept; only NaNs are counted
+        else:
+            thr[t] = hv[t, 0] if count[t] >= kk else np.nan
+    held = np.zeros(n_t, dtype=np.int64)
+    bv = np.empty((n_t, cap))
+    bg = np.empty((n_t, cap), dtype=np.int64)
+    width = _TOPK_TILE
+    for r in range(nrows):
+        g = row0 + r
+        if not pool_mask[g]:
+            continue
+        for t0 in range(0, n_t, width):
+            t1 = min(n_t, t0 + width)
+            hit = False
+            for t in range(t0, t1):
+                hit |= not (np.float64(block[r, t]) <= thr[t])
+            if not hit:
                 continue
             for t in range(t0, t1):
                 v = np.float64(block[r, t])
+                if v <= thr[t]:
+                    continue
                 if v != v:
                     nan_count[t] += 1
                     continue
-                c = count[t]
-                if c < kk:
-                    # sift up
-                    pos = c
-                    hv[t, pos] = v
-                    hi[t, pos] = g
-                    while pos > 0:
-                        parent = (pos - 1) // 2
-                        if _worse(hv[t, pos], hi[t, pos], hv[t, parent], hi[t, parent]):
-                            tv = hv[t, pos]
-                            ti = hi[t, pos]
-                            hv[t, pos] = hv[t, parent]
-                            hi[t, pos] = hi[t, parent]
-                            hv[t, parent] = tv
-                            hi[t, parent] = ti
-                            pos = parent
-                        else:
-                            break
-                    count[t] = c + 1
-                elif v > hv[t, 0]:
-                    hv[t, 0] = v
-                    hi[t, 0] = g
-                    _sift_down(hv, hi, t, 0, kk)
+                n = held[t]
+                bv[t, n] = v
+                bg[t, n] = g
+                n += 1
+                if n == cap:
+                    thr[t] = _drain(hv, hi, count, t, bv, bg, n)
+                    n = 0
+                held[t] = n
+    for t in range(n_t):
+        if held[t] > 0:
+            _drain(hv, hi, count, t, bv, bg, held[t])

@@ -19,6 +19,7 @@ Messages name the parameter, what was expected and what was received::
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -30,7 +31,14 @@ __all__ = [
     "MissingDependencyError",
     "ParameterError",
     "expected",
+    "library_message",
+    "one_line",
 ]
+
+#: ANSI escape sequences (colours, bold) that terminal-minded libraries put in their messages.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+#: Longest text :func:`one_line` keeps.
+ONE_LINE_LIMIT = 300
 
 
 class AriaError(Exception):
@@ -88,3 +96,62 @@ def expected(name: str, what: str, got: Any) -> str:
     if len(shown) > 200:
         shown = shown[:197] + "..."
     return f"{name}: expected {what}, got {shown}"
+
+
+def one_line(text: Any, *, limit: int = ONE_LINE_LIMIT) -> str:
+    r"""``text`` as one short line: ANSI codes removed, its first non-empty line, cut to ``limit``.
+
+    For quoting another library's message inside ARIA's own (torch's, zarr's and pandas'
+    messages run to several lines and ~1,000 characters, some with terminal colour codes).
+
+    Parameters
+    ----------
+    text : Any
+        The message (``str()`` is taken).
+    limit : int
+        The most characters kept; a longer line ends in ``"..."``.
+
+    Examples
+    --------
+    >>> one_line("\x1b[1mbad\x1b[0m header\n\tdetails follow")
+    'bad header'
+    """
+    clean = _ANSI.sub("", str(text))
+    lines = [" ".join(line.split()) for line in clean.splitlines()]
+    first = next((line for line in lines if line), "")
+    if len(first) > limit:
+        first = first[: max(0, limit - 3)].rstrip() + "..."
+    return first
+
+
+def _torch_unpickling(text: str) -> str | None:
+    """A short reading of torch's ``weights_only`` refusal, or None for other messages."""
+    match = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    if match is None:
+        return None
+    name = match.group(1)
+    what = "a pickled NumPy array" if name.startswith("numpy") else f"a pickled {name}"
+    return (
+        f"it holds {what}, which ARIA does not unpickle (torch.load weights_only=True); save "
+        "a torch tensor (torch.save(torch.from_numpy(a), path)) or a .npy file (np.save)"
+    )
+
+
+def library_message(exc: BaseException, *, limit: int = ONE_LINE_LIMIT) -> str:
+    """Another library's exception as one short line ``"TypeName: first line"``, no ANSI codes.
+
+    Used wherever ARIA wraps a library's error into its own (:class:`FileFormatError`). torch's
+    refusal to unpickle a non-tensor object (``weights_only``) is read as what it means.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The library's exception.
+    limit : int
+        The most characters of the library's message kept.
+    """
+    text = _ANSI.sub("", str(exc))
+    torch_reading = _torch_unpickling(text)
+    if torch_reading is not None:
+        return torch_reading
+    return f"{type(exc).__name__}: {one_line(text, limit=limit)}"

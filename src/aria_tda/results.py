@@ -46,6 +46,7 @@ from aria_tda.manifest import make_manifest
 
 __all__ = [
     "ALIGNMENT_MEASURES",
+    "CONCENTRATION_COLUMNS",
     "DEFAULT_KS",
     "HOMOGENEITY_SUMMARY",
     "PREFERRED_K_REPORT",
@@ -120,6 +121,21 @@ class TableSpec:
 #: The reliability diagnostics of S_seg (paper Eqs. 1-3), in the paper's column order
 #: (r_1, r_2:5, p, kappa): the columns the report shows beside other quantities.
 RELIABILITY_DIAGNOSTICS: tuple[str, ...] = ("r1", "r2_5", "p", "kappa")
+#: The top-K concentration of each setting (optional columns of the reliability table,
+#: :mod:`aria_tda.diagnostics.concentration`): the share of queries led by the most frequent
+#: top-1 row, the mean pairwise top-K overlap and the distinct-rows ratio (quanda's top-K
+#: cardinality) at ``topk_K``, and the largest chance-corrected value the verdict compares
+#: with its thresholds. ``topk_level``/``topk_rows`` say what was ranked (``track``: the pool
+#: of S_track; ``segment``: S_seg) and how many rows.
+CONCENTRATION_COLUMNS: tuple[str, ...] = (
+    "top1_share",
+    "topk_overlap",
+    "topk_distinct",
+    "topk_excess",
+    "topk_K",
+    "topk_level",
+    "topk_rows",
+)
 #: The per-channel summary of the homogeneity table (paper Eq. summary): z-bar with its 95%
 #: CI, Pos and Sig.
 HOMOGENEITY_SUMMARY: tuple[str, ...] = ("zbar", "zbar_lo", "zbar_hi", "pos", "sig")
@@ -152,8 +168,13 @@ _SPECS = (
         ),
         "Reliability diagnostics of each setting's S_seg (paper Eqs. 1-3) and its collapse verdict "
         "('collapsed' | 'suspect' | 'ok'); optional energy_1..energy_10 columns hold r_1..r_10. "
-        "v1_constancy = |sum v1| / sqrt(T) in [0, 1] (1 = v1 constant across queries).",
-        tuple(f"energy_{i}" for i in range(1, 11)),
+        "v1_constancy = |sum v1| / sqrt(T) in [0, 1] (1 = v1 constant across queries). "
+        "Optional top-K concentration: top1_share (queries whose top-1 is the most frequent "
+        "top-1 row), topk_overlap (mean share of two queries' top-K in common) and "
+        "topk_distinct (|union of top-K| / (T K)) at K = topk_K, topk_excess (the largest "
+        "chance-corrected top-1 share or overlap, the verdict's measure), on topk_level "
+        "('track' or 'segment') with topk_rows rows.",
+        (*(f"energy_{i}" for i in range(1, 11)), *CONCENTRATION_COLUMNS),
     ),
     TableSpec(
         "homogeneity",

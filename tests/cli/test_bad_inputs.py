@@ -301,6 +301,51 @@ def _folder(d, kit):
     return ["diagnose", str(d / "empty.zarr")], ("empty.zarr",)
 
 
+@case("diagnose", "diagnose-pt-pickled-numpy")
+def _pt_numpy(d, kit):
+    import torch
+
+    torch.save(np.ones((6, 3)), d / "np.pt")  # torch's own message: ~1,000 chars, ANSI codes
+    return ["diagnose", str(d / "np.pt")], ("np.pt", "pickled NumPy array")
+
+
+@case("diagnose", "diagnose-folder-two-score-files")
+def _folder_two(d, kit):
+    (d / "two").mkdir()
+    for name in ("a.npy", "b.npy"):
+        np.save(d / "two" / name, np.ones((5, 3)))
+    return ["diagnose", str(d / "two")], ("two", "a.npy", "b.npy")
+
+
+@case("diagnose", "diagnose-kronfluence-partition-alone")
+def _kron_partition(d, kit):
+    data = np.ascontiguousarray(np.ones((4, 10), np.float32))
+    head = json.dumps({"__metadata__": {"data_partitions": "2", "module_partitions": "1"},
+                       "all_modules": {"dtype": "F32", "shape": [4, 10],
+                                       "data_offsets": [0, data.nbytes]}}).encode()
+    head += b" " * (-len(head) % 8)
+    name = "pairwise_scores_data_partition0_module_partition0.safetensors"
+    (d / name).write_bytes(len(head).to_bytes(8, "little") + head + data.tobytes())
+    return ["diagnose", str(d / name)], (name, "lacks data1/module0")
+
+
+@case("diagnose", "diagnose-bergson-interrupted")
+def _bergson_part(d, kit):
+    spec = {"names": ["score_0", "written_0", "score_1", "written_1"],
+            "formats": ["float32", "bool", "float32", "bool"], "offsets": [0, 4, 8, 12],
+            "itemsize": 16}
+    run = d / "run"
+    run.mkdir()
+    (run / "info.json").write_text(json.dumps({"attribute_tokens": False, "num_items": 9,
+                                               "num_rows": 9, "num_scores": 2, "dtype": spec}))
+    mm = np.memmap(run / "scores.bin", dtype=np.dtype(spec), mode="w+", shape=(9,))
+    mm["score_0"][:] = 1.0
+    mm["written_0"][:] = True  # query 1 never written: the run stopped after one batch
+    mm.flush()
+    del mm
+    return ["diagnose", str(run)], ("scores.bin", "query 1", "interrupted")
+
+
 @case("diagnose", "diagnose-chunk-rows-zero")
 def _chunk_rows(d, kit):
     return ["diagnose", str(_scores(d)), "--chunk-rows", "0"], ("chunk_rows", "0")
@@ -468,6 +513,15 @@ def _hom_rows(d, kit):
     return argv, ("segments",)
 
 
+@case("homogeneity", "homogeneity-scores-look-transposed")
+def _hom_transposed(d, kit):
+    argv = _homogeneity(d, kit, "-K", "5")
+    s = np.random.default_rng(2).normal(size=(N_QUERIES, N_TRACKS * SEG_PER_TRACK))
+    np.save(d / "scores_t.npy", s)
+    argv[1] = str(d / "scores_t.npy")
+    return argv, ("looks transposed", "--transpose", "segments.csv")
+
+
 # ----------------------------------------------------------------------------------------
 # aria-tda run: study files
 # ----------------------------------------------------------------------------------------
@@ -519,6 +573,14 @@ def _run_kr(d, kit):
 @case("run", "run-missing-scores-file")
 def _run_scores(d, kit):
     return _run(d, kit, STUDY.replace('"scores.npy"', '"gone.npy"')), ("gone.npy",)
+
+
+@case("run", "run-scores-look-transposed")
+def _run_transposed(d, kit):
+    argv = _run(d, kit, STUDY.replace('"scores.npy"', '"scores_t.npy"'))
+    s = np.random.default_rng(3).normal(size=(N_QUERIES, N_TRACKS * SEG_PER_TRACK))
+    np.save(d / "scores_t.npy", s)
+    return argv, ("setting 'M'", "looks transposed", "transpose = true")
 
 
 @case("run", "run-query-index-out-of-range")

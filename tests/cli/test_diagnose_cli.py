@@ -142,3 +142,49 @@ def test_sparse_tensor_is_one_line(tmp_path, capsys):
     assert main(["diagnose", str(tmp_path / "sparse.pt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "expected a dense tensor" in err[0] and "Traceback" not in err[0]
+
+
+def _dominant_file(rng, tmp_path, *, stored_transposed=False):
+    s = rng.standard_normal((1500, 100))
+    d = rng.choice(1500, 15, replace=False)
+    s[d] += 6.0 + rng.standard_normal(15)[:, None]  # 1 % of the rows lead every query
+    s = s.astype(np.float32)
+    path = tmp_path / "dominant.npy"
+    np.save(path, s.T if stored_transposed else s)
+    return s, path
+
+
+def test_topk_concentration_in_table_and_json(rng, tmp_path, capsys):
+    s, path = _dominant_file(rng, tmp_path)
+    assert main(["diagnose", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "top-1 share" in out and "top-10 overlap" in out and "distinct ratio" in out
+    verdict = next(line for line in out.splitlines() if line.startswith("verdict"))
+    assert "COLLAPSED" in verdict and "top-10 overlap" in verdict
+    assert main(["diagnose", str(path), "--json", "--topk", "1,5,10"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    conc = rec["concentration"]
+    assert conc["ks"] == [1, 5, 10] and conc["level"] == "segment"
+    want = diagnose(s, topk=(1, 5, 10)).concentration
+    assert conc["mean_overlap"] == pytest.approx(list(want.mean_overlap), rel=1e-12)
+    assert conc["top1_share"] == pytest.approx(want.top1_share)
+    assert rec["verdict"]["label"] == "collapsed"
+    assert main(["diagnose", str(path), "--json", "--topk", "none"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert "concentration" not in rec and rec["verdict"]["label"] == "ok"
+    with pytest.raises(SystemExit) as exc:
+        main(["diagnose", str(path), "--topk", "0,x"])
+    assert exc.value.code == 2 and "--topk" in capsys.readouterr().err
+
+
+def test_orientation_warning_names_transpose_or_drops_it(rng, tmp_path, capsys):
+    _, path = _dominant_file(rng, tmp_path, stored_transposed=True)  # queries x training
+    assert main(["diagnose", str(path), "--topk", "none"]) == 0
+    err = capsys.readouterr().err
+    assert "fewer rows than columns (100 x 1500)" in err and "pass --transpose" in err
+    assert main(["diagnose", str(path), "--transpose", "--topk", "none"]) == 0
+    assert "warning" not in capsys.readouterr().err  # the right orientation: no word
+    _, path = _dominant_file(rng, tmp_path)  # training x queries, and --transpose given
+    assert main(["diagnose", str(path), "--transpose", "--topk", "none"]) == 0
+    err = capsys.readouterr().err
+    assert "drop --transpose" in err and "pass --transpose" not in err

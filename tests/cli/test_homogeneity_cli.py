@@ -55,3 +55,54 @@ def test_transpose_flag(tmp_path, rng, planted_study):
                  "--out", str(tmp_path / "one")])
     assert code == 0
     assert read_results_meta(tmp_path / "one")["settings"][0]["transpose"] is True
+
+
+def _kronfluence_file(path, s):
+    """Kronfluence's pairwise_scores.safetensors of ``s`` (train x queries): queries x train."""
+    import json
+
+    import numpy as np
+
+    data = np.ascontiguousarray(s.T.astype(np.float32))
+    header = json.dumps({"all_modules": {"dtype": "F32", "shape": list(data.shape),
+                                         "data_offsets": [0, data.nbytes]}}).encode()
+    header += b" " * (-len(header) % 8)
+    path.write_bytes(len(header).to_bytes(8, "little") + header + data.tobytes())
+    return path
+
+
+def _error_line(capsys):
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_transposed_matrices_are_named_as_such(tmp_path, rng, capsys, planted_study):
+    import numpy as np
+
+    planted_study(tmp_path, rng)
+    s = np.load(tmp_path / "scores.npy")  # 240 segments x 24 queries
+    common = ["--features", str(tmp_path / "store"), "-K", "5", "-B", "5", "--bootstrap", "0",
+              "--no-residual", "--no-report"]
+    # columns match the store's 120 tracks, no segment map: not "no segment map was given"
+    track_level = s.reshape(120, 2, 24).mean(axis=1)
+    np.save(tmp_path / "tracks_t.npy", np.ascontiguousarray(track_level.T))
+    assert main(["homogeneity", str(tmp_path / "tracks_t.npy"), *common,
+                 "--out", str(tmp_path / "a")]) == 2
+    line = _error_line(capsys)
+    assert "looks transposed (24 × 120); pass --transpose" in line
+    assert "feature store has 120 tracks" in line and "no segment map was given" in line
+    # columns match the segment map's 240 entries
+    np.save(tmp_path / "seg_t.npy", np.ascontiguousarray(s.T))
+    assert main(["homogeneity", str(tmp_path / "seg_t.npy"), *common, "--segments",
+                 str(tmp_path / "segments.csv"), "--out", str(tmp_path / "b")]) == 2
+    line = _error_line(capsys)
+    assert "looks transposed (24 × 240); pass --transpose" in line and "segments.csv" in line
+    # a Kronfluence file (queries x train, transposed by ARIA) and --transpose: drop the flag
+    kron = _kronfluence_file(tmp_path / "pairwise_scores.safetensors", s)
+    assert main(["homogeneity", str(kron), "--transpose", *common, "--segments",
+                 str(tmp_path / "segments.csv"), "--out", str(tmp_path / "c")]) == 2
+    line = _error_line(capsys)
+    assert "looks transposed (24 × 240); drop --transpose" in line
+    assert "pass --transpose" not in line and "Kronfluence" in line
+    assert not any((tmp_path / d).exists() for d in "abc")

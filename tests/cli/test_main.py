@@ -18,3 +18,51 @@ def test_cli_help_and_version():
     with pytest.raises(SystemExit) as exc:
         main(["--help"])
     assert exc.value.code == 0
+
+
+def _diagnose_json(tmp_path):
+    import numpy as np
+
+    path = tmp_path / "s.npy"
+    np.save(path, np.random.default_rng(0).normal(size=(200, 30)))
+    return [sys.executable, "-m", "aria_tda.cli", "diagnose", str(path), "--json"]
+
+
+def test_a_reader_that_left_ends_the_command_quietly(tmp_path):
+    """`aria-tda diagnose F --json | head -5`: no message, the status of a SIGPIPE'd command.
+
+    Two runs whose reader is gone before anything is written (the race the issue saw lost
+    4 times in 5, made certain) and a shell pipeline as a user types it, side by side.
+    """
+    import os
+
+    argv = _diagnose_json(tmp_path)
+    closed = []
+    for _ in range(2):
+        read_fd, write_fd = os.pipe()
+        os.close(read_fd)
+        closed.append(subprocess.Popen(argv, stdout=write_fd, stderr=subprocess.PIPE, text=True))
+        os.close(write_fd)
+    line = "set -o pipefail; " + " ".join(map(str, argv)) + " | head -5"
+    shells = [subprocess.Popen(["bash", "-c", line], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True) for _ in range(1)]
+    for proc in closed:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 141 and err == "", err
+    for proc in shells:  # head may or may not have left before the write
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode in {0, 141} and err == "", err
+        assert out.splitlines()[0] == "{" and len(out.splitlines()) == 5
+
+
+def test_error_lines_are_one_line_without_escape_codes(capsys):
+    from aria_tda.cli._common import MAX_ERROR_CHARS, handle_errors
+    from aria_tda.errors import FileFormatError
+
+    def body():
+        raise FileFormatError("f.pt: \x1b[1mbold\x1b[0m trouble\n\tdetails " + "y" * 5000)
+
+    assert handle_errors("diagnose", body) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "\x1b" not in err and "bold trouble details" in err
+    assert len(err) < MAX_ERROR_CHARS + 80 and "ARIA_DEBUG=1" in err

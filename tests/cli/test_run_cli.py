@@ -38,3 +38,24 @@ def test_failed_run_leaves_no_empty_output_folder(tmp_path, rng, capsys, planted
         "aria-tda run: error: DataError: queries: index 9000 out of range for 24 queries"
     ]
     assert not (tmp_path / "new").exists()
+
+
+def test_a_transposed_setting_names_the_study_key(tmp_path, rng, capsys, planted_study):
+    import numpy as np
+
+    study = planted_study(tmp_path, rng)
+    original = study.read_text()
+    s = np.load(tmp_path / "scores.npy")
+    np.save(tmp_path / "scores_t.npy", np.ascontiguousarray(s.T))
+    study.write_text(original.replace('scores = "scores.npy"', 'scores = "scores_t.npy"'))
+    assert main(["run", str(study), "--quiet", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "looks transposed (24 × 240)" in err[0]
+    assert "study key transpose = true" in err[0] and "segments.csv" in err[0]
+    study.write_text(original.replace('segments = "segments.csv"',
+                                      'segments = "segments.csv"\ntranspose = true'))
+    # now the flag is the mistake
+    assert main(["run", str(study), "--quiet", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "looks transposed (24 × 240); drop --transpose" in err[0]
+    assert "transpose = false" in err[0]

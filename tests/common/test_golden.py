@@ -34,7 +34,9 @@ def fresh():
 
 
 @pytest.mark.parametrize(
-    "stem", ["diagnostics", "s_track", "homogeneity", "alignment", "alignment_planted"]
+    "stem",
+    ["diagnostics", "diagnostics_scaled", "s_track", "homogeneity", "alignment",
+     "alignment_planted"],
 )
 def test_golden_fixture_unchanged(fresh, stem):
     gen, content = fresh
@@ -48,3 +50,15 @@ def test_golden_comparison_detects_a_change(fresh):
     moved = json.loads(json.dumps(content["diagnostics"]))
     moved["kappa"] = moved["kappa"] * (1 + 1e-8)
     assert gen._compare(content["diagnostics"], moved, "diagnostics", 1e-10)
+
+
+def test_tiny_float32_scores_give_the_golden_diagnostics(fresh):
+    """x 1e-21 as float32 (squares would underflow) and columns 1e20 apart: same numbers."""
+    _, content = fresh
+    ref = content["diagnostics"]
+    for name, d in content["diagnostics_scaled"].items():
+        for key in ("kappa", "p", "constant_columns"):
+            assert d[key] == pytest.approx(ref[key], rel=1e-5), (name, key)
+    whole = content["diagnostics_scaled"]["x1e-21"]
+    for key in ("r1", "r2_5", "v1_constancy"):
+        assert whole[key] == pytest.approx(ref[key], rel=1e-5), key

@@ -3,7 +3,9 @@
 The streaming diagnostics against :func:`aria_tda.diagnostics.diagnose_reference`
 (``np.corrcoef`` + ``np.linalg.svd``), with chunk-size invariance (``chunk_rows``) and
 permutation invariance: permuting the rows of ``S`` leaves every diagnostic unchanged;
-permuting its columns (queries) permutes ``v1`` the same way and nothing else.
+permuting its columns (queries) permutes ``v1`` the same way and nothing else. The top-K
+concentration computed in the same pass is compared too, except ``top1_row`` (a row index, which
+a row permutation renames; the concentration's own twin below checks it).
 """
 
 from __future__ import annotations
@@ -29,15 +31,38 @@ def _permute(rng: np.random.Generator, args: Any, kwargs: Any) -> Any:
     s = args[0]
     r, c = rng.permutation(s.shape[0]), rng.permutation(s.shape[1])
 
+    inv = np.argsort(r)  # old row i is new row inv[i]
+
     def expect(d: Any) -> Any:
         if isinstance(d, dict):
             return {**d, "v1": np.asarray(d["v1"])[c]}
+        conc = getattr(d, "concentration", None)
+        if conc is not None:  # the same top-K sets, under the rows' new numbers
+            conc = dataclasses.replace(conc, top1_row=int(inv[conc.top1_row]))
+            return dataclasses.replace(d, v1=d.v1[c], concentration=conc)
         return dataclasses.replace(d, v1=d.v1[c])
 
     return (s[r][:, c],), dict(kwargs), expect
 
 
+def _make_tiny(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Tiny float32 scores, columns 1e12 apart: float32 squares would underflow unscaled."""
+    (s,), kwargs = _make(rng)
+    return ((s * np.logspace(-6, 6, s.shape[1]) * 1e-21).astype(np.float32),), kwargs
+
+
 TWINS = [
+    Twin(
+        name="diagnostics.diagnose[tiny float32]",
+        fast=diagnose,
+        reference=diagnose_reference,
+        make=_make_tiny,
+        chunk=("chunk_rows", (1, 7, 1000)),
+        permute=_permute,
+        rtol=1e-5,
+        atol=1e-7,
+        ignore=("sigma1", "frobenius", "u1"),
+    ),
     Twin(
         name="diagnostics.diagnose",
         fast=diagnose,
@@ -47,6 +72,7 @@ TWINS = [
         permute=_permute,
         rtol=1e-8,
         atol=1e-10,
+        ignore=("top1_row",),
     )
 ]
 
@@ -94,7 +120,7 @@ TWINS += [
         permute=_permute,
         rtol=1e-8,
         atol=1e-10,
-        ignore=("mode", "sources", "details"),
+        ignore=("mode", "sources", "details", "top1_row"),
     ),
     Twin(
         name="diagnostics.krylov.block_krylov_eigs",
@@ -113,5 +139,55 @@ TWINS += [
         permute=_permute_kappa,
         rtol=1e-10,
         atol=1e-12,
+    ),
+]
+
+
+# -- the top-K concentration ---------------------------------------------------------------
+from aria_tda.diagnostics.concentration import (  # noqa: E402
+    topk_concentration,
+    topk_concentration_reference,
+)
+
+
+def _make_conc(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    # rounded scores: many exact ties, broken by the lower row index
+    s = np.round(2.0 * rng.standard_normal((120, 15)), 1)
+    s[rng.choice(120, 3, replace=False)] += 4.0  # a few dominant rows
+    return (s,), {"ks": (1, 5, 20)}
+
+
+def _make_conc_tracks(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    # dyadic scores (multiples of 1/8): every track sum is exact in any order, so the streamed
+    # means equal the reference's bit for bit and their many ties are real ties
+    s = np.round(16.0 * rng.standard_normal((120, 15))) / 8.0
+    return (s,), {"ks": (1, 5, 20), "groups": rng.integers(0, 40, s.shape[0])}
+
+
+def _permute_conc_columns(rng: np.random.Generator, args: Any, kwargs: Any) -> Any:
+    s = args[0]
+    return (s[:, rng.permutation(s.shape[1])],), dict(kwargs), lambda r: r
+
+
+TWINS += [
+    Twin(
+        name="diagnostics.concentration.topk_concentration",
+        fast=topk_concentration,
+        reference=topk_concentration_reference,
+        make=_make_conc,
+        chunk=("chunk_rows", (1, 7, 1000)),
+        permute=_permute_conc_columns,
+        rtol=1e-12,
+        atol=1e-14,
+    ),
+    Twin(
+        name="diagnostics.concentration.topk_concentration[track]",
+        fast=topk_concentration,
+        reference=topk_concentration_reference,
+        make=_make_conc_tracks,
+        chunk=("chunk_rows", (1, 7, 1000)),
+        permute=_permute_conc_columns,
+        rtol=1e-12,
+        atol=1e-14,
     ),
 ]

@@ -54,6 +54,21 @@ def test_file_backed_equals_streaming(rng, tmp_path, client, suffix):
     np.testing.assert_allclose(st.s4, one.s4, rtol=1e-12)
 
 
+@pytest.mark.parametrize("factor", [1e-21, 1e21])
+def test_dask_path_is_scale_invariant(rng, tmp_path, client, factor):
+    """Tiny or huge float32 scores: every partition scales its columns (no float32 underflow)."""
+    from aria_tda.diagnostics.core import diagnose_reference
+
+    s = rng.standard_normal((600, 8)) * np.logspace(-5, 5, 8) + 0.2 * rng.standard_normal(8)
+    s32 = (s * factor).astype(np.float32)
+    path = save_scores(s32, tmp_path / "tiny.npy")
+    ref = diagnose_reference(s32)
+    got = diagnose(path, client=client, chunk_rows=64)
+    for f in ("kappa", "r1", "r2_5", "p", "v1_constancy"):
+        assert getattr(got, f) == pytest.approx(getattr(ref, f), rel=1e-5), f
+    assert got.constant_columns == 0
+
+
 def test_arrays_and_dask_arrays(rng, client):
     da = pytest.importorskip("dask.array")
     s = rng.standard_normal((700, 6))

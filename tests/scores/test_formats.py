@@ -232,5 +232,5 @@ def test_compressed_npz_member_shorter_than_its_header(rng, tmp_path):
 
 def test_format_table_lists_every_suffix():
     suffixes = {s for f in FORMATS.values() for s in f.suffixes}
-    assert suffixes == {".npy", ".mmap", ".npz", ".pt", ".pth", ".safetensors", ".zarr"}
+    assert suffixes == {".npy", ".mmap", ".npz", ".pt", ".pth", ".safetensors", ".bin", ".zarr"}
     assert [f.name for f in FORMATS.values() if f.queries_first] == ["safetensors"]

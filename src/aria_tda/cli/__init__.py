@@ -17,7 +17,9 @@ line ``aria-tda COMMAND: error: ...`` and exit status 2, Ctrl-C one line and sta
 unexpected exception keeps its traceback (a bug should be visible). ARIA's warnings print
 once each; repeats that differ only in K are one line listing the K's
 (:class:`aria_tda.cli._common.WarningPrinter`). A usage error (an unknown flag, a bad choice) is
-one line too, and a failed command removes the empty folders it made for its output.
+one line too, and a failed command removes the empty folders it made for its output. A
+closed pipe (``aria-tda diagnose F --json | head -5``) ends quietly with status 141, as a
+command killed by ``SIGPIPE`` does (:func:`aria_tda.cli._common.quiet_broken_pipe`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from aria_tda._version import __version__
-from aria_tda.cli._common import handle_errors, install_warning_format
+from aria_tda.cli._common import flush_stdout, handle_errors, install_warning_format
 
 # Order in ``aria-tda --help``; discovered modules not listed here follow alphabetically.
 ORDER = (
@@ -141,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             status = handle_errors(args.command, lambda: args.func(args))
         finally:
             printer.flush()
+    if status == 0:
+        status = flush_stdout()  # a reader that left before the last flush: quiet, 141
     if status != 0:
         _remove_empty(absent)
     return status

@@ -4,7 +4,14 @@ Errors: an :class:`~aria_tda.errors.AriaError` (a user mistake: bad parameters, 
 unreadable files, manifest mismatch, missing extra) or an ``OSError`` (missing or unwritable
 paths) is one line ``aria-tda CMD: error: ...`` and exit status 2; Ctrl-C is one line and
 status 130. Any other exception is a bug in ARIA and keeps its traceback. ``ARIA_DEBUG=1``
-shows the traceback of user mistakes too.
+shows the traceback of user mistakes too. The line is one line whatever the message: ANSI
+escape codes are removed, a message's lines are joined and a message longer than
+:data:`MAX_ERROR_CHARS` is cut (``ARIA_DEBUG=1`` shows all of it).
+
+A closed pipe (``aria-tda diagnose F --json | head -5``) ends quietly, as a command-line tool
+killed by ``SIGPIPE`` does: nothing on stderr, exit status 141 (128 + SIGPIPE), standard output
+redirected to ``/dev/null`` so the interpreter's last flush cannot fail
+(:func:`quiet_broken_pipe`).
 
 Warnings: ARIA's warnings are ``aria-tda CMD: warning: ...`` lines, each printed once. Warnings
 that differ only in the group size (``K=20``, ``K=50``, ...) are collected and printed once at
@@ -14,6 +21,7 @@ the end of the command, as one line listing the K's they concern.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -22,20 +30,26 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from aria_tda.errors import AriaError, AriaWarning
+from aria_tda.errors import AriaError, AriaWarning, one_line
 
 __all__ = [
     "WarningPrinter",
     "add_progress_flag",
     "add_score_reading_flags",
     "add_transpose_flag",
+    "flush_stdout",
     "handle_errors",
     "install_warning_format",
     "print_json",
+    "quiet_broken_pipe",
 ]
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: Exit status of a command whose reader went away (128 + SIGPIPE), as a shell reports it.
+EXIT_BROKEN_PIPE = 141
+#: The longest error line printed (the rest is cut; ARIA_DEBUG=1 shows all of it).
+MAX_ERROR_CHARS = 1000
 
 #: ``K=20`` (or ``K = 20``) inside a warning: the part that varies between repeats.
 _K_IN_MESSAGE = re.compile(r"\bK ?= ?(\d+)\b")
@@ -55,6 +69,10 @@ def handle_errors(command: str, body: Callable[[], int | None]) -> int:
     try:
         status = body()
         return 0 if status is None else int(status)
+    except BrokenPipeError:
+        if not _stdout_is_closed():
+            raise  # another pipe (a worker, a socket): a real error, not the reader leaving
+        return quiet_broken_pipe()
     except AriaError as exc:
         if debug:
             raise
@@ -160,8 +178,51 @@ def install_warning_format(command: str) -> WarningPrinter:
     return printer
 
 
+def _stdout_is_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (writing it would fail)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError):  # no real stdout (captured, closed)
+        return True
+    return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in events)
+
+
+def quiet_broken_pipe() -> int:
+    """End quietly after the reader of standard output went away; return status 141.
+
+    Standard output is pointed at ``/dev/null``, so nothing buffered can fail again when the
+    interpreter flushes it on exit (Python's own advice for ``SIGPIPE``; see the ``signal``
+    module's documentation).
+    """
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def flush_stdout() -> int:
+    """Flush standard output; 0, or 141 when its reader has gone (:func:`quiet_broken_pipe`)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return quiet_broken_pipe()
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return 0
+
+
 def _one_line_error(command: str, message: str) -> None:
-    text = " ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    """Print ``aria-tda COMMAND: error: MESSAGE`` as one line (no ANSI codes, bounded)."""
+    parts = [one_line(part, limit=MAX_ERROR_CHARS) for part in str(message).splitlines()]
+    text = " ".join(part for part in parts if part)
+    if len(text) > MAX_ERROR_CHARS:
+        text = text[: MAX_ERROR_CHARS - 40].rstrip() + " ... (ARIA_DEBUG=1 shows the rest)"
     print(f"aria-tda {command}: error: {text}", file=sys.stderr, flush=True)
 
 
@@ -213,7 +274,8 @@ def add_transpose_flag(parser: argparse.ArgumentParser) -> None:
         "--transpose",
         action="store_true",
         help="the score matrix is stored queries x training segments (captum TracInCP, "
-        "LogIX; the other way round from its format's convention): read its transpose",
+        "quanda explanations, LogIX; the other way round from its format's convention): read "
+        "its transpose. Not for Kronfluence's .safetensors, which ARIA transposes itself",
     )
 
 

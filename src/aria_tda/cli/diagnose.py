@@ -1,7 +1,10 @@
 """``aria-tda diagnose SCORES``: reliability diagnostics κ, r_i, p of a score matrix (paper §3.2).
 
 The table and the JSON end with the verdict of :func:`aria_tda.verdict.classify` (collapsed /
-suspect / ok, with the reason). ``--scheduler local:N`` (or a scheduler address) runs the
+suspect / ok, with the reason), which includes the top-K concentration measured in the same
+pass (``--topk``, :mod:`aria_tda.diagnostics.concentration`). A matrix with fewer rows than
+columns is diagnosed with a warning that names ``--transpose`` (or, when it was given, says to
+check the file's orientation and drop it). ``--scheduler local:N`` (or a scheduler address) runs the
 pass as Dask tasks on row ranges (:mod:`aria_tda.diagnostics.distributed`); this path sums the exact
 in-memory ``T x T`` Gram, so it refuses ``--approx``, ``--exact-tiled``, ``--device`` and a
 Gram larger than ``--memory`` with a one-line error.
@@ -10,6 +13,7 @@ Gram larger than ``--memory`` with a one-line error.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from aria_tda.cli._common import (
@@ -37,8 +41,9 @@ def register(subparsers: Any) -> None:
             ".pt/.pth, Kronfluence .safetensors or .zarr) once and report the mean absolute "
             "inter-query correlation kappa, the singular value energy ratios r_1..r_10 and "
             "r_2:5, the mean concentration ratio p, how constant the leading query-side "
-            "singular vector v1 is (paper section 3.2), and the verdict: collapsed, suspect or "
-            "ok, with the reason."
+            "singular vector v1 is (paper section 3.2), how much the queries' top-K sets "
+            "coincide (top-1 share, mean top-K overlap, distinct-rows ratio), and the verdict: "
+            "collapsed, suspect or ok, with the reason."
         ),
     )
     p.add_argument("scores", metavar="SCORES", help="score matrix file or zarr store")
@@ -59,6 +64,14 @@ def register(subparsers: Any) -> None:
         help="precision of the block products (default: that of the input)",
     )
     p.add_argument("--device", default=None, help="torch device for the kernel, e.g. cuda")
+    p.add_argument(
+        "--topk",
+        type=_topk_list,
+        default=(1, 10),
+        metavar="K,K",
+        help="group sizes of the top-K concentration, comma-separated (default 1,10); "
+        "'none' turns it off",
+    )
     many = p.add_argument_group("many queries (T x T Gram larger than memory)")
     many.add_argument(
         "--memory",
@@ -104,6 +117,21 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _topk_list(text: str) -> tuple[int, ...]:
+    """``--topk`` parsed: ``"1,10"`` -> ``(1, 10)``; ``"none"`` -> ``()``."""
+    if text.strip().lower() in ("none", "off", "0", ""):
+        return ()
+    try:
+        ks = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers or 'none', got {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers or 'none', got {text!r}")
+    return ks
+
+
 def verdict_of(d: Any) -> Any:
     """The :class:`aria_tda.verdict.Verdict` of a :class:`~aria_tda.diagnostics.Diagnostics`.
 
@@ -114,7 +142,8 @@ def verdict_of(d: Any) -> Any:
     """
     from aria_tda.verdict import classify
 
-    return classify(kappa=d.kappa, r1=d.r1, r2_5=d.r2_5, p=d.p, v1_constancy=d.v1_constancy)
+    return classify(kappa=d.kappa, r1=d.r1, r2_5=d.r2_5, p=d.p, v1_constancy=d.v1_constancy,
+                    concentration=getattr(d, "concentration", None))
 
 
 def to_record(d: Any) -> dict[str, Any]:
@@ -131,7 +160,7 @@ def to_record(d: Any) -> dict[str, Any]:
     return {**rec, "verdict": {"label": v.label, "reason": v.reason}}
 
 
-def format_table(d: Any, source: str) -> str:
+def format_table(d: Any, source: str, notes: Sequence[str] = ()) -> str:
     """The human-readable report of :class:`aria_tda.diagnostics.Diagnostics`, with the verdict.
 
     Parameters
@@ -140,6 +169,9 @@ def format_table(d: Any, source: str) -> str:
         The diagnostics of one score matrix.
     source : str
         How the table names the matrix.
+    notes : sequence of str
+        How the matrix was read, when that was not a plain read (summed per-module keys,
+        assembled partitions: :attr:`aria_tda.scores.source.ScoreSource.notes`).
     """
 
     def f(x: float | None) -> str:
@@ -149,6 +181,7 @@ def format_table(d: Any, source: str) -> str:
     verdict = rec["verdict"]
     lines = [
         f"score matrix   {source}",
+        *(f"  read as      {n}" for n in notes),
         f"shape          {rec['n_train']} training segments x {rec['n_queries']} queries",
         f"kappa          {f(rec['kappa'])}   mean |corr| between query columns (1 = query ignored)",
         f"r1             {f(rec['r1'])}   energy on the leading singular axis",
@@ -158,12 +191,14 @@ def format_table(d: Any, source: str) -> str:
         "(1 = v1 constant across queries)",
         f"constant cols  {rec['constant_columns']}",
         "energy ratios  " + " ".join(f"{r:.4f}" for r in rec["energy_ratios"]),
+        *_concentration_lines(getattr(d, "concentration", None)),
         f"verdict        {verdict['label'].upper()}: {verdict['reason']}",
     ]
     if d.mode != "exact":
-        lines.insert(2, f"mode           {d.mode}")
+        at = 2 + len(notes)
+        lines.insert(at, f"mode           {d.mode}")
         for i, (name, src_) in enumerate((rec.get("sources") or {}).items()):
-            lines.insert(3 + i, f"  {name:<12} {src_}")
+            lines.insert(at + 1 + i, f"  {name:<12} {src_}")
     if d.r1_interval is not None:
         lo, hi = d.r1_interval
         lines.insert(-1, f"r1 interval    [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
@@ -176,6 +211,30 @@ def format_table(d: Any, source: str) -> str:
             -1, f"kappa CI       [{lo:.4f}, {hi:.4f}]   {100 * (d.kappa_level or 0):.0f}% (sampled)"
         )
     return "\n".join(lines)
+
+
+def _concentration_lines(c: Any) -> list[str]:
+    """The table's top-K lines (none when the concentration was not measured)."""
+    if c is None:
+        return []
+    rows = "training segments" if c.level == "segment" else "tracks"
+
+    def f(x: float) -> str:
+        return "undefined" if x != x else f"{x:.4f}"
+
+    lines = [
+        f"top-1 share    {f(c.top1_share)}   queries whose top-1 is {rows[:-1]} {c.top1_row} "
+        f"(chance ~{max(1 / c.n_queries, 1 / c.n_rows):.2g})",
+    ]
+    for k in c.ks:
+        a = c.at(k)
+        lines.append(
+            f"{f'top-{k} overlap':<15}{f(a['mean_overlap'])}   chance {a['chance_overlap']:.2g}; "
+            f"distinct ratio {f(a['distinct_ratio'])}"
+        )
+    lines.append(f"{'':<15}(overlap: share of two queries' top-K in common, 1 = the same {rows} "
+                 "for every query; distinct ratio: |union of top-K| / (T K))")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -208,7 +267,8 @@ def run(args: argparse.Namespace) -> int:
                 f"--scheduler: the Dask path runs the exact in-memory Gram on the workers' "
                 f"CPUs; drop {other} or --scheduler")
     mode = "approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto"
-    src = as_source(args.scores, key=args.key, transpose=args.transpose)
+    stored = as_source(args.scores, key=args.key)
+    src = as_source(stored, transpose=args.transpose)
     mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
     if scheduler is not None and mode != "exact":
         raise ParameterError(
@@ -219,7 +279,8 @@ def run(args: argparse.Namespace) -> int:
     approx = ApproxOptions(max_passes=args.approx_passes, sample_columns=args.sample_columns)
     with open_client(scheduler) as client:
         d = diagnose(
-            src,
+            stored,
+            transpose=args.transpose,
             chunk_rows=args.chunk_rows,
             n_energy=args.n_energy,
             key=None,
@@ -232,9 +293,10 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             approx=approx,
             client=client,
+            topk=args.topk,
         )
     if args.json:
-        print_json(to_record(d))
+        print_json({**to_record(d), "input": src.provenance()})
     else:
-        print(format_table(d, str(args.scores)))
+        print(format_table(d, str(args.scores), notes=src.notes))
     return 0

@@ -4,6 +4,10 @@ The command builds a one-setting :class:`~aria_tda.study.config.StudySpec` and r
 are fields of the spec: their help and defaults come from the fields (a flag left out leaves
 the field at its default, e.g. ``K``, ``K_report``, ``B``, ``n_bootstrap``).
 
+A score matrix whose columns, not rows, match the segment map or the feature store's tracks is
+refused before any work with "looks transposed" and what to do about ``--transpose``
+(:func:`aria_tda.study.inputs.check_setting_rows`).
+
 ``--scheduler local:N`` (or a scheduler address) is checked here (a bad value is a one-line
 error) and handed to the study runner (``run_study(scheduler=)``), which opens the client
 (:func:`aria_tda._dask.open_client`) and runs the setting on the cluster.
@@ -72,7 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("scores", metavar="SCORES",
-                   help="segment-level score matrix (npy | npz | pt | zarr)")
+                   help="segment-level score matrix (npy, TRAK .mmap, npz, pt, Kronfluence "
+                   ".safetensors, bergson scores.bin, zarr) or the folder a tool wrote it into")
     p.add_argument("--features", required=True, metavar="STORE",
                    help="feature store of the training tracks")
     p.add_argument("--segments", default=None, metavar="MAP", help=_help("segments"))

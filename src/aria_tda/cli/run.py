@@ -1,4 +1,8 @@
-"""``aria-tda run STUDY.toml`` — every analysis of a study, written as a results folder + report."""
+"""``aria-tda run STUDY.toml`` — every analysis of a study, written as a results folder + report.
+
+Every input is checked before hours of work (:func:`aria_tda.study.inputs.check_inputs`): a
+setting whose score matrix looks transposed is refused naming its ``transpose`` key.
+"""
 
 from __future__ import annotations
 

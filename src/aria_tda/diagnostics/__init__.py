@@ -19,6 +19,18 @@ raw: the diagnostics are taken *before* per-query normalisation and track aggreg
 - The collapse reading of the paper needs :math:`r_1 \approx 1` *and* a near-constant
   :math:`v_1`; ``v1_constancy`` :math:`= |\sum_j v_{1j}| / \sqrt{T} \in [0, 1]` is 1 exactly
   when :math:`v_1 \propto (1, \dots, 1)`.
+- **Top-K concentration** (:mod:`~aria_tda.diagnostics.concentration`): how much the queries'
+  top-K sets coincide — the share of queries whose top-1 is the most frequent top-1 row, the
+  mean pairwise overlap of top-K sets, the distinct-rows ratio of their union (quanda's top-K
+  cardinality) — the paper's own definition of collapse ("retrieves nearly the same tracks for
+  every query"), measured in the same pass (``topk=(1, 10)``) and read by
+  :func:`aria_tda.verdict.classify`.
+
+Every number is invariant to multiplying ``S`` by a positive factor (κ, p and the
+constant-column rule also to scaling one column): the kernel scales each column by a power of
+two before its float32 products (:func:`aria_tda.scores.blockstats.column_scale`), so tiny
+influence scores (1e-20) neither underflow nor get counted constant. A column is constant when
+its centred energy is rounding noise relative to its own energy.
 
 How it is computed
 ------------------
@@ -41,7 +53,7 @@ sums), :mod:`~aria_tda.diagnostics.core` (:func:`diagnose`: the local, GPU and D
 estimate), :mod:`~aria_tda.diagnostics.modes` (``exact-tiled`` and ``approx``),
 :mod:`~aria_tda.diagnostics.tiled`, :mod:`~aria_tda.diagnostics.sketch`,
 :mod:`~aria_tda.diagnostics.krylov` (their passes) and :mod:`~aria_tda.diagnostics.distributed`
-(the Dask kernels).
+(the Dask kernels), :mod:`~aria_tda.diagnostics.concentration` (the top-K concentration).
 
 Many queries
 ------------
@@ -61,6 +73,7 @@ it.
 
 from __future__ import annotations
 
+from aria_tda.diagnostics.concentration import Concentration, topk_concentration
 from aria_tda.diagnostics.core import diagnose, diagnose_reference  # noqa: F401 (the twin)
 from aria_tda.diagnostics.modes import choose_mode
 from aria_tda.diagnostics.result import (
@@ -71,5 +84,5 @@ from aria_tda.diagnostics.result import (
     diagnostics_from_stats,
 )
 
-__all__ = ["CONST_ULPS", "MODES", "ApproxOptions", "Diagnostics", "choose_mode", "diagnose",
-           "diagnostics_from_stats"]
+__all__ = ["CONST_ULPS", "MODES", "ApproxOptions", "Concentration", "Diagnostics", "choose_mode",
+           "diagnose", "diagnostics_from_stats", "topk_concentration"]

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from aria_tda._checks import check_choice, check_int
+from aria_tda._checks import check_choice, check_int, check_int_list
+from aria_tda.diagnostics.concentration import (
+    TopKAccumulator,
+    topk_concentration_reference,
+)
 from aria_tda.diagnostics.kappa import _warn_constant, kappa_from_sum
 from aria_tda.diagnostics.modes import _diagnose_approx, _diagnose_tiled, choose_mode
 from aria_tda.diagnostics.result import (
@@ -18,9 +24,10 @@ from aria_tda.diagnostics.result import (
     _check_dims,
     diagnostics_from_stats,
 )
-from aria_tda.errors import DataError, ParameterError
+from aria_tda.errors import AriaWarning, DataError, ParameterError
 from aria_tda.scores.lowrank import fix_sign
 from aria_tda.scores.readers import as_source
+from aria_tda.scores.source import expected_text, transpose_advice
 from aria_tda.scores.stats import stream_matvec, stream_stats
 
 __all__ = ["diagnose"]
@@ -44,6 +51,7 @@ def diagnose(
     spill_dir: Any = None,
     seed: int = 0,
     approx: ApproxOptions | None = None,
+    topk: Sequence[int] | None = (1, 10),
 ) -> Diagnostics:
     r"""Reliability diagnostics κ, r_i, p of a score matrix in one streaming pass.
 
@@ -91,6 +99,10 @@ def diagnose(
         Seed of the approximate mode's random start and column sample.
     approx : ApproxOptions, optional
         Settings of ``"approx"``.
+    topk : sequence of int, optional
+        Also measure how much the queries' top-K sets coincide at these ``K``
+        (:mod:`aria_tda.diagnostics.concentration`, in the same pass: every mode, the GPU and
+        the Dask path); ``None`` or ``()``: not measured.
 
     Returns
     -------
@@ -107,7 +119,8 @@ def diagnose(
     Warns
     -----
     AriaWarning
-        constant columns (left out of κ), or κ undefined.
+        constant columns (left out of κ), or κ undefined; fewer rows than columns (rows must
+        be training segments: the matrix may be stored the other way round).
 
     Examples
     --------
@@ -120,6 +133,7 @@ def diagnose(
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
     check_choice("mode", mode, MODES)
+    ks = _check_topk(topk)
     if client is not None and mode in ("exact-tiled", "approx"):
         raise ParameterError(f"mode: expected 'exact' or 'auto' with a Dask client, got {mode!r}")
     if client is not None:
@@ -132,19 +146,23 @@ def diagnose(
             key=key,
             compute_dtype=compute_dtype,
             transpose=transpose,
+            topk=ks,
         )
     src = as_source(scores, key=key, transpose=transpose)
     _check_dims(*src.shape)
+    _warn_orientation(*src.shape, transposed=transpose, fmt=getattr(src, "format", None))
     mode, _ = choose_mode(src.n_cols, mode=mode, memory=memory)
+    acc = TopKAccumulator(src.n_cols, ks, n_rows=src.n_rows) if ks else None
     if mode == "exact-tiled":
         return _diagnose_tiled(
             src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress,
-            memory, spill_dir, seed,
+            memory, spill_dir, seed, acc,
         )
     if mode == "approx":
         opts = approx if approx is not None else ApproxOptions()
         return _diagnose_approx(
-            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress, seed, opts
+            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress, seed, opts,
+            acc,
         )
     stats = stream_stats(
         src,
@@ -153,8 +171,11 @@ def diagnose(
         device=device,
         n_threads=n_threads,
         progress=progress,
+        observers=() if acc is None else (acc,),
     )
     d = diagnostics_from_stats(stats, n_energy=n_energy, device=device)
+    if acc is not None:
+        d = replace(d, concentration=acc.result())
     if with_u1:
         u1 = stream_matvec(src, d.v1, chunk_rows=chunk_rows, device=device, progress=progress)
         d = replace(d, u1=u1 / d.sigma1)
@@ -172,24 +193,59 @@ def _diagnose_dask(
     key: str | None,
     compute_dtype: str | None,
     transpose: bool,
+    topk: tuple[int, ...] = (),
 ) -> Diagnostics:
     """:func:`diagnose` with its passes run by the Dask kernels
     (:mod:`aria_tda.diagnostics.distributed`)."""
-    from aria_tda.diagnostics.distributed import matvec_dask, stats_dask
+    from aria_tda.diagnostics.distributed import matvec_dask, stats_topk_dask
 
     if type(scores).__module__.startswith("dask"):
         data: Any = scores.T if transpose else scores
     else:
         data = as_source(scores, key=key, transpose=transpose)
     _check_dims(*data.shape)
-    stats = stats_dask(
-        data, client=client, chunk_rows=chunk_rows, key=key, compute_dtype=compute_dtype
+    _warn_orientation(*data.shape, transposed=transpose, fmt=getattr(data, "format", None))
+    stats, acc = stats_topk_dask(
+        data, client=client, chunk_rows=chunk_rows, key=key, compute_dtype=compute_dtype,
+        topk=topk,
     )
     d = diagnostics_from_stats(stats, n_energy=n_energy)
+    if acc is not None:
+        d = replace(d, concentration=acc.result())
     if with_u1:
         u = matvec_dask(data, d.v1, client=client, chunk_rows=chunk_rows, key=key)
         d = replace(d, u1=u / d.sigma1)
     return d
+
+
+def _check_topk(topk: Any) -> tuple[int, ...]:
+    """The validated ``topk`` of :func:`diagnose` (``()`` when off)."""
+    if topk is None:
+        return ()
+    if isinstance(topk, int | np.integer) and not isinstance(topk, bool):
+        topk = (topk,)
+    try:
+        items = list(topk)
+    except TypeError:
+        raise ParameterError(expected_text("topk", "a sequence of positive K", topk)) from None
+    if not items:
+        return ()
+    return tuple(check_int_list("topk", items, min_value=1))
+
+
+def _warn_orientation(m: int, t: int, *, transposed: bool, fmt: str | None = None) -> None:
+    """Warn when the matrix has fewer rows (training segments) than columns (queries)."""
+    if m >= t:
+        return
+    if transposed:
+        msg = (f"scores: the transposed matrix has fewer rows than columns ({m} x {t}): the "
+               f"file as stored has {t} rows and {m} columns, so it may already be training "
+               f"segments x queries; check its orientation and {transpose_advice(True, fmt)}")
+    else:
+        msg = (f"scores: fewer rows than columns ({m} x {t}): rows must be training segments "
+               "and columns queries; if the file is stored queries x training (captum, LogIX, "
+               f"quanda), {transpose_advice(False, fmt)}")
+    warnings.warn(msg, AriaWarning, stacklevel=3)
 
 
 def diagnose_reference(
@@ -210,11 +266,12 @@ def diagnose_reference(
     spill_dir: Any = None,
     seed: int = 0,
     approx: ApproxOptions | None = None,
+    topk: Sequence[int] | None = (1, 10),
 ) -> Diagnostics:
     r"""In-memory reference of :func:`diagnose`: ``np.corrcoef`` for κ, ``np.linalg.svd`` for r_i.
 
-    Loads the whole matrix (``(M, T)``); the SVD runs in the block dtype (float32 input:
-    float32 SVD). Constant columns are those with ``np.ptp == 0``. Used to test
+    Loads the whole matrix (``(M, T)``) and computes in float64 from the definitions, whatever
+    the stored dtype. Constant columns are those with ``np.ptp == 0``. Used to test
     :func:`diagnose` and as the naive route in the benchmark.
 
     Parameters
@@ -251,9 +308,13 @@ def diagnose_reference(
         Ignored.
     approx : ApproxOptions, optional
         Ignored.
+    topk : sequence of int, optional
+        The top-K concentration, from
+        :func:`~aria_tda.diagnostics.concentration.topk_concentration_reference`.
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
-    s = as_source(scores, key=key, transpose=transpose).to_numpy()
+    ks = _check_topk(topk)
+    s = np.asarray(as_source(scores, key=key, transpose=transpose).to_numpy(), dtype=np.float64)
     m, t = s.shape
     _check_dims(m, t)
     if not np.isfinite(s).all():
@@ -299,4 +360,5 @@ def diagnose_reference(
         constant_columns=int(const_idx.size),
         constant_indices=const_idx,
         u1=(u[:, 0].astype(np.float64) * sign) if with_u1 else None,
+        concentration=topk_concentration_reference(s, ks) if ks else None,
     )

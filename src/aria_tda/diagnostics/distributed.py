@@ -28,12 +28,14 @@ A :class:`~dask.distributed.LocalCluster` with worker *processes* must be create
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from aria_tda._checks import check_int
 from aria_tda._optional import require
+from aria_tda.diagnostics.concentration import TopKAccumulator
 from aria_tda.errors import ParameterError, expected
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.distributed import _n_parts, _reopen, row_ranges
@@ -47,7 +49,7 @@ from aria_tda.scores.source import (
 )
 from aria_tda.scores.stats import block_stats, locate_nonfinite, stream_matvec, stream_stats
 
-__all__ = ["matvec_dask", "stats_dask"]
+__all__ = ["matvec_dask", "stats_dask", "stats_topk_dask"]
 
 
 def _partition_stats(
@@ -61,10 +63,12 @@ def _partition_stats(
     gram: bool,
     moments: int,
     compute_dtype: str | None,
-) -> BlockStats:
+    topk: tuple[int, ...] = (),
+) -> tuple[BlockStats, TopKAccumulator | None]:
     src = _reopen(path, key, transposed)
+    acc = TopKAccumulator(src.n_cols, topk, n_rows=src.n_rows) if topk else None
     try:
-        return stream_stats(
+        st = stream_stats(
             src,
             chunk_rows=chunk_rows,
             gram=gram,
@@ -75,14 +79,17 @@ def _partition_stats(
             compute_dtype=compute_dtype,
             prefetch=False,
             progress=False,
+            observers=() if acc is None else (acc,),
         )
     finally:
         src.close()
+    return st, acc
 
 
 def _array_block_stats(
-    block: Any, start: int, shift: np.ndarray, gram: bool, moments: int, compute_dtype: str | None
-) -> BlockStats:
+    block: Any, start: int, shift: np.ndarray, gram: bool, moments: int, compute_dtype: str | None,
+    topk: tuple[int, ...] = (), n_rows: int | None = None,
+) -> tuple[BlockStats, TopKAccumulator | None]:
     arr = np.asarray(block)
     if arr.dtype.kind != "f":
         arr = arr.astype(np.float64)
@@ -92,14 +99,22 @@ def _array_block_stats(
         st = block_stats(arr, shift=shift, gram=gram, moments=moments, compute_dtype=compute_dtype)
     if not (np.isfinite(st.s1).all() and np.isfinite(st.s2).all()):
         raise locate_nonfinite(arr, start)
-    return st
+    acc = None
+    if topk:
+        acc = TopKAccumulator(arr.shape[1], topk, n_rows=n_rows)
+        acc.update(arr, start)
+    return st, acc
 
 
-def _merge(*parts: BlockStats) -> BlockStats:
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.merge(p)
-    return out
+def _merge(
+    *parts: tuple[BlockStats, TopKAccumulator | None],
+) -> tuple[BlockStats, TopKAccumulator | None]:
+    st, acc = parts[0]
+    for p_st, p_acc in parts[1:]:
+        st = st.merge(p_st)
+        if acc is not None and p_acc is not None:
+            acc = acc.merge(p_acc)
+    return st, acc
 
 
 def _tree_merge(parts: list[Any], split_every: int) -> Any:
@@ -171,8 +186,48 @@ def stats_dask(
     -------
     BlockStats
     """
+    return stats_topk_dask(
+        scores, client=client, chunk_rows=chunk_rows, n_partitions=n_partitions, gram=gram,
+        moments=moments, key=key, compute_dtype=compute_dtype, split_every=split_every,
+    )[0]
+
+
+def stats_topk_dask(
+    scores: Any,
+    *,
+    client: Any = None,
+    chunk_rows: int | None = None,
+    n_partitions: int | None = None,
+    gram: bool = True,
+    moments: int = 2,
+    key: str | None = None,
+    compute_dtype: str | None = None,
+    split_every: int = 4,
+    topk: Sequence[int] = (),
+) -> tuple[BlockStats, TopKAccumulator | None]:
+    r""":func:`stats_dask` and, in the same tasks, the queries' top-K rows.
+
+    Each row-range task also feeds a
+    :class:`~aria_tda.diagnostics.concentration.TopKAccumulator`; the tree merges them with the
+    sums (:meth:`~aria_tda.diagnostics.concentration.TopKAccumulator.merge`).
+
+    Parameters
+    ----------
+    scores, client, chunk_rows, n_partitions, gram, moments, key, compute_dtype, split_every
+        As :func:`stats_dask`.
+    topk : sequence of int
+        The ``K`` to measure; empty: none (the accumulator is ``None``).
+
+    Returns
+    -------
+    stats : BlockStats
+    accumulator : TopKAccumulator or None
+        Call its ``result()`` for the :class:`~aria_tda.diagnostics.concentration.Concentration`.
+    """
     require("dask", "scale", purpose="running the score passes on a Dask cluster")
     import dask
+
+    ks = tuple(topk)
 
     split_every = check_int("split_every", split_every, min_value=2)
     arr = _dask_array(scores)
@@ -185,7 +240,7 @@ def stats_dask(
         starts = np.concatenate([[0], np.cumsum(x.chunks[0])[:-1]])
         task = dask.delayed(_array_block_stats, pure=True)
         parts = [
-            task(blk, int(s), shift, gram, moments, compute_dtype)
+            task(blk, int(s), shift, gram, moments, compute_dtype, ks, int(x.shape[0]))
             for blk, s in zip(x.to_delayed()[:, 0], starts, strict=True)
         ]
         return _compute(_tree_merge(parts, split_every), client)
@@ -206,7 +261,8 @@ def stats_dask(
     task = dask.delayed(_partition_stats, pure=True)
     parts = [
         task(
-            str(src.path), src.key, src.transposed, a, b, shift, rows, gram, moments, compute_dtype
+            str(src.path), src.key, src.transposed, a, b, shift, rows, gram, moments,
+            compute_dtype, ks,
         )
         for a, b in row_ranges(src.n_rows, _n_parts(client, n_partitions), rows)
     ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,7 @@ from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_su
 from aria_tda.diagnostics.result import CONST_ULPS, MODES, ApproxOptions, Diagnostics
 from aria_tda.errors import DataError
 from aria_tda.scores.blockstats import BlockStats
+from aria_tda.scores.source import ScoreSource
 from aria_tda.scores.stats import stream_matvec
 
 __all__ = ["choose_mode"]
@@ -78,14 +81,17 @@ def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str,
 def _diagnose_tiled(
     src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
     compute_dtype: str | None, n_threads: int | None, progress: bool | None,
-    memory: Any, spill_dir: Any, seed: int,
+    memory: Any, spill_dir: Any, seed: int, acc: Any = None,
 ) -> Diagnostics:
-    """:func:`diagnose` with the Gram in column panels spilled to disk (exact)."""
+    """:func:`diagnose` with the Gram in column panels spilled to disk (exact); ``acc`` (a
+    :class:`~aria_tda.diagnostics.concentration.TopKAccumulator`) sees the first panel's pass."""
     from aria_tda.diagnostics.krylov import block_krylov_eigs
     from aria_tda.diagnostics.tiled import parse_memory, tiled_gram
 
     t = src.n_cols
     budget = _default_memory() if memory is None else memory
+    if acc is not None:
+        src = observe_first_pass(src, (acc,))
     with tiled_gram(
         src, memory=budget, spill_dir=spill_dir, chunk_rows=chunk_rows,
         compute_dtype=compute_dtype, n_threads=n_threads, progress=progress, ulps=CONST_ULPS,
@@ -114,8 +120,18 @@ def _diagnose_tiled(
                    "max_residual": float(ritz.residuals.max() / max(ritz.values[0], 1e-300))}
     sources = {"kappa": "exact (tiled Gram)", "r": "exact (block Krylov on the tiled Gram)",
                "p": "exact", "v1": "exact (block Krylov on the tiled Gram)"}
-    return _finish(src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1,
-                   chunk_rows, progress, mode="exact-tiled", sources=sources, details=details)
+    d = _finish(src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1,
+                chunk_rows, progress, mode="exact-tiled", sources=sources, details=details)
+    return _with_concentration(d, src, acc)
+
+
+def _with_concentration(d: Diagnostics, src: Any, acc: Any) -> Diagnostics:
+    """``d`` with the concentration of ``acc`` (fed by the observed first pass of ``src``)."""
+    if acc is None:
+        return d
+    if not getattr(src, "complete", False):
+        raise DataError("scores: the top-K pass did not see every row")  # pragma: no cover
+    return replace(d, concentration=acc.result())
 
 
 def _finish(
@@ -148,13 +164,16 @@ def _finish(
 def _diagnose_approx(
     src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
     compute_dtype: str | None, n_threads: int | None, progress: bool | None, seed: int,
-    opts: ApproxOptions,
+    opts: ApproxOptions, acc: Any = None,
 ) -> Diagnostics:
-    """:func:`diagnose` in a few passes: block Krylov r_i, sampled κ, exact p."""
+    """:func:`diagnose` in a few passes: block Krylov r_i, sampled κ, exact p; ``acc`` sees
+    the first pass."""
     from aria_tda.diagnostics.kappa import abs_correlations, kappa_estimate
     from aria_tda.diagnostics.sketch import sketch_passes
 
     t = src.n_cols
+    if acc is not None:
+        src = observe_first_pass(src, (acc,))
     sk = sketch_passes(
         src, n_energy=n_energy, max_passes=opts.max_passes, rtol=opts.rtol,
         block=opts.block or None, sample_columns=opts.sample_columns, seed=seed,
@@ -195,7 +214,7 @@ def _diagnose_approx(
         "bound": "lower: Ritz values (interlacing); upper: Li-Li quadratic residual bound "
                  "with a trace-certified gap, else Weyl (deterministic)",
     }
-    return _finish(
+    d = _finish(
         src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1, chunk_rows,
         progress, mode="approx", sources=sources, details=details,
         r1_interval=(float(lo[0]), float(hi[0])),
@@ -205,5 +224,86 @@ def _diagnose_approx(
         kappa_se=None if est is None else est.se,
         kappa_level=opts.level,
     )
+    return _with_concentration(d, src, acc)
 
 
+def observe_first_pass(src: Any, observers: Sequence[Any]) -> Any:
+    """``src`` wrapped so that ``observers`` see every row block of its first full pass.
+
+    For the passes that take a :class:`~aria_tda.scores.ScoreSource` but no observers (the
+    tiled Gram, the approximate passes); :attr:`complete` says whether a full pass was seen.
+
+    Parameters
+    ----------
+    src : ScoreSource
+        The matrix.
+    observers : sequence
+        Objects with ``update(block, row0)``.
+    """
+    return _ObservedSource(src, observers)
+
+
+class _ObservedSource(ScoreSource):
+    """Delegates to a source; the first full ``iter_chunks`` also feeds the observers."""
+
+    def __init__(self, base: ScoreSource, observers: Sequence[Any]) -> None:
+        super().__init__(base.shape, base.dtype, row_ids=base.row_ids, manifest=base.manifest)
+        self.base = base
+        self.block_dtype = base.block_dtype
+        self.path, self.key, self.transposed = base.path, base.key, base.transposed
+        self.zero_copy, self.io_bound = base.zero_copy, base.io_bound
+        self._observers = list(observers)
+        self._started = False
+        self.complete = False
+
+    def _raw_rows(self, start: int, stop: int) -> Any:
+        return self.base._raw_rows(start, stop)
+
+    def _read_into(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
+        return self.base._read_into(start, stop, out)
+
+    def _raw_columns(self, start: int, stop: int) -> Any:
+        return self.base._raw_columns(start, stop)
+
+    def chunk_rows(self, chunk_rows: int | None = None) -> int:
+        """The wrapped source's rows per block.
+
+        Parameters
+        ----------
+        chunk_rows : int, optional
+            Rows per block asked for.
+        """
+        return self.base.chunk_rows(chunk_rows)
+
+    def close(self) -> None:
+        """Close the wrapped source."""
+        self.base.close()
+
+    def describe(self) -> str:
+        """The wrapped source's description."""
+        return self.base.describe()
+
+    def iter_chunks(  # type: ignore[override]
+        self, chunk_rows: int | None = None, *, start: int = 0, stop: int | None = None,
+        **kw: Any,
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """:meth:`ScoreSource.iter_chunks` of the wrapped source (see the class).
+
+        Parameters
+        ----------
+        chunk_rows : int, optional
+            Rows per block.
+        start, stop : int
+            Row range.
+        **kw
+            Passed on.
+        """
+        watch = start == 0 and stop in (None, self.n_rows) and not self._started
+        self._started = self._started or watch
+        for s, block in self.base.iter_chunks(chunk_rows, start=start, stop=stop, **kw):
+            if watch:
+                for obs in self._observers:
+                    obs.update(block, s)
+            yield s, block
+        if watch:
+            self.complete = True

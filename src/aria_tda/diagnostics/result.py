@@ -88,6 +88,9 @@ class Diagnostics:
         Confidence level of ``kappa_ci``.
     details : dict or None
         Passes, sample size, Krylov basis and the like (``mode`` not ``"exact"``).
+    concentration : object or None
+        How much the queries' top-K sets coincide (the top-K collapse measure,
+        :mod:`aria_tda.diagnostics.concentration`); ``None`` when not computed.
     """
 
     n_train: int
@@ -113,6 +116,7 @@ class Diagnostics:
     kappa_se: float | None = None
     kappa_level: float | None = None
     details: dict[str, Any] | None = None
+    concentration: Any = None
 
     def to_dict(self, *, vectors: bool = False) -> dict[str, Any]:
         """JSON-ready mapping (NaN becomes ``None``).
@@ -153,6 +157,8 @@ class Diagnostics:
             out["kappa_se"] = None if self.kappa_se is None else num(self.kappa_se)
             out["kappa_level"] = self.kappa_level
             out["details"] = dict(self.details or {})
+        if self.concentration is not None:
+            out["concentration"] = self.concentration.to_dict()
         if vectors:
             out["v1"] = self.v1.tolist()
             out["u1"] = None if self.u1 is None else self.u1.tolist()
@@ -172,6 +178,13 @@ class Diagnostics:
             Least ``v1_constancy``.
         """
         return self.r1 >= r1_min and self.v1_constancy >= constancy_min
+
+
+def _power_of_two(x: float) -> float:
+    """The power of two nearest above ``|x|`` (1 for 0 or non-finite ``x``)."""
+    if not math.isfinite(x) or x == 0.0:
+        return 1.0
+    return math.ldexp(1.0, math.frexp(abs(x))[1])
 
 
 def _check_dims(m: int, t: int) -> None:
@@ -220,7 +233,12 @@ def diagnostics_from_stats(
     kappa = kappa_from_stats(stats, keep) if k >= 2 else _nan_kappa(k, t, stacklevel=3)
 
     # r_i (Eq. ri): eigenvalues of the Gram are sigma_i^2
-    values, vectors = top_eigenpairs(stats.raw_gram(), n_energy, device=device, overwrite=True)
+    # (normalised by a power of two first, exactly, so LAPACK and torch see entries near 1)
+    g = stats.raw_gram()
+    unit = _power_of_two(float(np.max(np.diagonal(g))))
+    g *= 1.0 / unit
+    values, vectors = top_eigenpairs(g, n_energy, device=device, overwrite=True)
+    values = values * unit
     total = max(frob2, float(values.sum()))
     ratios = np.clip(values / total, 0.0, 1.0)
     v1 = vectors[:, 0].copy()

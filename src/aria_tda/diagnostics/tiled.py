@@ -34,10 +34,16 @@ import numpy as np
 
 from aria_tda.diagnostics.kappa import abs_corr_block
 from aria_tda.errors import DataError, ParameterError
-from aria_tda.scores.blockstats import BlockStats, representable_shift
+from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.source import ScoreSource, expected_text
-from aria_tda.scores.stats import blas_threads, locate_nonfinite
+from aria_tda.scores.stats import (
+    _checked,
+    _finish_scaled,
+    _start_scaled,
+    blas_threads,
+    locate_nonfinite,
+)
 
 __all__ = ["TiledGram", "default_spill_dir", "gram_bytes", "parse_memory", "tiled_gram"]
 
@@ -98,7 +104,11 @@ class TiledGram:
     Attributes
     ----------
     stats : BlockStats
-        ``n``, shift, :math:`s_1`, :math:`s_2` of every column (no Gram).
+        ``n``, shift, :math:`s_1`, :math:`s_2` of every column (no Gram), in the units of ``S``.
+    scale : numpy.ndarray [shape=(T,)]
+        Powers of two the columns were scaled by before the products
+        (:func:`~aria_tda.scores.blockstats.column_scale`); the spilled panels hold the Gram
+        of the scaled matrix.
     abs_corr_sum : float
         :math:`\sum_{j \ne j'} |C_{jj'}|` over the non-constant columns (each term capped at 1).
     constant : numpy.ndarray [shape=(T,)] of bool
@@ -110,6 +120,7 @@ class TiledGram:
     """
 
     stats: BlockStats
+    scale: np.ndarray
     abs_corr_sum: float
     constant: np.ndarray
     panels: list[tuple[int, int, int]]
@@ -132,7 +143,8 @@ class TiledGram:
             The block of vectors.
         """
         t = self.n_cols
-        v = np.asarray(v, dtype=np.float64).reshape(t, -1)
+        # the spilled panels hold the Gram of the column-scaled matrix S D: D^-1 (D S^T S D) D^-1
+        v = np.asarray(v, dtype=np.float64).reshape(t, -1) / self.scale[:, None]
         out = np.zeros_like(v)
         buf = np.empty(max(1, self.read_bytes // 8))
         with open(self.path, "rb", buffering=0) as fh:
@@ -148,10 +160,10 @@ class TiledGram:
                         raise DataError(f"{self.path}: spill file truncated")
                     out[a:b] += u @ v[i0:]
                     out[i1:] += u[:, i1 - i0 :].T @ v[a:b]
-        st = self.stats
+        st = self.stats.rescaled(self.scale)
         c, s1 = st.shift, st.s1
         out += np.outer(s1, c @ v) + np.outer(c, s1 @ v) + st.n * np.outer(c, c @ v)
-        return out
+        return out / self.scale[:, None]
 
     def close(self) -> None:
         """Remove the spill folder."""
@@ -273,6 +285,8 @@ def _passes(
 ) -> TiledGram:
     m, t = src.shape
     stats: BlockStats | None = None
+    scale = shift = np.ones(t)
+    unit = True
     sd = np.zeros(t)
     keep = np.ones(t, dtype=bool)
     corr_sum = 0.0
@@ -293,10 +307,21 @@ def _passes(
                         c = block.mean(axis=0, dtype=np.float64)
                     if not np.isfinite(c).all():
                         raise locate_nonfinite(block, s)
-                    stats = BlockStats.zeros(representable_shift(c), gram=False)
+                    # sums of the column-scaled matrix (exact powers of two, see column_scale)
+                    stats, scale = _start_scaled(block, c, gram=False, moments=2, cdt=cdt)
                     stats.meta["eps"] = float(np.finfo(cdt).eps)
+                    shift = stats.shift / scale
+                    unit = bool(np.all(scale == 1.0))
                 y = work[:n, i0:]
-                np.subtract(block[:, i0:], stats.shift[i0:].astype(cdt), out=y, casting="unsafe")
+                with np.errstate(under="ignore", over="ignore"):
+                    if block.dtype.itemsize > cdt.itemsize and not unit:
+                        y[...] = (block[:, i0:] - shift[i0:]) * scale[i0:]
+                    else:
+                        np.subtract(
+                            block[:, i0:], shift[i0:].astype(cdt), out=y, casting="unsafe"
+                        )
+                        if not unit:
+                            np.multiply(y, scale[i0:].astype(cdt), out=y)
                 if first:
                     with np.errstate(all="ignore"):
                         stats.s1 += np.add.reduce(y, axis=0, dtype=np.float64)
@@ -322,7 +347,8 @@ def _passes(
     assert stats is not None
     fixed = 8 * 8 * t + min(2**20, budget // 16)
     return TiledGram(
-        stats=stats,
+        stats=_checked(_finish_scaled(stats, scale)),
+        scale=scale,
         abs_corr_sum=corr_sum,
         constant=~keep,
         panels=done,

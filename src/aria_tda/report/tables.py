@@ -62,9 +62,12 @@ def reliability_table(data: ResultsData) -> ReportTable | None:
         "Reliability diagnostics and collapse verdicts",
         "Reliability diagnostics of each setting's segment-level score matrix S_seg (paper Eqs. "
         "1–3): κ (shared score profile across queries), r₁ and r₂:₅ (energy on the first and the "
-        "next four singular directions), p (per-query offset share), and how constant v₁ is across "
-        "queries. A collapsed setting retrieves (nearly) the same group for every query: its "
-        "homogeneity numbers describe that fixed group, not attribution.",
+        "next four singular directions), p (per-query offset share), how constant v₁ is across "
+        "queries, and, where measured, the top-K concentration: the share of queries whose "
+        "top-1 is the most frequent top-1 and the mean share of two queries' top-K in common "
+        "(on the tracks the homogeneity groups are drawn from). A collapsed setting retrieves "
+        "(nearly) the same group for every query: its homogeneity numbers describe that fixed "
+        "group, not attribution.",
         pd.DataFrame(rows),
     )
 

@@ -132,6 +132,7 @@ def segment_codes(
     row_ids: Any = None,
     tracks: Any = None,
     n_cols: int | None = None,
+    transpose: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Resolve a segment → track map to per-row track codes.
 
@@ -148,6 +149,9 @@ def segment_codes(
     n_cols : int, optional
         ``T``, the number of columns of the score matrix: when the map fits the columns
         rather than the rows, the error says the matrix looks transposed.
+    transpose : bool, optional
+        Whether the matrix was read with ``transpose=True`` (``--transpose``), so that the
+        "looks transposed" advice says to drop it rather than to pass it (``None``: unknown).
 
     Returns
     -------
@@ -173,11 +177,15 @@ def segment_codes(
         if isinstance(segments, pd.Series):
             segments = segments.to_numpy()
         if isinstance(segments, pd.DataFrame):
-            per_row = _rows_from_table(segments, n_rows=n_rows, row_ids=row_ids, n_cols=n_cols)
+            per_row = _rows_from_table(
+                segments, n_rows=n_rows, row_ids=row_ids, n_cols=n_cols, transpose=transpose
+            )
         else:
             per_row = _ids(segments, "segments")
     if n_cols is not None:
-        check_orientation((n_rows, n_cols), per_row.shape[0], what="the segment map")
+        check_orientation(
+            (n_rows, n_cols), per_row.shape[0], what="the segment map", transpose=transpose
+        )
     if per_row.shape[0] != n_rows:
         raise DataError(
             expected_text(
@@ -192,7 +200,7 @@ def segment_codes(
         return remap[codes].astype(np.int64), track_ids[order]
     known = _ids(tracks, "tracks")
     if segments is None and n_cols is not None:
-        check_orientation((n_rows, n_cols), known.size, what="tracks")
+        check_orientation((n_rows, n_cols), known.size, what="tracks", transpose=transpose)
     uniq, inv_known = np.unique(known, return_index=True)
     if uniq.size != known.size:
         raise DataError("tracks: expected unique track ids, got duplicates")
@@ -218,7 +226,8 @@ def segment_codes(
 
 
 def _rows_from_table(
-    df: Any, *, n_rows: int, row_ids: np.ndarray | None, n_cols: int | None = None
+    df: Any, *, n_rows: int, row_ids: np.ndarray | None, n_cols: int | None = None,
+    transpose: bool | None = None,
 ) -> np.ndarray:
     track_col = _pick(df, TRACK_COLUMNS)
     if track_col is None:
@@ -269,7 +278,9 @@ def _rows_from_table(
     else:
         return tracks
     if n_cols is not None:
-        check_orientation((n_rows, n_cols), rows.size, what="the segment map")
+        check_orientation(
+            (n_rows, n_cols), rows.size, what="the segment map", transpose=transpose
+        )
     if rows.size != n_rows:
         raise DataError(
             expected_text("segments", f"one entry per score row ({n_rows})", f"{rows.size} entries")
@@ -359,7 +370,8 @@ def aggregate(
     if not isinstance(residual, bool):
         raise ParameterError(expected("residual", "True or False", residual))
     codes, track_ids = segment_codes(
-        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols
+        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols,
+        transpose=transpose,
     )
     n_tracks = track_ids.size
     counts = np.bincount(codes, minlength=n_tracks).astype(np.float64)
@@ -397,6 +409,7 @@ def aggregate(
         "n_segments": src.n_rows,
         "source": None if source_path is None else str(source_path),
         "source_parameters": base_manifest.get("parameters"),
+        "input": src.provenance(),  # how the file was read: summed keys, partitions, transpose
     }
     shape = (n_tracks, src.n_cols)
 
@@ -544,7 +557,8 @@ def aggregate_reference(
     if not isinstance(residual, bool):
         raise ParameterError(expected("residual", "True or False", residual))
     codes, track_ids = segment_codes(
-        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols
+        segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols,
+        transpose=transpose,
     )
     s = np.asarray(src.to_numpy(), dtype=np.float64)
     if residual:

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BlockStats", "representable_shift"]
+__all__ = ["BlockStats", "column_scale", "representable_shift"]
 
 
 @dataclass
@@ -120,6 +120,38 @@ class BlockStats:
             meta={"eps": max(self.eps, other.eps)},
         )
 
+    def rescaled(self, factor: np.ndarray) -> BlockStats:
+        r"""The sums of the column-scaled matrix :math:`S D`, ``D = diag(factor)`` (float64).
+
+        With powers of two for ``factor`` (as :func:`column_scale` gives) this is exact. The
+        kernel sums the scaled matrix, whose entries are near 1 whatever the scale of ``S``, and
+        returns its sums to the units of ``S`` with ``rescaled(1 / scale)``.
+
+        Parameters
+        ----------
+        factor : numpy.ndarray [shape=(T,)]
+            Positive factor of each column.
+        """
+        f = np.asarray(factor, dtype=np.float64)
+
+        def power(a: np.ndarray | None, k: int) -> np.ndarray | None:
+            return None if a is None else a * f**k
+
+        gram = None
+        if self.gram is not None:
+            gram = self.gram * f[:, None]
+            gram *= f[None, :]
+        return BlockStats(
+            n=self.n,
+            shift=self.shift * f,
+            s1=self.s1 * f,
+            s2=self.s2 * f * f,
+            gram=gram,
+            s3=power(self.s3, 3),
+            s4=power(self.s4, 4),
+            meta=dict(self.meta),
+        )
+
     @property
     def eps(self) -> float:
         """Machine epsilon of the products that built these sums (float32 or float64)."""
@@ -191,6 +223,44 @@ class BlockStats:
         m3 = e3 - 3 * d * e2 + 2 * d**3
         m4 = np.maximum(e4 - 4 * d * e3 + 6 * d * d * e2 - 3 * d**4, 0.0)
         return m2, m3, m4
+
+
+#: Columns whose largest value lies within 2**±SAFE_EXP are not scaled (scale 1): their
+#: products and sums stay far from float32's limits (2**±126) for up to 2**40 rows.
+SAFE_EXP = 40
+
+
+def column_scale(y: np.ndarray, shift: np.ndarray, *, max_exp: int = 120) -> np.ndarray:
+    r"""Per-column powers of two that bring a block's centred values near 1 ``(T,)`` float64.
+
+    For column ``j`` with largest :math:`|y_{ij}|` equal to :math:`a_j = m_j 2^{e_j}`
+    (:math:`m_j \in [0.5, 1)`), the scale is :math:`2^{-e_j}`, so the scaled block lies in
+    :math:`(-1, 1)`; a column already within :math:`2^{\pm 40}` (``SAFE_EXP``) keeps scale 1,
+    so ordinary scores cost nothing. A column that is zero in the block takes its scale from
+    :math:`|c_j|` (the shift), and failing that from the largest magnitude seen; an all-zero
+    block scales by 1. Multiplying by a power of two is exact, so the diagnostics — which do not
+    change when a column is scaled (κ, p) or the whole matrix is scaled (r_i, v_1) — are the
+    same as without it, while products of tiny (1e-20) or huge (1e20) scores neither underflow
+    nor overflow float32. Exponents are kept within ``±max_exp``.
+
+    Parameters
+    ----------
+    y : numpy.ndarray [shape=(rows, T)]
+        Centred values :math:`x - c` of the first block (any float dtype).
+    shift : numpy.ndarray [shape=(T,)]
+        The shift ``c``.
+    max_exp : int
+        Bound on the exponent (120 keeps float32 products clear of its range limits).
+    """
+    with np.errstate(all="ignore"):
+        a = np.max(np.abs(y), axis=0).astype(np.float64) if y.shape[0] else np.zeros(y.shape[1])
+    a = np.where(a > 0, a, np.abs(np.asarray(shift, dtype=np.float64)))
+    top = float(a.max()) if a.size else 0.0
+    a = np.where(a > 0, a, top if top > 0 else 1.0)
+    a = np.where(np.isfinite(a), a, 1.0)
+    _, e = np.frexp(a)
+    e = np.where(np.abs(e) <= SAFE_EXP, 0, e)  # already safe: leave the column as it is
+    return np.ldexp(1.0, -np.clip(e, -max_exp, max_exp)).astype(np.float64)
 
 
 def representable_shift(shift: Any) -> np.ndarray:

@@ -20,9 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
-from aria_tda.scores.formats import FORMATS, sniff_format
-from aria_tda.scores.formats.npy import NpySource, RawFileSource
+from aria_tda.errors import DataError, FileFormatError, ParameterError, expected, library_message
+from aria_tda.scores.formats import FORMATS, is_partition, resolve_scores_path
+from aria_tda.scores.formats.bergson import BergsonSource
+from aria_tda.scores.formats.kronfluence import open_partitions
+from aria_tda.scores.formats.npy import NpySource, RawFileSource, check_trak_finalized
 from aria_tda.scores.formats.npz import ROW_IDS_KEY, open_npz
 from aria_tda.scores.formats.safetensors import open_safetensors
 from aria_tda.scores.formats.torch import TorchSource, load_torch
@@ -46,6 +48,7 @@ __all__ = [
     "ROW_IDS_KEY",
     "ROW_IDS_SUFFIX",
     "ArraySource",
+    "BergsonSource",
     "NpySource",
     "RawFileSource",
     "ScoreSource",
@@ -72,7 +75,7 @@ def _sidecar_row_ids(path: Path) -> np.ndarray | None:
     try:
         return np.load(side, allow_pickle=False)
     except (ValueError, OSError) as exc:
-        raise FileFormatError(f"{side}: unreadable row ids ({exc})") from None
+        raise FileFormatError(f"{side}: unreadable row ids ({library_message(exc)})") from None
 
 
 def _check_transpose(transpose: Any) -> bool:
@@ -91,13 +94,18 @@ def open_scores(
     path : str or path-like
         ``.npy`` (and TRAK's ``.mmap``, an ``.npy`` file), ``.npz`` (uncompressed members
         read in place, compressed ones decompressed as a stream), torch ``.pt``/``.pth`` (a
-        tensor, or a dict holding one; memory-mapped), ``.safetensors`` (Kronfluence), or a
-        zarr store (an array, or a group holding ``scores`` and optionally ``row_ids``).
-        See :mod:`aria_tda.scores.formats` for each format's stored orientation.
+        tensor, or a dict holding one; memory-mapped), ``.safetensors`` (Kronfluence; a
+        partition file or a folder of them is read whole or refused), bergson's
+        ``scores.bin`` (with ``info.json`` beside it), or a zarr store (an array, or a group
+        holding ``scores`` and optionally ``row_ids``). Any other folder is looked into for
+        the one score matrix a tool wrote there (a TRAK save folder, a Kronfluence analysis
+        folder, a bergson run). See :mod:`aria_tda.scores.formats` for each format's stored
+        orientation.
     key : str, optional
         Which array of an ``.npz``, torch dict, safetensors file or zarr group to read;
         default: the only one (``scores`` in a zarr group, ``all_modules`` in a safetensors
-        file).
+        file — or the sum of the per-module tensors, named in the source's ``summed_keys``
+        and ``notes``).
     transpose : bool
         The file is stored the other way round from what its format assumes (e.g. a ``.pt``
         of captum's TracInCP or LogIX, test x training): read its transpose.
@@ -111,9 +119,11 @@ def open_scores(
     ------
     FileFormatError
         missing path, unknown format, truncated or unreadable file, missing zarr chunks,
-        ambiguous or unknown key.
+        a Kronfluence partition without the rest of its grid, a folder holding no score
+        matrix or several, ambiguous or unknown key.
     DataError
-        the array is not a non-empty 2-D real matrix.
+        the array is not a non-empty 2-D real matrix; a bergson store with cells never
+        written (an interrupted run); a TRAK experiment never finalized.
     """
     from aria_tda._checks import check_existing_path
     from aria_tda.manifest import read_manifest
@@ -121,22 +131,28 @@ def open_scores(
     if key is not None and not isinstance(key, str):
         raise ParameterError(expected("key", "a string", key))
     transpose = _check_transpose(transpose)
-    p = check_existing_path("scores", path)
-    fmt = sniff_format(p)
+    p, fmt = resolve_scores_path(check_existing_path("scores", path))
     manifest = read_manifest(p)
     src: ScoreSource
+    if fmt in {"npy", "bergson"} and key is not None:
+        raise FileFormatError(f"{p}: a {fmt} file holds one matrix; drop key={key!r}")
     if fmt == "npy":
-        if key is not None:
-            raise FileFormatError(f"{p}: a .npy file holds one array; drop key={key!r}")
+        check_trak_finalized(p)
         src = NpySource(p, row_ids=_sidecar_row_ids(p), manifest=manifest)
     elif fmt == "npz":
         src = open_npz(p, key, manifest)
     elif fmt == "torch":
         src = load_torch(p, key, manifest)
+    elif fmt == "safetensors" and is_partition(p):
+        src = open_partitions(p, key, manifest)
     elif fmt == "safetensors":
         src = open_safetensors(p, key, manifest)
+    elif fmt == "bergson":
+        src = BergsonSource(p, manifest=manifest)
     else:
         src = open_zarr(p, key, manifest)
+    src.format = fmt
+    src.transpose_requested = transpose
     if manifest is not None and "shape" in manifest and list(manifest["shape"]) != list(src.shape):
         src.close()
         raise FileFormatError(
@@ -197,6 +213,7 @@ def as_source(
                 "scores", "an array, a torch tensor, a ScoreSource or a path", type(obj).__name__
             )
         )
+    src.transpose_requested = transpose
     if transpose:
         src = transpose_source(src)
     if row_ids is not None:

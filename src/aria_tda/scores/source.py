@@ -45,6 +45,7 @@ __all__ = [
     "check_matrix_shape",
     "check_orientation",
     "default_chunk_rows",
+    "transpose_advice",
     "transpose_source",
 ]
 
@@ -162,28 +163,68 @@ def _as_row_ids(row_ids: Any, n_rows: int, *, name: str = "row_ids") -> np.ndarr
     return arr.astype(str)
 
 
-def check_orientation(shape: Sequence[int], n_rows: int, *, what: str) -> None:
+def transpose_advice(transpose: bool | None, fmt: str | None = None) -> str:
+    """What to do about a matrix that looks transposed, given how it was read.
+
+    Never tells someone who passed ``--transpose`` to pass it: with ``transpose=True`` the fix
+    is to drop it (for a format stored queries x training — Kronfluence's ``.safetensors`` —
+    ARIA already transposes on read).
+
+    Parameters
+    ----------
+    transpose : bool or None
+        Whether ``--transpose`` (``transpose=True``, study key ``transpose = true``) was given;
+        ``None`` when unknown.
+    fmt : str, optional
+        The file's format (a key of :data:`aria_tda.scores.formats.FORMATS`).
+    """
+    if transpose is None:
+        return "pass --transpose (transpose=True), or drop it if it was given"
+    if transpose:
+        why = (
+            "; ARIA already reads Kronfluence's .safetensors (stored queries x training) "
+            "transposed"
+            if fmt == "safetensors"
+            else ""
+        )
+        return f"drop --transpose (transpose=False, study key transpose = false){why}"
+    return "pass --transpose (transpose=True, study key transpose = true)"
+
+
+def check_orientation(
+    shape: Any, n_rows: int, *, what: str, transpose: bool | None = None
+) -> None:
     """Refuse a matrix whose rows do not match ``n_rows`` but whose columns do.
 
     Parameters
     ----------
-    shape : sequence of int
-        ``(rows, cols)`` of the score matrix as read.
+    shape : sequence of int or ScoreSource
+        ``(rows, cols)`` of the score matrix as read, or the source itself (then how it was
+        read — :attr:`ScoreSource.transpose_requested`, its format — shapes the advice).
     n_rows : int
         How many rows the caller's metadata (segment map, track ids) says ``S`` has.
     what : str
         What gave ``n_rows`` (for the message), e.g. ``"the segment map"``.
+    transpose : bool, optional
+        Whether ``--transpose`` was given (default: the source's, else unknown); see
+        :func:`transpose_advice`.
 
     Raises
     ------
     DataError
         ``rows != n_rows`` and ``cols == n_rows``: "looks transposed (T × M); pass
-        --transpose".
+        --transpose" (or "drop --transpose" when it was given).
     """
+    fmt = None
+    if isinstance(shape, ScoreSource):
+        if transpose is None:
+            transpose = shape.transpose_requested
+        fmt = shape.format
+        shape = shape.shape
     rows, cols = int(shape[0]), int(shape[1])
     if rows != n_rows and cols == n_rows:
         raise DataError(
-            f"scores: looks transposed ({rows} × {cols}); pass --transpose (transpose=True): "
+            f"scores: looks transposed ({rows} × {cols}); {transpose_advice(transpose, fmt)}: "
             f"{what} has {n_rows} entries, the matrix's column count, not its row count "
             "(ARIA reads training segments x queries)"
         )
@@ -216,6 +257,19 @@ class ScoreSource(abc.ABC):
         True when the rows of this source are the stored matrix's columns (a file read with
         ``transpose=True``, or a format stored queries x training segments); used to re-open
         the file the same way in Dask workers.
+    transpose_requested : bool or None
+        Whether the caller asked for ``transpose=True`` (``--transpose``) when opening it;
+        ``None`` when unknown. Orientation hints use it (:func:`transpose_advice`).
+    format : str or None
+        The file format it was read from (a key of :data:`aria_tda.scores.formats.FORMATS`).
+    summed_keys : tuple of str or None
+        The stored tensors this matrix is the sum of, when the file held no single score
+        matrix but several summed on read (Kronfluence per-module scores without
+        ``all_modules``); ``None`` otherwise.
+    notes : tuple of str
+        One line each on how the file was read where that is not just "as stored" (summed
+        per-module tensors, assembled partitions, row ids from a side file): for the output
+        of a command and the manifests of what it writes (:meth:`provenance`).
 
     Parameters
     ----------
@@ -232,6 +286,10 @@ class ScoreSource(abc.ABC):
     path: Path | None = None
     key: str | None = None
     transposed: bool = False
+    transpose_requested: bool | None = None
+    format: str | None = None
+    summed_keys: tuple[str, ...] | None = None
+    notes: tuple[str, ...] = ()
     #: True when blocks can be handed out as views without copying (in-memory, right dtype).
     zero_copy: bool = False
     #: True when reads involve I/O, so a prefetch thread helps.
@@ -418,6 +476,24 @@ class ScoreSource(abc.ABC):
         where = str(self.path) if self.path is not None else "in memory"
         return f"{type(self).__name__}({where}, shape={self.shape}, dtype={self.dtype})"
 
+    def provenance(self) -> dict[str, Any]:
+        """How this matrix was read, as a JSON-able mapping (for outputs and manifests).
+
+        Returns
+        -------
+        dict
+            ``path`` (str or None), ``format``, ``key``, ``transposed`` (rows are the stored
+            matrix's columns), ``summed_keys`` (list or None) and ``notes`` (list of str).
+        """
+        return {
+            "path": None if self.path is None else str(self.path),
+            "format": self.format,
+            "key": self.key,
+            "transposed": bool(self.transposed),
+            "summed_keys": None if self.summed_keys is None else list(self.summed_keys),
+            "notes": list(self.notes),
+        }
+
     def __repr__(self) -> str:
         return self.describe()
 
@@ -570,6 +646,10 @@ class TransposedSource(ScoreSource):
         self.key = base.key
         self.io_bound = base.io_bound
         self.transposed = not base.transposed
+        self.transpose_requested = base.transpose_requested
+        self.format = base.format
+        self.summed_keys = base.summed_keys
+        self.notes = base.notes
 
     def _raw_rows(self, start: int, stop: int) -> np.ndarray:
         return np.asarray(self.base._raw_columns(start, stop)).T
@@ -600,4 +680,7 @@ def transpose_source(src: ScoreSource) -> ScoreSource:
     src : ScoreSource
         The matrix as stored.
     """
-    return src._transposed()
+    out = src._transposed()
+    for name in ("transpose_requested", "format", "summed_keys", "notes"):
+        setattr(out, name, getattr(src, name))  # how it was read travels with it
+    return out

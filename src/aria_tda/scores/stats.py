@@ -15,6 +15,18 @@ The sums themselves, and the shifted-sum formulas that make them exact, are
 product :math:`Y^\top Y` runs in the block's dtype (float32 for float32 input: the BLAS
 symmetric product on one buffer) and is added into a float64 accumulator; sums are float64.
 ``compute_dtype="float64"`` forces float64 products.
+
+Scale
+-----
+Influence scores are often tiny (1e-20: learning-rate-scaled, Hessian-inverse products) or
+huge; float32 squares of values below about 1e-19 underflow and above 1e19 overflow. The first
+block fixes, per column, a power of two that brings its centred values near 1
+(:func:`~aria_tda.scores.blockstats.column_scale`; columns already within :math:`2^{\pm 40}`
+keep 1, at no cost); the products run on the scaled block and the sums are returned to the
+units of ``S`` in float64 (:meth:`~aria_tda.scores.blockstats.BlockStats.rescaled`). Scaling
+by powers of two is exact, so the results equal the unscaled computation's up to rounding, at
+any scale from 1e-30 to 1e30 and for columns whose magnitudes differ by 1e20. A later block far
+larger than the first (squares overflowing float32 even so) is redone in float64.
 """
 
 from __future__ import annotations
@@ -22,14 +34,14 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from aria_tda._checks import check_choice, check_int
 from aria_tda.errors import DataError, ParameterError
-from aria_tda.scores.blockstats import BlockStats, representable_shift
+from aria_tda.scores.blockstats import BlockStats, column_scale, representable_shift
 from aria_tda.scores.formats.torch import TorchSource
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.source import ScoreSource, expected_text
@@ -70,9 +82,48 @@ def _work_buffer(rows: int, t: int, dtype: Any, *, gram: bool) -> np.ndarray:
     return work
 
 
+def _start_scaled(
+    block: np.ndarray, shift: np.ndarray, *, gram: bool, moments: int, cdt: np.dtype[Any]
+) -> tuple[BlockStats, np.ndarray]:
+    """Empty sums of the column-scaled matrix and the scale, from the first block.
+
+    The shift is rounded to float32 values first (:func:`representable_shift`), then scaled by
+    powers of two (exact), so ``rescaled(1 / scale)`` gives back exactly that shift.
+    """
+    c = representable_shift(shift)
+    with np.errstate(all="ignore"):
+        y0 = block.astype(np.float64) - c if block.shape[0] else np.zeros((0, c.shape[0]))
+    max_exp = 120 if cdt.itemsize <= 4 else 1000
+    scale = column_scale(y0, c, max_exp=max_exp)
+    acc = BlockStats.zeros(c, gram=gram, moments=moments)
+    acc.shift = c * scale
+    return acc, scale
+
+
+def _finish_scaled(acc: BlockStats, scale: np.ndarray) -> BlockStats:
+    """Sums of the scaled matrix back in the units of ``S``."""
+    with np.errstate(all="ignore"):
+        return acc.rescaled(1.0 / scale)
+
+
+def _checked(stats: BlockStats) -> BlockStats:
+    """``stats``, or the error that its sums overflow float64 once back in the units of ``S``."""
+    if not (np.isfinite(stats.s2).all() and (stats.gram is None or np.isfinite(stats.gram).all())):
+        raise DataError(
+            "scores: values too large: sums of squares overflow float64 (entries above about "
+            "1e150); rescale the matrix"
+        )
+    return stats
+
+
 def _accumulate_numpy(
-    acc: BlockStats, block: np.ndarray, work: np.ndarray | None, compute_dtype: str | None
+    acc: BlockStats,
+    block: np.ndarray,
+    work: np.ndarray | None,
+    compute_dtype: str | None,
+    scale: np.ndarray,
 ) -> None:
+    """Add one block to ``acc``: the sums of ``(block - c) * scale`` (``acc.shift = c * scale``)."""
     n, t = block.shape
     cdt = _np_compute_dtype(block.dtype, compute_dtype)
     gram = acc.gram is not None
@@ -81,7 +132,14 @@ def _accumulate_numpy(
         work = _work_buffer(n, t, cdt, gram=gram)
     ya = work[:n]
     y = ya[:, :t]
-    np.subtract(block, acc.shift.astype(cdt), out=y, casting="unsafe")
+    c = acc.shift / scale
+    unit = bool(np.all(scale == 1.0))
+    if block.dtype.itemsize > cdt.itemsize and not unit:  # float64 scores, float32 products
+        y[...] = (block - c) * scale
+    else:
+        np.subtract(block, c.astype(cdt), out=y, casting="unsafe")
+        if not unit:
+            np.multiply(y, scale.astype(cdt), out=y)
     if acc.gram is not None:
         # [Y 1]^T [Y 1] on one buffer: NumPy calls the BLAS symmetric rank-k product, and the
         # ones column makes its last row the column sums, so no separate pass over Y is needed
@@ -90,8 +148,8 @@ def _accumulate_numpy(
             acc.s1 += g[t, :t]
             np.add(acc.gram, g[:t, :t], out=acc.gram)
             acc.s2 += np.diagonal(g)[:t]
-        else:  # squares overflow float32: redo this block in float64
-            y = block.astype(np.float64) - acc.shift
+        else:  # a later block far larger than the first: redo this block in float64
+            y = (block.astype(np.float64) - c) * scale
             g = y.T @ y
             acc.s1 += np.add.reduce(y, axis=0)
             np.add(acc.gram, g, out=acc.gram)
@@ -109,6 +167,7 @@ def _accumulate_numpy(
 
 
 def _accumulate_torch(acc_t: dict[str, Any], block: Any, compute_dtype: str | None) -> None:
+    """Add one block to the torch sums of ``(block - c) * scale`` (as :func:`_accumulate_numpy`)."""
     import torch
 
     f64 = torch.float64
@@ -116,13 +175,16 @@ def _accumulate_torch(acc_t: dict[str, Any], block: Any, compute_dtype: str | No
         cdt = f64 if block.dtype == f64 else torch.float32
     else:
         cdt = f64 if compute_dtype == "float64" else torch.float32
-    y = block.to(cdt) - acc_t["shift"].to(cdt)
+    if block.dtype == f64 and cdt != f64:  # float64 scores, float32 products: scale first
+        y = ((block - acc_t["shift"]) * acc_t["scale"]).to(cdt)
+    else:
+        y = (block.to(cdt) - acc_t["shift"].to(cdt)) * acc_t["scale"].to(cdt)
     acc_t["s1"] += y.sum(dim=0, dtype=f64)
     if acc_t["gram"] is not None:
         g = y.T @ y
         d = torch.diagonal(g)
         if not bool(torch.isfinite(d).all()) and cdt != f64:
-            y = block.to(f64) - acc_t["shift"]
+            y = (block.to(f64) - acc_t["shift"]) * acc_t["scale"]
             g = y.T @ y
             d = torch.diagonal(g)
         acc_t["gram"] += g
@@ -178,7 +240,9 @@ def block_stats(
             if shift is None
             else np.asarray(shift, dtype=np.float64)
         )
-        acc_t = _torch_acc(c, block.device, gram=gram, moments=moments)
+        acc_t = _torch_acc(
+            c, block.device, gram=gram, moments=moments, first=block, compute_dtype=compute_dtype
+        )
         _accumulate_torch(acc_t, block, compute_dtype)
         return _torch_to_stats(acc_t)
     arr = np.asarray(block)
@@ -189,19 +253,36 @@ def block_stats(
     c = arr.mean(axis=0, dtype=np.float64) if shift is None else np.asarray(shift, dtype=np.float64)
     if c.shape != (arr.shape[1],):
         raise ParameterError(expected_text("shift", f"shape ({arr.shape[1]},)", f"shape {c.shape}"))
-    acc = BlockStats.zeros(c, gram=gram, moments=moments)
-    _accumulate_numpy(acc, arr, None, compute_dtype)
-    return acc
+    cdt = _np_compute_dtype(arr.dtype, compute_dtype)
+    acc, scale = _start_scaled(arr, c, gram=gram, moments=moments, cdt=cdt)
+    with np.errstate(under="ignore"):
+        _accumulate_numpy(acc, arr, None, compute_dtype, scale)
+    return _finish_scaled(acc, scale)
 
 
-def _torch_acc(shift: np.ndarray, device: Any, *, gram: bool, moments: int) -> dict[str, Any]:
+def _torch_acc(
+    shift: np.ndarray, device: Any, *, gram: bool, moments: int, first: Any = None,
+    compute_dtype: str | None = None,
+) -> dict[str, Any]:
+    """Empty torch sums about ``shift``, scaled by :func:`column_scale` of the ``first`` block."""
     import torch
 
     t = shift.shape[0]
     kw: dict[str, Any] = {"dtype": torch.float64, "device": device}
+    c = representable_shift(shift)
+    c_t = torch.as_tensor(c, **kw)
+    if first is not None and first.shape[0]:
+        amax = torch.amax(torch.abs(first.to(torch.float64) - c_t), dim=0).cpu().numpy()
+    else:
+        amax = np.zeros(t)
+    f64_products = compute_dtype == "float64" or (
+        compute_dtype is None and first is not None and first.dtype == torch.float64
+    )
+    scale = column_scale(amax[None, :], c, max_exp=1000 if f64_products else 120)
     return {
         "n": 0,
-        "shift": torch.as_tensor(representable_shift(shift), **kw),
+        "shift": c_t,
+        "scale": torch.as_tensor(scale, **kw),
         "s1": torch.zeros(t, **kw),
         "s2": torch.zeros(t, **kw),
         "gram": torch.zeros((t, t), **kw) if gram else None,
@@ -211,12 +292,16 @@ def _torch_acc(shift: np.ndarray, device: Any, *, gram: bool, moments: int) -> d
 
 
 def _torch_to_stats(acc_t: dict[str, Any]) -> BlockStats:
+    """The torch sums as :class:`BlockStats` in the units of ``S`` (float64 NumPy)."""
+
     def np_(x: Any) -> np.ndarray | None:
         return None if x is None else x.detach().cpu().numpy().astype(np.float64)
 
-    return BlockStats(
+    scale = np_(acc_t["scale"])
+    assert scale is not None
+    scaled = BlockStats(
         n=int(acc_t["n"]),
-        shift=np_(acc_t["shift"]),  # type: ignore[arg-type]
+        shift=np_(acc_t["shift"]) * scale,  # type: ignore[operator]
         s1=np_(acc_t["s1"]),  # type: ignore[arg-type]
         s2=np_(acc_t["s2"]),  # type: ignore[arg-type]
         gram=np_(acc_t["gram"]),
@@ -224,6 +309,7 @@ def _torch_to_stats(acc_t: dict[str, Any]) -> BlockStats:
         s4=np_(acc_t["s4"]),
         meta={"eps": float(acc_t.get("eps", np.finfo(np.float64).eps))},
     )
+    return _finish_scaled(scaled, scale)
 
 
 # ----------------------------------------------------------------------------------------
@@ -313,6 +399,7 @@ def stream_stats(
     prefetch: bool = True,
     progress: bool | None = None,
     desc: str = "Gram pass",
+    observers: Sequence[Any] = (),
 ) -> BlockStats:
     r"""One streaming pass of :func:`block_stats` over row blocks of ``scores``.
 
@@ -341,6 +428,12 @@ def stream_stats(
         Draw a progress bar.
     desc : str
         Label of the progress bar.
+    observers : sequence, optional
+        Objects with a method ``update(block, row0)`` that see every row block of the same
+        pass (as read: NumPy on the CPU path, a torch tensor on ``device``), after it was
+        checked finite, so that other per-row statistics (the top-K sets of
+        :mod:`aria_tda.diagnostics.concentration`) cost no second read. A block buffer is
+        reused: copy what you keep.
 
     Returns
     -------
@@ -371,16 +464,18 @@ def stream_stats(
             compute_dtype=compute_dtype,
             progress=progress,
             desc=desc,
+            observers=observers,
         )
     rows = src.chunk_rows(chunk_rows)
     acc: BlockStats | None = None
+    scale = np.ones(src.n_cols)
+    given: np.ndarray | None = None
     if shift is not None:
-        c = np.asarray(shift, dtype=np.float64)
-        if c.shape != (src.n_cols,):
+        given = np.asarray(shift, dtype=np.float64)
+        if given.shape != (src.n_cols,):
             raise ParameterError(
-                expected_text("shift", f"shape ({src.n_cols},)", f"shape {c.shape}")
+                expected_text("shift", f"shape ({src.n_cols},)", f"shape {given.shape}")
             )
-        acc = BlockStats.zeros(c, gram=gram, moments=moments)
     cdt = _np_compute_dtype(src.block_dtype, compute_dtype)
     work = _work_buffer(rows, src.n_cols, cdt, gram=gram)
     with blas_threads(n_threads):
@@ -395,17 +490,19 @@ def stream_stats(
         ):
             if acc is None:
                 with np.errstate(all="ignore"):
-                    c = block.mean(axis=0, dtype=np.float64)
-                if not np.isfinite(c).all():
+                    c = block.mean(axis=0, dtype=np.float64) if given is None else given
+                if not np.isfinite(c).all() or not np.isfinite(block).all():
                     raise locate_nonfinite(block, s)
-                acc = BlockStats.zeros(c, gram=gram, moments=moments)
+                acc, scale = _start_scaled(block, c, gram=gram, moments=moments, cdt=cdt)
             with np.errstate(all="ignore"):
-                _accumulate_numpy(acc, block, work, compute_dtype)
+                _accumulate_numpy(acc, block, work, compute_dtype, scale)
             if not (np.isfinite(acc.s1).all() and np.isfinite(acc.s2).all()):
                 raise locate_nonfinite(block, s)
+            for obs in observers:
+                obs.update(block, s)
     if acc is None:  # empty row range
         raise DataError(expected_text("scores", "at least one row", f"rows {start}:{stop}"))
-    return acc
+    return _checked(_finish_scaled(acc, scale))
 
 
 def _iter_torch_blocks(
@@ -450,27 +547,32 @@ def _stream_stats_torch(
     compute_dtype: str | None,
     progress: bool | None,
     desc: str,
+    observers: Sequence[Any] = (),
 ) -> BlockStats:
     import torch
 
     rows = src.chunk_rows(chunk_rows)
     acc_t: dict[str, Any] | None = None
-    if shift is not None:
-        acc_t = _torch_acc(np.asarray(shift, dtype=np.float64), device, gram=gram, moments=moments)
     for s, block in _iter_torch_blocks(src, device, rows, start, stop, progress, desc):
         if acc_t is None:
-            c = block.double().mean(dim=0)
-            if not bool(torch.isfinite(c).all()):
+            c = block.double().mean(dim=0) if shift is None else None
+            if c is not None and not bool(torch.isfinite(c).all()):
                 raise locate_nonfinite(block, s)
-            acc_t = _torch_acc(c.cpu().numpy(), device, gram=gram, moments=moments)
+            c_np = np.asarray(shift, dtype=np.float64) if c is None else c.cpu().numpy()
+            acc_t = _torch_acc(
+                c_np, device, gram=gram, moments=moments, first=block,
+                compute_dtype=compute_dtype,
+            )
         _accumulate_torch(acc_t, block, compute_dtype)
         if not (
             bool(torch.isfinite(acc_t["s1"]).all()) and bool(torch.isfinite(acc_t["s2"]).all())
         ):
             raise locate_nonfinite(block, s)
+        for obs in observers:
+            obs.update(block, s)
     if acc_t is None:
         raise DataError(expected_text("scores", "at least one row", f"rows {start}:{stop}"))
-    return _torch_to_stats(acc_t)
+    return _checked(_torch_to_stats(acc_t))
 
 
 def stream_matvec(

@@ -1,7 +1,8 @@
 """The study's inputs: everything checked before hours of work, and matching tracks to features.
 
-- :func:`check_inputs` — files exist, K fits the store, one queries file fits every setting,
-  the confound columns exist;
+- :func:`check_inputs` — files exist, score matrices have the rows the segment map or the store
+  says and are not transposed (:func:`check_setting_rows`), K fits the store, one queries file
+  fits every setting, the confound columns exist;
 - :func:`read_queries` — the per-query metadata table;
 - :func:`open_setting_scores` — a setting's score matrix, as the study file says to read it;
 - :func:`embedding_scores` — the cosine matrix of a setting's embedding stores, computed into
@@ -19,13 +20,21 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
+from aria_tda.errors import (
+    AriaWarning,
+    DataError,
+    FileFormatError,
+    ParameterError,
+    expected,
+    library_message,
+)
 from aria_tda.study.config import SettingSpec, StudySpec
 
 __all__ = [
     "align_tracks",
     "check_inputs",
     "check_setting_files",
+    "check_setting_rows",
     "embedding_scores",
     "open_setting_scores",
     "read_queries",
@@ -150,10 +159,71 @@ def embedding_scores(
     return dataclasses.replace(setting, scores=path)
 
 
-def _n_queries(setting: SettingSpec) -> int:
+def _n_queries(setting: SettingSpec, store: Any) -> int:
     if setting.is_embedding:
         return int(_embedding_infos(setting)[1]["n_tracks"])
-    return int(open_setting_scores(setting).shape[1])
+    src = open_setting_scores(setting)
+    try:
+        check_setting_rows(setting, src, store)
+        return int(src.shape[1])
+    finally:
+        src.close()
+
+
+def check_setting_rows(setting: SettingSpec, src: Any, store: Any) -> None:
+    """Check that the score matrix's rows are what the segment map or the store says.
+
+    With a segment map, it must have one entry per row; without one (and without row ids),
+    the matrix must have one row per feature-store track. Checked before any pass over the
+    scores. A matrix whose *columns* match instead looks transposed: the error says so and
+    what to do — set ``transpose = true`` for the setting (``--transpose``), or drop it when it
+    was given (a Kronfluence ``.safetensors`` is read transposed already).
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting (its ``segments`` and ``transpose``).
+    src : ScoreSource
+        Its score matrix as read.
+    store : FeatureStore
+        The study's feature store.
+
+    Raises
+    ------
+    DataError
+        The matrix looks transposed, or its rows match neither.
+    """
+    from aria_tda.scores.aggregation import read_segment_table
+    from aria_tda.scores.source import transpose_advice
+
+    rows, cols = (int(x) for x in src.shape)
+    where = f"setting {setting.name!r}"
+    if setting.segments is not None:
+        n = len(read_segment_table(setting.segments))
+        why = f"the segment map {str(setting.segments)!r} has {n} entries"
+        wrong = (
+            f"{where}: segments: expected one entry per score row ({rows}), got {n} entries "
+            f"in {str(setting.segments)!r}"
+        )
+    elif src.row_ids is None:
+        n = len(store)
+        why = f"the feature store has {n} tracks (and no segment map was given)"
+        wrong = (
+            f"{where}: the score matrix has {rows} rows and no row ids, and no segment map was "
+            f"given; the feature store has {n} tracks. Give segments = a segment -> track map "
+            "(--segments), or save the scores with row ids"
+        )
+    else:
+        return
+    if rows == n:
+        return
+    if cols == n:
+        advice = transpose_advice(bool(setting.transpose), src.format)
+        raise DataError(
+            f"{where}: scores: looks transposed ({rows} × {cols}); {advice}: {why}, the "
+            "matrix's column count, not its row count (ARIA reads training segments x queries)"
+        )
+    raise DataError(wrong)
 
 
 def read_queries(path: Path | None, n_queries: int) -> Any:
@@ -175,7 +245,9 @@ def read_queries(path: Path | None, n_queries: int) -> Any:
     try:
         df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:
-        raise FileFormatError(f"queries: cannot read {str(path)!r}: {exc}") from None
+        raise FileFormatError(
+            f"queries: cannot read {str(path)!r}: {library_message(exc)}"
+        ) from None
     if "query" not in df.columns:
         df = df.reset_index(drop=True)
         df.insert(0, "query", np.arange(len(df)))
@@ -278,7 +350,7 @@ def check_inputs(spec: StudySpec, store: Any) -> Any:
     n_queries = {}
     for setting in spec.settings:
         check_setting_files(setting)
-        n_queries[setting.name] = _n_queries(setting)
+        n_queries[setting.name] = _n_queries(setting, store)
     if max(spec.K) > len(store):
         raise ParameterError(
             expected("K", f"group sizes up to the {len(store)} tracks of the feature store",

@@ -257,10 +257,14 @@ def _variant_tables(
     constant: np.ndarray,
     client: Any = None,
 ) -> dict[str, Any]:
+    from aria_tda.diagnostics.concentration import concentration_from_groups
     from aria_tda.homogeneity import homogeneity, top_k_groups
 
     groups, scores = top_k_groups(s_track, max(spec.K), pool=pool, chunk_rows=spec.chunk_rows,
                                   return_scores=True, progress=progress, client=client)
+    # the track-level top-K concentration from the same groups (the pool's tracks are ranked)
+    conc = concentration_from_groups(groups, (1, *spec.K), n_rows=int(np.count_nonzero(pool)),
+                                     level="track")
     res = homogeneity(groups, prepared, null, ks=list(spec.K), evidence_k=spec.K_report,
                       n_pairs=N_PAIRS, progress=progress, constant=constant, client=client)
     summary = res.summary(n_boot=spec.n_bootstrap, seed=spec.seed)
@@ -269,6 +273,7 @@ def _variant_tables(
         "query_z": res.query_frame(),
         "pairs": res.pairs_frame(track_ids=track_ids),
         "topk": _topk_frame(groups, scores, track_ids, spec.K_report),
+        "concentration": conc,
     }
 
 
@@ -403,6 +408,7 @@ def setting_step(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any]
         "study": {k: v for k, v in spec.params().items()
                   if k not in {"name", "confound", "queries"}},
         "n_pairs": N_PAIRS,
+        "concentration": 1,  # steps cached before the top-K concentration are recomputed
     }
     return Step(cache_root, slug(setting.name), params)
 
@@ -471,10 +477,11 @@ def _compute(
     t0 = time.perf_counter()
     log(f"{setting.name}: reliability diagnostics")
     scores = open_setting_scores(setting)
+    topk = (1, *spec.K)  # the study's K list (and the top-1), measured in the same pass
     if client is not None and _gram_fits(scores):
-        diag = diagnose(scores, chunk_rows=spec.chunk_rows, client=client)
+        diag = diagnose(scores, chunk_rows=spec.chunk_rows, client=client, topk=topk)
     else:
-        diag = diagnose(scores, chunk_rows=spec.chunk_rows, progress=progress)
+        diag = diagnose(scores, chunk_rows=spec.chunk_rows, progress=progress, topk=topk)
     d = diag.to_dict() if hasattr(diag, "to_dict") else dataclasses.asdict(diag)
     d = {k: v for k, v in d.items() if k not in {"v1", "u1", "constant_indices"}}
     d["v1_constancy"] = float(diag.v1_constancy)
@@ -514,6 +521,9 @@ def _compute(
         degenerate = constant
         vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress, constant,
                              client=client)
+        conc = vt.pop("concentration")
+        if variant == "original":
+            d["concentration_track"] = conc.to_dict()
         vt["null"] = null.to_frame()
         for name, df in vt.items():
             df.insert(0, "variant", variant)

@@ -18,7 +18,7 @@ from typing import Any
 from aria_tda._io import remove_path
 from aria_tda.errors import DataError, expected
 from aria_tda.study.config import StudySpec
-from aria_tda.verdict import Verdict, classify, rank_settings
+from aria_tda.verdict import Verdict, classify, concentration_signal, rank_settings
 
 __all__ = ["RUN_TABLES", "publish", "write_tables"]
 
@@ -98,8 +98,11 @@ def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]]) -> tuple[A
     rel_rows = []
     for setting in spec.settings:
         d = results[setting.name]["diagnostics"]
+        # the paper's collapse is about tracks: the verdict reads the track-level top-K
+        # (the homogeneity groups), else the segment level of the diagnostics pass
+        conc = d.get("concentration_track") or d.get("concentration")
         v = classify(kappa=d["kappa"], r1=d["r1"], r2_5=d["r2_5"], p=d["p"],
-                     v1_constancy=d.get("v1_constancy"))
+                     v1_constancy=d.get("v1_constancy"), concentration=conc)
         verdicts[setting.name] = v
         row = {"setting": setting.name, "method": setting.method, "stage": setting.stage,
                "n_train": d["n_train"], "n_queries": d["n_queries"], "kappa": d["kappa"],
@@ -110,8 +113,24 @@ def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]]) -> tuple[A
                "normalize_used": d.get("normalize_used", setting.normalize)}
         for i, r in enumerate(d.get("energy_ratios", [])[:10]):
             row[f"energy_{i + 1}"] = r
+        if conc:
+            row.update(_concentration_row(conc, spec.K_report))
         rel_rows.append(row)
     return pd.DataFrame(rel_rows), verdicts
+
+
+def _concentration_row(conc: dict[str, Any], k_report: int) -> dict[str, Any]:
+    """The reliability table's top-K columns (:data:`aria_tda.results.CONCENTRATION_COLUMNS`)
+    from a concentration's ``to_dict()``: the overlap and distinct ratio at ``K_report``
+    (clipped to the rows ranked)."""
+    per_k = {int(a["K"]): a for a in conc.get("per_k", [])}
+    k = min(int(k_report), int(conc["n_rows"]))
+    at = per_k.get(k, {})
+    sig = concentration_signal(conc)
+    return {"top1_share": conc.get("top1_share"), "topk_overlap": at.get("mean_overlap"),
+            "topk_distinct": at.get("distinct_ratio"),
+            "topk_excess": None if sig is None else sig[0], "topk_K": k,
+            "topk_level": conc.get("level"), "topk_rows": int(conc["n_rows"])}
 
 
 def _tracks(store: Any) -> Any:
@@ -208,6 +227,10 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
              "normalize_used": results[s.name]["diagnostics"].get("normalize_used", s.normalize),
              "scores": str(s.scores), "segments": None if s.segments is None else str(s.segments),
              "transpose": s.transpose, "verdict": verdicts[s.name].label,
+             "concentration": {
+                 level: results[s.name]["diagnostics"].get(key)
+                 for level, key in (("segment", "concentration"), ("track", "concentration_track"))
+                 if results[s.name]["diagnostics"].get(key)},
              **({"train_embeddings": str(s.train_embeddings),
                  "query_embeddings": str(s.query_embeddings)} if s.is_embedding else {})}
             for s in spec.settings

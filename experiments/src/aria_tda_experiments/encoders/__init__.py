@@ -21,14 +21,24 @@ trained on is the demo's business: :mod:`aria_tda_experiments.audio.encoders`.
 
 from __future__ import annotations
 
-from aria_tda_experiments.encoders.checkpoint import load_offline, read_checkpoint, save_checkpoint
-from aria_tda_experiments.encoders.config import (
-    CONFIGS,
-    ClapStyleConfig,
-    ClewsStyleConfig,
-    MertStyleConfig,
-)
-from aria_tda_experiments.encoders.encoder import OfflineEncoder, build_model, front_end
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Public name -> module that defines it, imported on first use: the ``aria_tda.encoders``
+#: entry point loads :mod:`.specs` through this package, and every ``aria-tda`` command reads
+#: that entry point, so importing torch here would cost every command seconds.
+_LAZY = {
+    "load_offline": "aria_tda_experiments.encoders.checkpoint",
+    "read_checkpoint": "aria_tda_experiments.encoders.checkpoint",
+    "save_checkpoint": "aria_tda_experiments.encoders.checkpoint",
+    "CONFIGS": "aria_tda_experiments.encoders.config",
+    "ClapStyleConfig": "aria_tda_experiments.encoders.config",
+    "ClewsStyleConfig": "aria_tda_experiments.encoders.config",
+    "MertStyleConfig": "aria_tda_experiments.encoders.config",
+    "OfflineEncoder": "aria_tda_experiments.encoders.encoder",
+    "build_model": "aria_tda_experiments.encoders.encoder",
+    "front_end": "aria_tda_experiments.encoders.encoder",
+}
 
 __all__ = [
     "CONFIGS",
@@ -42,3 +52,25 @@ __all__ = [
     "read_checkpoint",
     "save_checkpoint",
 ]
+
+if TYPE_CHECKING:  # typed re-exports for mypy and IDEs
+    from aria_tda_experiments.encoders.checkpoint import (
+        load_offline,
+        read_checkpoint,
+        save_checkpoint,
+    )
+    from aria_tda_experiments.encoders.config import (
+        CONFIGS,
+        ClapStyleConfig,
+        ClewsStyleConfig,
+        MertStyleConfig,
+    )
+    from aria_tda_experiments.encoders.encoder import OfflineEncoder, build_model, front_end
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'aria_tda_experiments.encoders' has no attribute {name!r}")

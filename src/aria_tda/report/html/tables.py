@@ -33,7 +33,21 @@ from aria_tda.results import RELIABILITY_DIAGNOSTICS
 __all__ = ["table_html"]
 
 
+def _concentration_cols(df: pd.DataFrame) -> list[str]:
+    """The top-K concentration columns the reliability table has values for."""
+    return [c for c in ("top1_share", "topk_overlap") if c in df.columns
+            and df[c].map(_fmt.finite).any()]
+
+
+def _topk_k(df: pd.DataFrame) -> str:
+    ks = sorted({int(k) for k in df["topk_K"] if _fmt.finite(k)}) if "topk_K" in df else []
+    return str(ks[0]) if len(ks) == 1 else "K"
+
+
 def reliability_html(t: ReportTable) -> str:
+    conc = _concentration_cols(t.df)
+    k = _topk_k(t.df)
+    names = {"top1_share": "Top-1 share", "topk_overlap": f"Top-{k} overlap"}
     head = [
         [
             _th(x)
@@ -48,6 +62,7 @@ def reliability_html(t: ReportTable) -> str:
                 "r<sub>2:5</sub>",
                 "p",
                 "v<sub>1</sub> const.",
+                *(names[c] for c in conc),
                 "Verdict",
                 "Why",
             )
@@ -64,7 +79,7 @@ def reliability_html(t: ReportTable) -> str:
         ]
         cells += [
             _num(_e(_fmt.fixed(r[c])), **{"data-col": c})
-            for c in ("kappa", "r1", "r2_5", "p", "v1_constancy")
+            for c in ("kappa", "r1", "r2_5", "p", "v1_constancy", *conc)
         ]
         cells += [
             _txt(badge(r["verdict"]), **{"data-col": "verdict"}),

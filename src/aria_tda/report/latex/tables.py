@@ -123,6 +123,11 @@ def homogeneity_latex(t: ReportTable) -> str:
 
 def reliability_latex(t: ReportTable) -> str:
     df = t.df
+    conc = [c for c in ("top1_share", "topk_overlap") if c in df.columns
+            and df[c].map(_fmt.finite).any()]
+    ks = sorted({int(k) for k in df["topk_K"] if _fmt.finite(k)}) if "topk_K" in df else []
+    k = str(ks[0]) if len(ks) == 1 else "K"
+    names = {"top1_share": "top-1 share", "topk_overlap": f"top-{k} overlap"}
     head = [
         "Setting",
         "Method",
@@ -132,6 +137,7 @@ def reliability_latex(t: ReportTable) -> str:
         "$r_{2:5}$",
         "$p$",
         r"$v_1$ const.",
+        *(names[c] for c in conc),
         "Verdict",
     ]
     body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
@@ -142,7 +148,7 @@ def reliability_latex(t: ReportTable) -> str:
         stage = MISSING if str(r["stage"]) in ("-", "", "nan") else escape(r["stage"])
         cells = (
             [escape(r["setting"]), escape(r["method"]), stage]
-            + [_num(r[c]) for c in ("kappa", "r1", "r2_5", "p", "v1_constancy")]
+            + [_num(r[c]) for c in ("kappa", "r1", "r2_5", "p", "v1_constancy", *conc)]
             + [verdict]
         )
         body.append(" & ".join(cells) + r" \\")
@@ -151,8 +157,12 @@ def reliability_latex(t: ReportTable) -> str:
         r"Reliability diagnostics of $S^{\mathrm{seg}}$ ($\kappa$, $r_1$, $r_{2:5}$, $p$; "
         r"paper Eqs.~1--3), constancy of $v_1$ across queries ($|\sum_j v_{1j}|/\sqrt{T}$) and "
         r"the collapse verdict."
+        + (r" Top-1 share: queries whose top-1 is the most frequent top-1; top-$K$ overlap: "
+           r"mean share of two queries' top-$K$ in common (the verdict's top-$K$ rule)."
+           if conc else "")
     )
-    return _table(body, colspec="lllcccccl", caption=cap, label=_label(t.name), resize=False)
+    return _table(body, colspec="lll" + "c" * (5 + len(conc)) + "l", caption=cap,
+                  label=_label(t.name), resize=False)
 
 
 def alignment_latex(t: ReportTable) -> str:

@@ -9,7 +9,10 @@ header first. The same raw reader serves uncompressed ``.npz`` members
 
 TRAK's ``TRAKer.finalize_scores`` writes ``<save_dir>/scores/<exp_name>.mmap`` with
 ``numpy.lib.format.open_memmap``: an ``.npy`` file under another suffix, float16 by default,
-``(n_train, n_targets)`` — ARIA's orientation. ``.mmap`` is read as ``.npy``.
+``(n_train, n_targets)`` — ARIA's orientation. ``.mmap`` is read as ``.npy``. TRAK creates the
+file zero-filled when scoring starts and records ``scores_finalized`` per experiment in
+``<save_dir>/experiments.json``; a file whose experiment is recorded unfinalized holds zeros (or
+a partial sum) and is refused (:func:`check_trak_finalized`).
 
 A file shorter than its header promises is a :class:`~aria_tda.errors.FileFormatError` when
 opened, never zeros.
@@ -17,6 +20,7 @@ opened, never zeros.
 
 from __future__ import annotations
 
+import json
 import os
 import tokenize
 from pathlib import Path
@@ -24,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import FileFormatError
+from aria_tda.errors import DataError, FileFormatError, library_message
 from aria_tda.scores.source import ScoreSource
 
-__all__ = ["NpySource", "RawFileSource", "read_npy_header"]
+__all__ = ["NpySource", "RawFileSource", "check_trak_finalized", "read_npy_header"]
 
 #: numpy dtype of the raw storage of ``"bfloat16"`` (converted to float32 when read).
 BF16_STORAGE = np.dtype("<u2")
@@ -61,10 +65,43 @@ def read_npy_header(fh: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtyp
     except tokenize.TokenError:  # numpy tokenizes the header's dict literal
         raise FileFormatError(f"{where}: not a readable .npy array (garbled header)") from None
     except (ValueError, OSError, SyntaxError, TypeError) as exc:
-        raise FileFormatError(f"{where}: not a readable .npy array ({exc})") from None
+        raise FileFormatError(
+            f"{where}: not a readable .npy array ({library_message(exc)})"
+        ) from None
     if dtype.hasobject:
         raise FileFormatError(f"{where}: holds Python objects; expected a numeric matrix")
     return tuple(shape), bool(fortran), dtype
+
+
+def check_trak_finalized(path: Path) -> None:
+    """Refuse TRAK's ``scores/<exp>.mmap`` when ``experiments.json`` says it was never finalized.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A score file; only ``<save_dir>/scores/<exp>.mmap`` beside a readable
+        ``<save_dir>/experiments.json`` that lists ``<exp>`` is checked.
+
+    Raises
+    ------
+    DataError
+        The experiment's ``scores_finalized`` is 0.
+    """
+    if path.suffix.lower() != ".mmap" or path.parent.name != "scores":
+        return
+    record = path.parent.parent / "experiments.json"
+    try:
+        experiments = json.loads(record.read_text(encoding="utf-8"))
+        entry = experiments.get(path.stem)
+        finalized = int(entry.get("scores_finalized", 1))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return  # no record (or not TRAK's): nothing to check
+    if finalized == 0:
+        raise DataError(
+            f"{path}: TRAK never finalized experiment {path.stem!r} ({record} says "
+            "scores_finalized 0): the file holds zeros or a partial sum; run "
+            f"traker.finalize_scores(exp_name={path.stem!r}) first"
+        )
 
 
 def bf16_to_float32(raw: np.ndarray) -> np.ndarray:

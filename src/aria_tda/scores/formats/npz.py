@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import FileFormatError
+from aria_tda.errors import FileFormatError, library_message
 from aria_tda.scores.formats.npy import NpySource, read_npy_header
 from aria_tda.scores.source import ScoreSource
 
@@ -75,7 +75,7 @@ class _ZipStreamSource(ScoreSource):
         except _ZIP_ERRORS as exc:
             raise FileFormatError(
                 f"{self.path}[{self.key!r}]: truncated or corrupt member {self._member!r} "
-                f"({type(exc).__name__}: {exc})"
+                f"({library_message(exc)})"
             ) from None
         if len(data) != n:
             raise FileFormatError(f"{self.path}[{self.key!r}]: truncated member {self._member!r}")
@@ -124,7 +124,9 @@ def open_npz(path: Path, key: str | None, manifest: Any) -> ScoreSource:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise FileFormatError(f"{path}: not a readable .npz archive ({exc})") from None
+        raise FileFormatError(
+            f"{path}: not a readable .npz archive ({library_message(exc)})"
+        ) from None
     with zf:
         members = {i.filename[:-4]: i for i in zf.infolist() if i.filename.endswith(".npy")}
         names = sorted(members)
@@ -145,7 +147,9 @@ def open_npz(path: Path, key: str | None, manifest: Any) -> ScoreSource:
                 with zf.open(members[ROW_IDS_KEY]) as fh:
                     row_ids = np.lib.format.read_array(fh, allow_pickle=False)
             except _ZIP_ERRORS as exc:
-                raise FileFormatError(f"{path}[{ROW_IDS_KEY!r}]: unreadable ({exc})") from None
+                raise FileFormatError(
+                    f"{path}[{ROW_IDS_KEY!r}]: unreadable ({library_message(exc)})"
+                ) from None
         if info.compress_type == zipfile.ZIP_STORED:
             offset = _local_data_offset(path, info)
             npy = NpySource(path, base_offset=offset, key=key, row_ids=row_ids, manifest=manifest)

@@ -18,7 +18,12 @@ Kronfluence (``Analyzer.compute_pairwise_scores``) saves a dict of score matrice
 ARIA reads ``key="all_modules"`` by default; when a file has no ``all_modules`` tensor but
 several 2-D tensors of one shape (per-module scores), ``all_modules`` is their sum — what
 Kronfluence itself would have stored. ``key=NAME`` reads one module. A file with a single
-2-D tensor needs no key. Per-token scores (3-D) are refused.
+2-D tensor needs no key. Per-token scores (3-D) are refused. A summed matrix says so: its
+source's ``summed_keys`` names the tensors and ``notes`` holds a line for the output and the
+manifests (:meth:`~aria_tda.scores.source.ScoreSource.provenance`).
+
+Partitioned runs (``pairwise_scores_data_partition{i}_module_partition{j}.safetensors``) are
+read whole or not at all: :mod:`aria_tda.scores.formats.kronfluence`.
 
 Orientation: :func:`aria_tda.scores.readers.open_scores` transposes safetensors matrices on read
 (``(n_queries, n_train)`` → ``(n_train, n_queries)``); ``transpose=True`` reads the tensor as
@@ -34,11 +39,17 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import FileFormatError
+from aria_tda.errors import FileFormatError, library_message
 from aria_tda.scores.formats.npy import RawFileSource
 from aria_tda.scores.source import ScoreSource
 
-__all__ = ["ALL_MODULES", "SumSource", "open_safetensors", "read_safetensors_header"]
+__all__ = [
+    "ALL_MODULES",
+    "SumSource",
+    "open_safetensors",
+    "read_safetensors_header",
+    "summed_note",
+]
 
 #: Kronfluence's key for the scores summed over modules.
 ALL_MODULES = "all_modules"
@@ -90,7 +101,9 @@ def read_safetensors_header(path: Path) -> tuple[int, dict[str, Any]]:
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"{path}: not a readable safetensors file ({exc})") from None
+        raise FileFormatError(
+            f"{path}: not a readable safetensors file ({library_message(exc)})"
+        ) from None
     header.pop("__metadata__", None)
     for name, info in header.items():
         ok = (
@@ -131,14 +144,14 @@ class SumSource(ScoreSource):
     Parameters
     ----------
     parts : sequence of ScoreSource
-        Matrices of one shape; summed in float64, handed out in the parts' block dtype.
+        Matrices of one shape; summed and handed out in float64 (the sum of float32 parts is
+        not a float32 matrix: rounding it would move the diagnostics at float64 precision).
     key : str
         Name of the sum (for messages and re-opening).
     """
 
     def __init__(self, parts: list[ScoreSource], *, key: str) -> None:
-        dtype = np.result_type(*[p.block_dtype for p in parts])
-        super().__init__(parts[0].shape, dtype, manifest=parts[0].manifest)
+        super().__init__(parts[0].shape, np.dtype(np.float64), manifest=parts[0].manifest)
         self.parts = parts
         self.path = parts[0].path
         self.key = key
@@ -159,6 +172,21 @@ class SumSource(ScoreSource):
         """Close every part."""
         for p in self.parts:
             p.close()
+
+
+def summed_note(keys: list[str]) -> str:
+    """The line that says a matrix is the sum of Kronfluence's per-module tensors ``keys``.
+
+    Parameters
+    ----------
+    keys : list of str
+        The tensors summed.
+    """
+    shown = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+    return (
+        f"no '{ALL_MODULES}' tensor: the scores are the sum of the {len(keys)} per-module "
+        f"tensors {shown} (Kronfluence per-module scores; --key NAME reads one module)"
+    )
 
 
 def open_safetensors(path: Path, key: str | None, manifest: Any) -> ScoreSource:
@@ -196,7 +224,10 @@ def open_safetensors(path: Path, key: str | None, manifest: Any) -> ScoreSource:
             parts: list[ScoreSource] = [
                 _tensor_source(path, data_start, n, header[n], manifest) for n in two_d
             ]
-            return SumSource(parts, key=ALL_MODULES)
+            out = SumSource(parts, key=ALL_MODULES)
+            out.summed_keys = tuple(two_d)
+            out.notes = (summed_note(two_d),)
+            return out
         raise FileFormatError(
             f"{path}: 2-D tensors {two_d} differ in shape ({sorted(shapes)}); pass key= (--key)"
         )

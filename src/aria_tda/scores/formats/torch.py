@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import DataError, FileFormatError, expected
+from aria_tda.errors import DataError, FileFormatError, expected, library_message
 from aria_tda.scores.source import ScoreSource, check_matrix_shape, expected_text
 
 __all__ = ["TorchSource", "load_torch"]
@@ -133,7 +133,7 @@ def load_torch(path: Path, key: str | None, manifest: Any) -> TorchSource:
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for bad files
         raise FileFormatError(
-            f"{path}: not a readable torch file ({type(exc).__name__}: {exc})"
+            f"{path}: not a readable torch file ({library_message(exc)})"
         ) from None
     row_ids = None
     if isinstance(obj, dict):

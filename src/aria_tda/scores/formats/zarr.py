@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import FileFormatError
+from aria_tda.errors import FileFormatError, library_message
 from aria_tda.scores.source import ScoreSource, default_chunk_rows
 
 __all__ = ["ZarrSource", "check_zarr_complete", "open_zarr"]
@@ -136,7 +136,7 @@ class ZarrSource(ScoreSource):
             return np.asarray(self.array[selection])
         except Exception as exc:
             raise FileFormatError(
-                f"{self.path or 'zarr array'}: cannot read {what} ({type(exc).__name__}: {exc})"
+                f"{self.path or 'zarr array'}: cannot read {what} ({library_message(exc)})"
             ) from None
 
     def _raw_rows(self, start: int, stop: int) -> np.ndarray:
@@ -195,7 +195,7 @@ def open_zarr(path: Path, key: str | None, manifest: Any) -> ZarrSource:
         node = zarr.open(str(path), mode="r")
     except Exception as exc:
         raise FileFormatError(
-            f"{path}: not a readable zarr store ({type(exc).__name__}: {exc})"
+            f"{path}: not a readable zarr store ({library_message(exc)})"
         ) from None
     row_ids = None
     if isinstance(node, zarr.Group):
