@@ -402,15 +402,17 @@ def _heap_offer(hv, hi, count, t, v, g):  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True, error_model="numpy")
-def _drain(hv, hi, count, t, bv, bg, n):  # pragma: no cover - numba
-    """Offer column ``t``'s ``n`` held candidates in row order; return its new threshold."""
+def _drain(hv, hi, count, t, bv, bg, n, sink):  # pragma: no cover - numba
+    """Offer column ``t``'s ``n`` held candidates in row order; return its new threshold.
+
+    ``sink`` (1,) receives the warm-up read's sum, so that the read is not optimised away.
+    """
     kk = hv.shape[1]
     if n >= _TOPK_WARM:
         warm = np.int64(0)
         for j in range(count[t]):
             warm += hi[t, j] + np.int64(hv[t, j] > 0.0)
-        if warm < 0:  # never true (rows are >= 0); keeps the reads from being dropped
-            n = 0
+        sink[0] += warm
     for j in range(n):
         _heap_offer(hv, hi, count, t, bv[t, j], bg[t, j])
     return hv[t, 0] if count[t] >= kk else np.nan
@@ -449,6 +451,7 @@ def topk_stream_update(block, row0, pool_mask, hv, hi, count, nan_count):  # pra
     held = np.zeros(n_t, dtype=np.int64)
     bv = np.empty((n_t, cap))
     bg = np.empty((n_t, cap), dtype=np.int64)
+    sink = np.zeros(1, dtype=np.int64)
     width = _TOPK_TILE
     for r in range(nrows):
         g = row0 + r
@@ -473,9 +476,9 @@ def topk_stream_update(block, row0, pool_mask, hv, hi, count, nan_count):  # pra
                 bg[t, n] = g
                 n += 1
                 if n == cap:
-                    thr[t] = _drain(hv, hi, count, t, bv, bg, n)
+                    thr[t] = _drain(hv, hi, count, t, bv, bg, n, sink)
                     n = 0
                 held[t] = n
     for t in range(n_t):
         if held[t] > 0:
-            _drain(hv, hi, count, t, bv, bg, held[t])
+            _drain(hv, hi, count, t, bv, bg, held[t], sink)
