@@ -167,16 +167,16 @@ def classify(
             f"r1={r1:.3f} >= {t.r1_collapsed} with {v1_text} and p={p:.3f}: "
             "one train-side axis shared by every query",
         )
-    top = concentration_signal(concentration)
-    if top is not None and top[0] >= t.topk_collapsed:
+    signal = concentration_signal(concentration)
+    if signal is not None and signal[0] >= t.topk_collapsed:
         return Verdict(
             "collapsed",
-            f"{top[1]}, chance-corrected {top[0]:.3f} >= {t.topk_collapsed}: the top-K is "
+            f"{signal[1]}, chance-corrected {signal[0]:.3f} >= {t.topk_collapsed}: the top-K is "
             "nearly the same for every query",
         )
     reasons = []
-    if top is not None and top[0] >= t.topk_suspect:
-        reasons.append(f"{top[1]}, chance-corrected {top[0]:.3f} >= {t.topk_suspect}")
+    if signal is not None and signal[0] >= t.topk_suspect:
+        reasons.append(f"{signal[1]}, chance-corrected {signal[0]:.3f} >= {t.topk_suspect}")
     if r1 >= t.r1_suspect:
         reasons.append(f"r1={r1:.3f} >= {t.r1_suspect} (rank-1 dominant; compare the residual)")
     if p >= t.p_offset:

@@ -509,21 +509,22 @@ def topk_concentration(
     src = as_source(scores, key=key, transpose=transpose)
     m, t = src.shape
     ks_ = check_int_list("ks", ks, min_value=1)
-    ids = codes = sums = None
-    if groups is not None:
-        ids, codes = _track_codes(groups, m)
-        sums = np.zeros((ids.size, t))
-    acc = TopKAccumulator(t, ks_, n_rows=m if groups is None else int(ids.size))
+    if groups is None:
+        acc = TopKAccumulator(t, ks_, n_rows=m)
+        for s, block in src.iter_chunks(chunk_rows, reuse_buffers=True, progress=progress,
+                                        desc="top-K pass"):
+            if not np.isfinite(block).all():
+                raise locate_nonfinite(block, s)
+            acc.update(block, s)
+        return acc.result(level="segment")
+    ids, codes = _track_codes(groups, m)
+    sums = np.zeros((ids.size, t))
+    acc = TopKAccumulator(t, ks_, n_rows=int(ids.size))
     for s, block in src.iter_chunks(chunk_rows, reuse_buffers=True, progress=progress,
                                     desc="top-K pass"):
         if not np.isfinite(block).all():
             raise locate_nonfinite(block, s)
-        if sums is None:
-            acc.update(block, s)
-        else:
-            _add_rows(sums, codes[s : s + block.shape[0]], block)
-    if sums is None:
-        return acc.result(level="segment")
+        _add_rows(sums, codes[s : s + block.shape[0]], block)
     n_seg = np.bincount(codes, minlength=ids.size).astype(np.float64)
     acc.update(sums / n_seg[:, None], 0)
     res = acc.result(level="track")
@@ -589,7 +590,8 @@ def topk_concentration_reference(
     ks_ = list(_clip_ks(check_int_list("ks", ks, min_value=1), m))
     tops = []
     for j in range(t):
-        order = sorted(range(m), key=lambda r, j=j: (-s[r, j], r))
+        col = [float(v) for v in s[:, j]]
+        order = sorted(range(m), key=lambda r: (-col[r], r))
         tops.append(order)
     distinct, overlap = [], []
     for k in ks_:

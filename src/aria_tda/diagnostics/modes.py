@@ -283,7 +283,7 @@ class _ObservedSource(ScoreSource):
         """The wrapped source's description."""
         return self.base.describe()
 
-    def iter_chunks(  # type: ignore[override]
+    def iter_chunks(
         self, chunk_rows: int | None = None, *, start: int = 0, stop: int | None = None,
         **kw: Any,
     ) -> Iterator[tuple[int, np.ndarray]]:

@@ -301,7 +301,7 @@ def _torch_to_stats(acc_t: dict[str, Any]) -> BlockStats:
     assert scale is not None
     scaled = BlockStats(
         n=int(acc_t["n"]),
-        shift=np_(acc_t["shift"]) * scale,  # type: ignore[operator]
+        shift=np_(acc_t["shift"]) * scale,
         s1=np_(acc_t["s1"]),  # type: ignore[arg-type]
         s2=np_(acc_t["s2"]),  # type: ignore[arg-type]
         gram=np_(acc_t["gram"]),
