@@ -38,7 +38,8 @@ def register(subparsers: Any) -> None:
         help="reliability diagnostics (kappa, r_i, p) of a score matrix",
         description=(
             "Stream a score matrix (n_train_segments x n_queries; .npy or TRAK .mmap, .npz, "
-            ".pt/.pth, Kronfluence .safetensors or .zarr) once and report the mean absolute "
+            ".pt/.pth, Kronfluence .safetensors and its partitions, bergson scores.bin, or .zarr) "
+            "once and report the mean absolute "
             "inter-query correlation kappa, the singular value energy ratios r_1..r_10 and "
             "r_2:5, the mean concentration ratio p, how constant the leading query-side "
             "singular vector v1 is (paper section 3.2), how much the queries' top-K sets "
@@ -46,7 +47,11 @@ def register(subparsers: Any) -> None:
             "collapsed, suspect or ok, with the reason."
         ),
     )
-    p.add_argument("scores", metavar="SCORES", help="score matrix file or zarr store")
+    p.add_argument(
+        "scores", metavar="SCORES",
+        help="score matrix file, zarr store, or a folder holding one score file (a TRAK save "
+        "dir, a Kronfluence analysis dir, a bergson run)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     add_score_reading_flags(p)
     add_transpose_flag(p)
