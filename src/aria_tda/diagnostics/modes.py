@@ -78,6 +78,11 @@ def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str,
     )
 
 
+#: Bytes the top-K accumulator takes per (query, K) entry in the tiled mode's budget: its
+#: float64 values and int64 rows, with room for the kernel's bookkeeping (measured 33).
+TOPK_BYTES_PER_ENTRY = 48
+
+
 def _diagnose_tiled(
     src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
     compute_dtype: str | None, n_threads: int | None, progress: bool | None,
@@ -90,10 +95,13 @@ def _diagnose_tiled(
 
     t = src.n_cols
     budget = _default_memory() if memory is None else memory
+    tiles = budget
     if acc is not None:
         src = observe_first_pass(src, (acc,))
+        # the top-K heaps (values, rows) and their bookkeeping share the budget with the tiles
+        tiles = max(1, parse_memory(budget) - TOPK_BYTES_PER_ENTRY * t * acc.k_max)
     with tiled_gram(
-        src, memory=budget, spill_dir=spill_dir, chunk_rows=chunk_rows,
+        src, memory=tiles, spill_dir=spill_dir, chunk_rows=chunk_rows,
         compute_dtype=compute_dtype, n_threads=n_threads, progress=progress, ulps=CONST_ULPS,
     ) as tg:
         st = tg.stats

@@ -91,10 +91,14 @@ def _start_scaled(
     powers of two (exact), so ``rescaled(1 / scale)`` gives back exactly that shift.
     """
     c = representable_shift(shift)
-    with np.errstate(all="ignore"):
-        y0 = block.astype(np.float64) - c if block.shape[0] else np.zeros((0, c.shape[0]))
+    amax = np.zeros(c.shape[0])
+    if block.shape[0]:  # max |x - c| per column from the column extremes: no block-sized copy
+        with np.errstate(all="ignore"):
+            hi = np.abs(block.max(axis=0).astype(np.float64) - c)
+            lo = np.abs(block.min(axis=0).astype(np.float64) - c)
+        amax = np.maximum(hi, lo)
     max_exp = 120 if cdt.itemsize <= 4 else 1000
-    scale = column_scale(y0, c, max_exp=max_exp)
+    scale = column_scale(amax[None, :], c, max_exp=max_exp)
     acc = BlockStats.zeros(c, gram=gram, moments=moments)
     acc.shift = c * scale
     return acc, scale
@@ -491,7 +495,7 @@ def stream_stats(
             if acc is None:
                 with np.errstate(all="ignore"):
                     c = block.mean(axis=0, dtype=np.float64) if given is None else given
-                if not np.isfinite(c).all() or not np.isfinite(block).all():
+                if not np.isfinite(c).all():
                     raise locate_nonfinite(block, s)
                 acc, scale = _start_scaled(block, c, gram=gram, moments=moments, cdt=cdt)
             with np.errstate(all="ignore"):
