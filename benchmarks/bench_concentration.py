@@ -32,31 +32,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
-GEN_ROWS = 16384
 PAPER = (1_005_520, 7_148)
 STUDY_KS = (1, 20, 50, 100, 200, 300, 400, 500)
 
 
 def generate(path: Path, m: int, t: int, seed: int) -> float:
-    """Stream a float32 ``(m, t)`` .npy to ``path``; return the seconds it took."""
-    rng = np.random.default_rng(seed)
-    v = rng.standard_normal((5, t)).astype(np.float32)
-    offsets = (0.5 * rng.standard_normal(t)).astype(np.float32)
-    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
-              "fortran_order": False, "shape": (m, t)}
-    t0 = time.perf_counter()
-    with open(path, "wb") as fh:
-        np.lib.format.write_array_header_2_0(fh, header)
-        for s in range(0, m, GEN_ROWS):
-            n = min(GEN_ROWS, m - s)
-            block = rng.standard_normal((n, t), dtype=np.float32)
-            block += rng.standard_normal((n, 5), dtype=np.float32) @ v
-            block += offsets
-            fh.write(memoryview(block))
-    return time.perf_counter() - t0
+    """Stream the float32 ``(m, t)`` .npy of ``bench_diagnose.py`` (rank 5 + noise + offsets)
+    to ``path``; return the seconds it took."""
+    from bench_diagnose import child_gen  # the sibling script (benchmarks/ is on sys.path)
+
+    return float(child_gen(str(path), m, t, seed)["seconds"])
 
 
 def one_pass(path: Path, ks: tuple[int, ...] | None, args: argparse.Namespace) -> float:
