@@ -42,6 +42,7 @@ from aria_tda.scores.stats import (
     _finish_scaled,
     _start_scaled,
     blas_threads,
+    center_scaled,
     locate_nonfinite,
 )
 
@@ -286,7 +287,6 @@ def _passes(
     m, t = src.shape
     stats: BlockStats | None = None
     scale = shift = np.ones(t)
-    unit = True
     sd = np.zeros(t)
     keep = np.ones(t, dtype=bool)
     corr_sum = 0.0
@@ -311,17 +311,9 @@ def _passes(
                     stats, scale = _start_scaled(block, c, gram=False, moments=2, cdt=cdt)
                     stats.meta["eps"] = float(np.finfo(cdt).eps)
                     shift = stats.shift / scale
-                    unit = bool(np.all(scale == 1.0))
                 y = work[:n, i0:]
                 with np.errstate(under="ignore", over="ignore"):
-                    if block.dtype.itemsize > cdt.itemsize and not unit:
-                        y[...] = (block[:, i0:] - shift[i0:]) * scale[i0:]
-                    else:
-                        np.subtract(
-                            block[:, i0:], shift[i0:].astype(cdt), out=y, casting="unsafe"
-                        )
-                        if not unit:
-                            np.multiply(y, scale[i0:].astype(cdt), out=y)
+                    center_scaled(block[:, i0:], shift[i0:], scale[i0:], out=y)
                 if first:
                     with np.errstate(all="ignore"):
                         stats.s1 += np.add.reduce(y, axis=0, dtype=np.float64)

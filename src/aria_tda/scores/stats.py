@@ -50,6 +50,7 @@ __all__ = [
     "BlockStats",
     "blas_threads",
     "block_stats",
+    "center_scaled",
     "free_cpus",
     "locate_nonfinite",
     "representable_shift",
@@ -120,6 +121,32 @@ def _checked(stats: BlockStats) -> BlockStats:
     return stats
 
 
+def center_scaled(
+    block: np.ndarray, shift: np.ndarray, scale: np.ndarray, *, out: np.ndarray
+) -> None:
+    """``out[...] = (block - shift) * scale`` in ``out``'s dtype, exact for powers of two.
+
+    Columns with scale 1 cost no multiply; float64 scores going to float32 products are scaled
+    before the cast (so values below float32's range survive).
+
+    Parameters
+    ----------
+    block : numpy.ndarray [shape=(rows, T)]
+        Score rows.
+    shift, scale : numpy.ndarray [shape=(T,)]
+        The shift ``c`` and the column scales (:func:`column_scale`).
+    out : numpy.ndarray [shape=(rows, T)]
+        Where the result goes (float32 or float64).
+    """
+    unit = bool(np.all(scale == 1.0))
+    if block.dtype.itemsize > out.dtype.itemsize and not unit:
+        out[...] = (block - shift) * scale
+    else:
+        np.subtract(block, shift.astype(out.dtype), out=out, casting="unsafe")
+        if not unit:
+            np.multiply(out, scale.astype(out.dtype), out=out)
+
+
 def _accumulate_numpy(
     acc: BlockStats,
     block: np.ndarray,
@@ -137,13 +164,7 @@ def _accumulate_numpy(
     ya = work[:n]
     y = ya[:, :t]
     c = acc.shift / scale
-    unit = bool(np.all(scale == 1.0))
-    if block.dtype.itemsize > cdt.itemsize and not unit:  # float64 scores, float32 products
-        y[...] = (block - c) * scale
-    else:
-        np.subtract(block, c.astype(cdt), out=y, casting="unsafe")
-        if not unit:
-            np.multiply(y, scale.astype(cdt), out=y)
+    center_scaled(block, c, scale, out=y)
     if acc.gram is not None:
         # [Y 1]^T [Y 1] on one buffer: NumPy calls the BLAS symmetric rank-k product, and the
         # ones column makes its last row the column sums, so no separate pass over Y is needed
