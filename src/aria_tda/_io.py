@@ -3,13 +3,22 @@
 Every writer in ARIA goes through :func:`atomic_path` (or the helpers built on it): the
 output is produced under a temporary name in the same directory and renamed into place only
 when complete; on error the temporary is removed and an existing file is left untouched.
+
+Temporary names carry the writing process's id (``.NAME.tmp-PID-XXXXXXXX``,
+``.staging-PID-XXXXXXXX``, :func:`temp_name`), so two processes never pick the same name and
+the leftovers of a killed run are told from a live writer's: :func:`sweep_leftovers` removes
+those whose process is gone, and nothing else. Space for a file that will be memory-mapped is
+reserved before its first byte is mapped (:func:`reserve_space`): a full disk is a one-line
+:class:`~aria_tda.errors.DiskFullError`, never a ``SIGBUS``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -18,9 +27,200 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import ParameterError, expected
+from aria_tda.errors import DiskFullError, ParameterError, expected
 
-__all__ = ["atomic_path", "read_json", "remove_path", "write_json", "write_text"]
+__all__ = [
+    "atomic_path",
+    "check_space",
+    "disk_full_message",
+    "free_bytes",
+    "pid_alive",
+    "read_json",
+    "remove_path",
+    "reserve_space",
+    "sweep_leftovers",
+    "temp_name",
+    "write_json",
+    "write_text",
+]
+
+#: Names of temporaries: ``.NAME.tmp-PID-HEX``, ``.NAME.old-PID-HEX``, ``.staging-PID-HEX``.
+_LEFTOVER = re.compile(r"^\..*\.(?:tmp|old)-(\d+)-[0-9a-f]{8}$|^\.staging-(\d+)-[0-9a-f]{8}$")
+
+
+def temp_name(base: str, tag: str = "tmp") -> str:
+    """A hidden name unique to this process and call: ``.BASE.TAG-PID-HEX``.
+
+    ``tag="staging"`` gives ``.staging-PID-HEX`` (``base`` is then ignored).
+
+    Parameters
+    ----------
+    base : str
+        The final file name the temporary stands for.
+    tag : str
+        ``"tmp"``, ``"old"`` or ``"staging"``.
+    """
+    token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    if tag == "staging":
+        return f".staging-{token}"
+    return f".{base}.{tag}-{token}"
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with id ``pid`` exists (on this machine)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True
+
+
+def sweep_leftovers(folder: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporaries that dead processes left in ``folder``; return what was removed.
+
+    Only names made by :func:`temp_name` whose process id no longer exists are touched: a
+    live writer's temporaries (this process's included) and every other file stay.
+
+    Parameters
+    ----------
+    folder : path-like
+        A folder ARIA writes into (a results folder, a feature store, an output's parent).
+    """
+    d = Path(folder)
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(d))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return removed
+    for entry in entries:
+        m = _LEFTOVER.match(entry.name)
+        if m is None:
+            continue
+        pid = int(m.group(1) or m.group(2))
+        if pid == os.getpid() or pid_alive(pid):
+            continue
+        with contextlib.suppress(OSError):
+            remove_path(entry.path)
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _mount_of(path: Path) -> tuple[str, str]:
+    """``(device, mount point)`` of the file system holding ``path``."""
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    mount = p
+    while not os.path.ismount(mount) and mount != mount.parent:
+        mount = mount.parent
+    device = str(mount)
+    with contextlib.suppress(OSError):
+        with open("/proc/self/mounts", encoding="utf-8") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 2 and parts[1] == str(mount):
+                    device = parts[0]  # the last mount at this point wins
+    return device, str(mount)
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("GB", 2**30), ("MB", 2**20), ("kB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def free_bytes(path: str | os.PathLike[str]) -> int:
+    """Bytes an unprivileged writer may still use on the file system holding ``path``."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    st = os.statvfs(p)
+    return int(st.f_bavail * st.f_frsize)
+
+
+def disk_full_message(path: str | os.PathLike[str], need: int | None = None,
+                      have: int | None = None) -> str:
+    """``No space left on DEVICE (mounted at M): need N, have F, for PATH`` as one line.
+
+    Parameters
+    ----------
+    path : path-like
+        What was being written.
+    need, have : int, optional
+        Bytes needed and bytes free (``have`` is measured when not given).
+    """
+    p = Path(path)
+    device, mount = _mount_of(p)
+    if have is None:
+        with contextlib.suppress(OSError):
+            have = free_bytes(p)
+    where = device if device == mount else f"{device} (mounted at {mount})"
+    sizes = []
+    if need is not None:
+        sizes.append(f"need {_bytes(need)}")
+    if have is not None:
+        sizes.append(f"have {_bytes(have)}")
+    tail = (": " + ", ".join(sizes)) if sizes else ""
+    return f"No space left on {where}{tail}, writing {p}"
+
+
+def check_space(path: str | os.PathLike[str], need: int, *, margin: int = 0) -> None:
+    """Raise :class:`DiskFullError` unless ``need + margin`` bytes are free where ``path`` goes.
+
+    Parameters
+    ----------
+    path : path-like
+        The file (or folder) about to be written.
+    need : int
+        Bytes it will take.
+    margin : int
+        Further bytes to leave free (manifests, sidecars).
+    """
+    have = free_bytes(path)
+    if need + margin > have:
+        raise DiskFullError(disk_full_message(path, need + margin, have))
+
+
+def reserve_space(fd: int, size: int, *, path: str | os.PathLike[str]) -> None:
+    """Allocate ``size`` bytes of the open file ``fd`` on disk before it is memory-mapped.
+
+    A memory map of a sparse file dies with ``SIGBUS`` when a page cannot be backed; after
+    ``posix_fallocate`` every page can. Where the file system cannot allocate (``EOPNOTSUPP``,
+    ``EINVAL``), the free space is checked instead.
+
+    Parameters
+    ----------
+    fd : int
+        An open, writable file descriptor.
+    size : int
+        The file's full size in bytes.
+    path : path-like
+        The file's name, for the message.
+
+    Raises
+    ------
+    DiskFullError
+        The file system has fewer than ``size`` bytes free (the file is left as it was).
+    """
+    if size <= 0:
+        return
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            have = None
+            with contextlib.suppress(OSError):
+                have = free_bytes(path)
+            raise DiskFullError(disk_full_message(path, size, have)) from None
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+        check_space(path, max(0, size - os.fstat(fd).st_blocks * 512))
+        os.ftruncate(fd, size)
 
 
 @contextlib.contextmanager
@@ -33,7 +233,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     final = Path(path)
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:8]}")
+    tmp = final.with_name(temp_name(final.name))
     try:
         yield tmp
         if not tmp.exists():
@@ -46,12 +246,17 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
                 expected(str(final), f"a path for a {kind}", f"an existing {other} (left as it is)")
             )
         if tmp.is_dir() and final.exists():
-            old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:8]}")
+            old = final.with_name(temp_name(final.name, "old"))
             os.replace(final, old)
             os.replace(tmp, final)
             remove_path(old)
         else:
             os.replace(tmp, final)
+    except OSError as exc:
+        remove_path(tmp)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, DiskFullError):
+            raise DiskFullError(disk_full_message(final)) from None
+        raise
     except BaseException:
         remove_path(tmp)
         raise

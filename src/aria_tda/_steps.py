@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aria_tda._fingerprint import content_digest
 from aria_tda._io import read_json, remove_path, write_json
 from aria_tda.manifest import diff_manifest, package_version
 
@@ -38,17 +39,14 @@ def params_digest(params: Mapping[str, Any]) -> str:
 
 
 def file_fingerprint(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Cheap identity of an input file or directory: size and mtime (recursively for dirs)."""
+    """Identity of an input file or folder by content: its path and a digest of its bytes.
+
+    The digest (:func:`aria_tda._fingerprint.content_digest`) changes whenever a byte does,
+    even when the file was rewritten with its mtime kept; it is cached per
+    ``(path, inode, size, mtime, ctime)``, so a rerun on unchanged inputs does not hash again.
+    """
     p = Path(path)
-    if p.is_dir():
-        entries = sorted(
-            (str(f.relative_to(p)), f.stat().st_size, f.stat().st_mtime_ns)
-            for f in p.rglob("*")
-            if f.is_file()
-        )
-        return {"path": str(p.resolve()), "digest": params_digest({"e": entries})}
-    st = p.stat()
-    return {"path": str(p.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"path": str(p.resolve()), "digest": content_digest(p)}
 
 
 @dataclass

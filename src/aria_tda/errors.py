@@ -8,6 +8,8 @@ One hierarchy, so callers (and the CLI) can tell a user mistake from a bug:
 - :class:`FileFormatError` — a file cannot be read: missing, truncated, not the format claimed.
 - :class:`ManifestMismatchError` — a stored artefact was computed with other settings.
 - :class:`MissingDependencyError` — an optional extra is not installed.
+- :class:`DiskFullError` — a writer would not fit on its file system (checked before writing).
+- :class:`LockedError` — another ARIA process is writing the same store or results folder.
 
 Warnings are :class:`AriaWarning` (degenerate-but-defined input: a constant column, a group
 larger than the pool); they always say what was done about it.
@@ -26,7 +28,9 @@ __all__ = [
     "AriaError",
     "AriaWarning",
     "DataError",
+    "DiskFullError",
     "FileFormatError",
+    "LockedError",
     "ManifestMismatchError",
     "MissingDependencyError",
     "ParameterError",
@@ -63,6 +67,14 @@ class ManifestMismatchError(AriaError):
 
 class MissingDependencyError(AriaError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class DiskFullError(AriaError, OSError):
+    """An output does not fit: ``No space left on DEVICE: need N, have M``; nothing was left."""
+
+
+class LockedError(AriaError):
+    """Another process holds the writer lock of a store or results folder (named in the text)."""
 
 
 class AriaWarning(UserWarning):

@@ -85,7 +85,7 @@ def embedding_info(path: str | os.PathLike[str], *, name: str = "embeddings") ->
         "dim": int(spec.get("dim", enc.get("dim", 0)) or 0),
         "n_tracks": int(man.get("n_tracks", 0)),
         "segment_seconds": (params.get("segments") or {}).get("seconds"),
-        "digest": file_fingerprint(p)["digest" if p.is_dir() else "mtime_ns"],
+        "digest": file_fingerprint(p)["digest"],
     }
 
 

@@ -1,0 +1,127 @@
+"""One writer per store and results folder: an advisory lock that a crash releases.
+
+:func:`writer_lock` takes an exclusive ``flock`` on ``FOLDER/.aria-lock`` for as long as a
+command writes into ``FOLDER`` (a feature store, an embedding store, a results folder, a demo
+folder). The kernel drops the lock when its process ends, however it ends (``kill -9``
+included), so a dead process's lock is simply taken over; the file itself stays (a few bytes
+naming the last holder). A second writer is refused at once in one line that names the holder
+(:class:`~aria_tda.errors.LockedError`) instead of both writing and each overwriting the other.
+
+The lock is re-entrant within one process (a command that writes a store and then a results
+folder inside it takes it once). Readers never lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from aria_tda.errors import LockedError
+
+__all__ = ["LOCK_NAME", "writer_lock"]
+
+#: The lock file inside a locked folder.
+LOCK_NAME = ".aria-lock"
+
+_held: dict[str, tuple[int, int]] = {}  # resolved folder -> (fd, depth)
+_guard = threading.Lock()
+
+
+def _holder_text(fd: int) -> str:
+    try:
+        raw = os.pread(fd, 4096, 0).decode("utf-8", "replace")
+        info = json.loads(raw) if raw.strip() else {}
+    except (OSError, ValueError):
+        info = {}
+    if not isinstance(info, dict) or not info:
+        return "another process"
+    parts = [f"pid {info.get('pid', '?')}"]
+    if info.get("host"):
+        parts[0] += f" on {info['host']}"
+    if info.get("command"):
+        parts.append(repr(str(info["command"])[:120]))
+    if info.get("since"):
+        parts.append(f"since {info['since']}")
+    return "process " + ", ".join(parts)
+
+
+@contextlib.contextmanager
+def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterator[Path]:
+    """Hold the writer lock of ``folder`` (created if needed) for the body.
+
+    Parameters
+    ----------
+    folder : path-like
+        The store or results folder about to be written.
+    what : str
+        What the folder is, for the message (``"feature store"``, ``"results folder"``).
+
+    Yields
+    ------
+    pathlib.Path
+        ``folder``.
+
+    Raises
+    ------
+    LockedError
+        Another live process holds the lock: ``FOLDER: this feature store is being written by
+        process pid 123 on HOST, 'aria-tda features ...', since 2026-11-27T13:40:02Z; wait for
+        it to finish or stop it``.
+    """
+    d = Path(folder)
+    d.mkdir(parents=True, exist_ok=True)
+    key = str(d.resolve())
+    with _guard:
+        if key in _held:
+            fd, depth = _held[key]
+            _held[key] = (fd, depth + 1)
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield d
+        finally:
+            with _guard:
+                fd, depth = _held[key]
+                _held[key] = (fd, depth - 1)
+        return
+    fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise LockedError(
+                f"{d}: this {what} is being written by {_holder_text(fd)}; wait for it to "
+                "finish or stop it (a lock of a process that has ended is taken over by itself)"
+            ) from None
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "",
+            "since": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        }
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        with _guard:
+            _held[key] = (fd, 1)
+        try:
+            yield d
+        finally:
+            with _guard:
+                _held.pop(key, None)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
