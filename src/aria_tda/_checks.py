@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from aria_tda._paths import input_path, os_error_message, special_file
 from aria_tda.errors import FileFormatError, ParameterError, expected
 
 T = TypeVar("T")
@@ -101,22 +102,22 @@ def check_rng(seed: Any) -> np.random.Generator:
 
 
 def check_existing_path(name: str, value: Any, *, kind: str = "any") -> Path:
-    """Return ``value`` as a :class:`~pathlib.Path` that exists.
+    """Return ``value`` as a :class:`~pathlib.Path` to an existing, readable file or directory.
+
+    Nothing is opened (:func:`aria_tda._paths.input_path`): a FIFO, a device or a socket is
+    refused before any read, a broken symlink names its missing target and a symlink loop is
+    called one.
 
     Parameters
     ----------
+    name : str
+        The parameter the message names.
+    value : str or path-like
+        The path given.
     kind : {"any", "file", "dir"}
+        A regular file, a directory, or either.
     """
-    if not isinstance(value, (str, os.PathLike)):
-        raise ParameterError(expected(name, "a path", value))
-    path = Path(value)
-    if not path.exists():
-        raise FileFormatError(f"{name}: no such file or directory: {str(path)!r}")
-    if kind == "file" and not path.is_file():
-        raise FileFormatError(f"{name}: expected a file, got a directory: {str(path)!r}")
-    if kind == "dir" and not path.is_dir():
-        raise FileFormatError(f"{name}: expected a directory, got a file: {str(path)!r}")
-    return path
+    return input_path(value, name, kind=kind)
 
 
 def check_writable_path(name: str, value: Any) -> Path:
@@ -124,13 +125,16 @@ def check_writable_path(name: str, value: Any) -> Path:
     if not isinstance(value, (str, os.PathLike)):
         raise ParameterError(expected(name, "a path", value))
     path = Path(value)
+    special = special_file(path)
+    if special is not None:  # opening a FIFO to write blocks until a reader comes
+        raise FileFormatError(
+            f"{name}: expected a path to write a file at, got {special}: {str(path)!r}"
+        )
     parent = path.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise FileFormatError(
-            f"{name}: cannot create directory {str(parent)!r}: {exc.strerror}"
-        ) from None
+        raise FileFormatError(os_error_message(exc, name=name)) from None
     if not os.access(parent, os.W_OK):
         raise FileFormatError(f"{name}: directory is not writable: {str(parent)!r}")
     return path

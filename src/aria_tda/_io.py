@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
 import shutil
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,8 +50,15 @@ __all__ = [
 _LEFTOVER = re.compile(r"^\..*\.(?:tmp|old)-(\d+)-[0-9a-f]{8}$|^\.staging-(\d+)-[0-9a-f]{8}$")
 
 
+#: Four hex digits naming this machine: the first half of a temporary's ``HEX``, so that a
+#: sweep on a folder shared between machines (NFS home) never judges another host's process.
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:4]
+
+
 def temp_name(base: str, tag: str = "tmp") -> str:
     """A hidden name unique to this process and call: ``.BASE.TAG-PID-HEX``.
+
+    ``HEX`` is four hex digits of the host name and four random ones.
 
     ``tag="staging"`` gives ``.staging-PID-HEX`` (``base`` is then ignored).
 
@@ -60,7 +69,7 @@ def temp_name(base: str, tag: str = "tmp") -> str:
     tag : str
         ``"tmp"``, ``"old"`` or ``"staging"``.
     """
-    token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    token = f"{os.getpid()}-{_HOST}{uuid.uuid4().hex[:4]}"
     if tag == "staging":
         return f".staging-{token}"
     return f".{base}.{tag}-{token}"
@@ -101,6 +110,8 @@ def sweep_leftovers(folder: str | os.PathLike[str]) -> list[Path]:
         if m is None:
             continue
         pid = int(m.group(1) or m.group(2))
+        if entry.name.rsplit("-", 1)[-1][:4] != _HOST:
+            continue  # another machine's temporary: its process cannot be judged from here
         if pid == os.getpid() or pid_alive(pid):
             continue
         with contextlib.suppress(OSError):

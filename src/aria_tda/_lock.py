@@ -3,8 +3,10 @@
 :func:`writer_lock` takes an exclusive ``flock`` on ``FOLDER/.aria-lock`` for as long as a
 command writes into ``FOLDER`` (a feature store, an embedding store, a results folder, a demo
 folder). The kernel drops the lock when its process ends, however it ends (``kill -9``
-included), so a dead process's lock is simply taken over; the file itself stays (a few bytes
-naming the last holder). A second writer is refused at once in one line that names the holder
+included), so a dead process's lock is simply taken over. The file names its holder and is
+removed on release (a killed holder's file stays until the next writer takes it over); a folder
+that the lock itself created and that the body left empty is removed too, so a refused command
+leaves nothing. A second writer is refused at once in one line that names the holder
 (:class:`~aria_tda.errors.LockedError`) instead of both writing and each overwriting the other.
 
 The lock is re-entrant within one process (a command that writes a store and then a results
@@ -78,6 +80,7 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
         it to finish or stop it``.
     """
     d = Path(folder)
+    created = not d.exists()
     d.mkdir(parents=True, exist_ok=True)
     key = str(d.resolve())
     with _guard:
@@ -95,17 +98,8 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
                 fd, depth = _held[key]
                 _held[key] = (fd, depth - 1)
         return
-    fd = os.open(d / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _acquire(d, what)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            raise LockedError(
-                f"{d}: this {what} is being written by {_holder_text(fd)}; wait for it to "
-                "finish or stop it (a lock of a process that has ended is taken over by itself)"
-            ) from None
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
@@ -122,6 +116,38 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
         finally:
             with _guard:
                 _held.pop(key, None)
+            # unlinked while still held: a process that opened this file meanwhile finds it
+            # gone after its flock and retries on a fresh one (see _acquire)
+            with contextlib.suppress(OSError):
+                os.unlink(d / LOCK_NAME)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+    if created:
+        with contextlib.suppress(OSError):
+            d.rmdir()  # only a folder the lock made and nothing filled
+
+
+def _acquire(d: Path, what: str) -> int:
+    """Open and flock ``d/LOCK_NAME``; retry when the file was unlinked under us."""
+    path = d / LOCK_NAME
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            text = _holder_text(fd)
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise LockedError(
+                f"{d}: this {what} is being written by {text}; wait for it to finish or stop "
+                "it (a lock of a process that has ended is taken over by itself)"
+            ) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # released and removed by its holder between our open and flock

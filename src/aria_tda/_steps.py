@@ -6,17 +6,25 @@ says complete *and* its parameters equal the ones asked for now; otherwise the s
 recomputed from scratch (a stale or half-finished directory is cleared first). This gives
 "a rerun reuses finished steps" without ever reusing output made with other settings.
 
+A step's body runs inside :meth:`Step.running`: whatever the body raises (an error, Ctrl-C,
+a full disk), the step is not left marked "running" — its folder is removed, or, for a body
+that resumes its own partial work, its record says "failed" (keeping the parameters that
+partial work was made with). Only a process killed outright leaves "running" behind, and the
+next run treats it as unfinished. A record that cannot be read (not JSON, not a record) is
+reported by :meth:`Step.damage`, so a caller can say so once before recomputing.
+
 ("Step", not "stage": a *stage* is a model tier of the audio demo — semantic, coarse, fine.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,15 +74,33 @@ class Step:
     def record_path(self) -> Path:
         return self.path / RECORD
 
-    def record(self) -> dict[str, Any] | None:
-        """The stored record, or ``None``."""
+    def _read(self) -> tuple[dict[str, Any] | None, str | None]:
+        """``(record, None)``, ``(None, None)`` without one, ``(None, why)`` when unreadable."""
         if not self.record_path.is_file():
-            return None
+            return None, None
         try:
             data = read_json(self.record_path)
-        except (OSError, json.JSONDecodeError):
-            return None
-        return data if isinstance(data, dict) else None
+        except OSError as exc:
+            return None, f"cannot be read ({exc.strerror or exc})"
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            return None, f"is not valid JSON ({type(exc).__name__})"
+        if not isinstance(data, dict):
+            return None, f"holds a JSON {type(data).__name__}, not a step record"
+        if not isinstance(data.get("status"), str) or not isinstance(data.get("params"), dict):
+            return None, "is not a step record (no status and parameters)"
+        return data, None
+
+    def record(self) -> dict[str, Any] | None:
+        """The stored record, or ``None`` (none, or unreadable: see :meth:`damage`)."""
+        return self._read()[0]
+
+    def damage(self) -> str | None:
+        """What is wrong with a record file that exists but cannot be used, else ``None``.
+
+        E.g. ``".cache/TRAK/stage.json is not valid JSON (JSONDecodeError)"``.
+        """
+        why = self._read()[1]
+        return None if why is None else f"{self.record_path} {why}"
 
     def is_complete(self) -> bool:
         """True when a complete record with the same parameters exists."""
@@ -93,6 +119,8 @@ class Step:
         rec = self.record()
         if rec is None:
             return None
+        if rec.get("status") == "failed":
+            return "an earlier run failed in it"
         if rec.get("status") != "complete":
             return "an earlier run did not finish it"
         lines = diff_manifest(rec.get("params", {}), self.params)
@@ -110,6 +138,55 @@ class Step:
         self._t0 = time.perf_counter()
         write_json(self.record_path, {"status": "running", "params": self.params})
         return self.path
+
+    def abandon(self, *, keep: bool = False) -> None:
+        """Undo :meth:`begin` after a failure: never leave the step marked "running".
+
+        Parameters
+        ----------
+        keep : bool
+            ``False``: remove the step folder. ``True`` (a body that resumes its own partial
+            work): keep the folder and mark the record "failed", with the parameters the
+            partial work was made with.
+        """
+        if not keep:
+            remove_path(self.path)
+            return
+        try:
+            write_json(self.record_path, {"status": "failed", "params": self.params})
+        except OSError:  # e.g. the disk is full: a record that is not "running" at least
+            remove_path(self.record_path)
+
+    @contextlib.contextmanager
+    def running(self, *, clear: bool = True) -> Iterator[Path]:
+        """:meth:`begin` the step for the body; :meth:`abandon` it if the body raises.
+
+        Call :meth:`complete` inside the body when it succeeds. Any exception (Ctrl-C and a
+        full disk included) leaves no record marked "running": with ``clear`` the step folder
+        is removed, without it (a body resuming partial work) the record says "failed".
+
+        Parameters
+        ----------
+        clear : bool
+            As for :meth:`begin`.
+
+        Yields
+        ------
+        pathlib.Path
+            The step folder.
+        """
+        try:
+            path = self.begin(clear=clear)
+        except BaseException:
+            self.abandon(keep=not clear)
+            raise
+        try:
+            yield path
+        except BaseException:
+            rec = self.record()
+            if rec is None or rec.get("status") != "complete":
+                self.abandon(keep=not clear)
+            raise
 
     def complete(self, **summary: Any) -> dict[str, Any]:
         """Mark the step complete, storing ``summary`` (and the wall time) in its record."""

@@ -138,9 +138,16 @@ def one_line(text: Any, *, limit: int = ONE_LINE_LIMIT) -> str:
 
 def _torch_unpickling(text: str) -> str | None:
     """A short reading of torch's ``weights_only`` refusal, or None for other messages."""
-    match = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+    match = re.search(r"[Uu]nsupported (?:global: )?GLOBAL ([\w.]+)", text)
     if match is None:
-        return None
+        inner = re.search(r"WeightsUnpickler error:\s*(.+?)\s*(?:Check the documentation|$)",
+                          text, flags=re.S)
+        if inner is None:
+            return None
+        return (
+            f"torch refused to unpickle it ({one_line(inner.group(1))}); ARIA reads tensors "
+            "only (torch.load weights_only=True)"
+        )
     name = match.group(1)
     what = "a pickled NumPy array" if name.startswith("numpy") else f"a pickled {name}"
     return (

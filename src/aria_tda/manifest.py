@@ -17,18 +17,19 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from aria_tda._io import read_json, write_json
-from aria_tda.errors import FileFormatError, ManifestMismatchError
+from aria_tda.errors import FileFormatError, ManifestMismatchError, library_message
 
 __all__ = [
     "check_manifest",
     "make_manifest",
     "manifest_path",
     "read_manifest",
+    "validate_manifest",
     "write_manifest",
 ]
 
@@ -125,18 +126,103 @@ def read_manifest(artifact: str | os.PathLike[str]) -> dict[str, Any] | None:
     Raises
     ------
     FileFormatError
-        if the manifest file exists but is not readable JSON or not a JSON object.
+        if the manifest file exists but is not readable JSON, not a JSON object, or has a
+        standard field of the wrong type (:func:`validate_manifest`).
     """
     path = manifest_path(artifact)
     if not path.is_file():
         return None
     try:
         data = read_json(path)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FileFormatError(f"manifest {str(path)!r} is unreadable: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep
+        raise FileFormatError(
+            f"manifest {str(path)!r} is unreadable: {library_message(exc)}"
+        ) from None
+    return validate_manifest(data, path)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _shape(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_int(v) and v >= 0 for v in value)
+
+
+#: The standard manifest fields every artefact kind means the same by: name -> (test, what the
+#: message says was expected). A field absent is fine; one present must pass its test.
+STANDARD_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "kind": (lambda v: isinstance(v, str), "a string"),
+    "aria_version": (lambda v: isinstance(v, str), "a string"),
+    "created": (lambda v: isinstance(v, str), "a date string"),
+    "updated": (lambda v: isinstance(v, str), "a date string"),
+    "shape": (_shape, "a list of non-negative integers"),
+    "dtype": (lambda v: isinstance(v, str), "a dtype name (a string)"),
+    "orientation": (lambda v: isinstance(v, str), "a string"),
+    "format": (lambda v: isinstance(v, str) or _is_int(v), "a string or an integer"),
+    "row_ids": (lambda v: v is None or isinstance(v, str), "a file or key name, or null"),
+    "parameters": (lambda v: isinstance(v, dict), "a JSON object"),
+    "params": (lambda v: isinstance(v, dict), "a JSON object"),
+    "seed": (lambda v: v is None or _is_int(v), "an integer or null"),
+    "method": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "stage": (lambda v: v is None or isinstance(v, str), "a string or null"),
+}
+
+
+def validate_manifest(data: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Return ``data`` if it is a manifest whose standard fields have their types.
+
+    Readers use a manifest's fields directly (``manifest["shape"]``, ``.get("parameters")``);
+    this check makes a hand-edited or damaged manifest a one-line error naming the file and
+    the field instead of a ``TypeError`` deep inside a reader.
+
+    Parameters
+    ----------
+    data : Any
+        The decoded JSON.
+    path : str or path-like
+        The manifest file (for the message).
+
+    Returns
+    -------
+    dict
+        ``data``.
+
+    Raises
+    ------
+    FileFormatError
+        ``data`` is not a JSON object, or a field of :data:`STANDARD_FIELDS` has another type
+        (``manifest 'x.npy.manifest.json': shape: expected a list of non-negative integers,
+        got "abc"``).
+    """
+    where = f"manifest {str(path)!r}"
     if not isinstance(data, dict):
-        raise FileFormatError(f"manifest {str(path)!r}: expected a JSON object")
+        raise FileFormatError(
+            f"{where}: expected a JSON object, got {_json_kind(data)}"
+        )
+    for name, (test, what) in STANDARD_FIELDS.items():
+        if name in data and not test(data[name]):
+            raise FileFormatError(f"{where}: {name}: expected {what}, got {_shown(data[name])}")
     return data
+
+
+def _json_kind(value: Any) -> str:
+    """What a decoded JSON value is, in words."""
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+def _shown(value: Any) -> str:
+    """``value`` as a message shows it: as JSON, cut to 80 characters."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _normalise(value: Any) -> Any:
@@ -208,6 +294,8 @@ def check_manifest(
     ManifestMismatchError
         if a key differs (the message lists each difference), or if ``required`` and the
         artefact has no manifest.
+    FileFormatError
+        if the manifest is malformed (:func:`read_manifest`).
     """
     stored = read_manifest(artifact)
     if stored is None:
@@ -216,7 +304,13 @@ def check_manifest(
                 f"{str(artifact)!r} has no manifest ({DIR_NAME} / *{FILE_SUFFIX})"
             )
         return None
-    lines = diff_manifest(stored, wanted)
+    try:
+        lines = diff_manifest(stored, wanted)
+    except (RecursionError, ValueError, TypeError) as exc:  # nested deeper than can be compared
+        raise FileFormatError(
+            f"manifest {str(manifest_path(artifact))!r} cannot be compared: "
+            f"{library_message(exc)}"
+        ) from None
     if lines:
         raise ManifestMismatchError(
             f"{str(artifact)!r} was made with other settings; refusing to reuse it:\n  "

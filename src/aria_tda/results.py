@@ -25,7 +25,9 @@ Vocabulary used in the columns:
 ``versions`` (package → version), ``timings`` (stage → seconds), ``notes`` (list of strings),
 ``execution`` (where the study ran: ``scheduler`` — ``null`` on one machine —, ``workers``,
 ``settings_computed``, ``nulls_computed``, and on a cluster ``split``: ``"settings"`` or
-``"passes"``).
+``"passes"``), ``tables`` (written by the study runner: file name → content digest of each of
+its tables, :data:`RUN_TABLES`, when it wrote ``results.json``; :func:`table_mismatches` tells
+a table changed since, or left by another run, from the ones this ``results.json`` describes).
 
 The schema below is the contract between the writers (:mod:`aria_tda.study`,
 :mod:`aria_tda_experiments`) and the reader (:mod:`aria_tda.report`). Writers must provide the
@@ -40,7 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aria_tda._fingerprint import content_digest
 from aria_tda._io import atomic_path, read_json, write_json
+from aria_tda._paths import input_path
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 from aria_tda.manifest import make_manifest
 
@@ -51,13 +55,18 @@ __all__ = [
     "HOMOGENEITY_SUMMARY",
     "PREFERRED_K_REPORT",
     "RELIABILITY_DIAGNOSTICS",
+    "REPORT_FILE",
     "RESULTS_FILE",
+    "RUN_TABLES",
     "TABLES",
     "TableSpec",
     "default_k_report",
+    "is_aria_report",
     "is_results_dir",
     "read_results_meta",
     "read_table",
+    "table_digests",
+    "table_mismatches",
     "write_results_meta",
     "write_table",
 ]
@@ -87,6 +96,10 @@ def default_k_report(ks: Sequence[int]) -> int:
 
 RESULTS_FILE = "results.json"
 RESULTS_KIND = "aria-results"
+#: The report page of a results folder (``aria-tda report``, ``aria-tda run``).
+REPORT_FILE = "report.html"
+#: What the report page's head says about who wrote it.
+_REPORT_MARK = b'<meta name="generator" content="aria-tda'
 
 
 @dataclass(frozen=True)
@@ -318,6 +331,12 @@ _SPECS = (
 
 TABLES: Mapping[str, TableSpec] = {s.name: s for s in _SPECS}
 
+#: Tables the study runner (``aria-tda run``) writes; others (lds, agreement, sensitivity from
+#: a demo or a sweep) are added by other writers.
+RUN_TABLES: tuple[str, ...] = ("reliability", "homogeneity", "query_z", "pairs", "topk",
+                               "ranking", "alignment", "null", "queries", "confound", "tracks",
+                               "paired")
+
 
 def _spec(name: str) -> TableSpec:
     if name not in TABLES:
@@ -427,8 +446,83 @@ _OPS = {
 }
 
 
-def write_results_meta(results_dir: str | os.PathLike[str], meta: Mapping[str, Any]) -> Path:
+def table_digests(results_dir: str | os.PathLike[str],
+                  names: Sequence[str] = RUN_TABLES) -> dict[str, str]:
+    """File name → content digest of the tables ``names`` present in ``results_dir``.
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder.
+    names : sequence of str
+        Schema names (default: the study runner's tables, :data:`RUN_TABLES`).
+    """
+    d = Path(results_dir)
+    files = [_spec(name).filename for name in names]
+    return {f: content_digest(d / f) for f in files if (d / f).is_file()}
+
+
+def table_mismatches(results_dir: str | os.PathLike[str],
+                     meta: Mapping[str, Any] | None = None) -> list[str]:
+    """Tables that are not those ``results.json`` was written with, one note each.
+
+    A table whose bytes differ from the digest ``results.json`` recorded, one it recorded that
+    is gone, and one of the study runner's tables that it does not list (left by another run)
+    are named. A ``results.json`` that records no digests (older folders) gives no notes.
+
+    Parameters
+    ----------
+    results_dir : str or path-like
+        The results folder.
+    meta : mapping, optional
+        Its ``results.json`` (read when not given).
+    """
+    meta = read_results_meta(results_dir) if meta is None else meta
+    recorded = meta.get("tables")
+    if not isinstance(recorded, Mapping):
+        return []
+    d = Path(results_dir)
+    notes = []
+    for spec in TABLES.values():
+        path = d / spec.filename
+        want = recorded.get(spec.filename)
+        if want is None:
+            if spec.name in RUN_TABLES and path.is_file():
+                notes.append(f"{spec.filename}: not listed in {RESULTS_FILE} (left by another "
+                             "run?)")
+            continue
+        if not path.is_file():
+            notes.append(f"{spec.filename}: listed in {RESULTS_FILE} but not in the folder")
+        elif content_digest(path) != want:
+            notes.append(f"{spec.filename}: differs from the table {RESULTS_FILE} was written "
+                         "with (changed since, or written by another run)")
+    return notes
+
+
+def is_aria_report(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a report page written by ARIA (its head names aria-tda).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Any path; a missing or unreadable file gives ``False``.
+    """
+    try:
+        with open(path, "rb") as fh:
+            return _REPORT_MARK in fh.read(8192)
+    except OSError:
+        return False
+
+
+def write_results_meta(results_dir: str | os.PathLike[str], meta: Mapping[str, Any], *,
+                       record_tables: bool = False) -> Path:
     """Write ``results.json`` (adds ``kind``, ``aria_version`` and ``created``).
+
+    With ``record_tables`` (the study runner, right after publishing its tables) ``tables``
+    records the content digest of each of :data:`RUN_TABLES` in the folder now
+    (:func:`table_digests`), so a reader can tell tables changed later
+    (:func:`table_mismatches`); without it a ``tables`` key of ``meta`` is kept as given (a
+    demo that adds its own tables rewrites ``results.json`` with the runner's record).
 
     Parameters
     ----------
@@ -437,13 +531,18 @@ def write_results_meta(results_dir: str | os.PathLike[str], meta: Mapping[str, A
     meta : Mapping[str, Any]
         Run metadata under the keys listed in the module docstring (``study``, ``settings``,
         ``channels``, ``versions``, ``timings``, ``notes``, ...); JSON-able values.
+    record_tables : bool
+        Record the digests of the runner's tables now in the folder.
 
     Returns
     -------
     pathlib.Path
         The ``results.json`` written.
     """
-    out = make_manifest(RESULTS_KIND, **dict(meta))
+    fields = dict(meta)
+    if record_tables:
+        fields["tables"] = table_digests(results_dir)
+    out = make_manifest(RESULTS_KIND, **fields)
     return write_json(Path(results_dir) / RESULTS_FILE, out)
 
 
@@ -487,8 +586,9 @@ def read_results_meta(results_dir: str | os.PathLike[str]) -> dict[str, Any]:
         if ``results_dir`` is not an ARIA results folder.
     """
     p = Path(results_dir)
-    if not p.is_dir():
+    if not p.exists() and not p.is_symlink():
         raise FileFormatError(f"results_dir: no such directory: {str(p)!r}")
+    input_path(p, "results_dir", kind="dir")  # a file, a FIFO, a link loop
     if not is_results_dir(p):
         raise FileFormatError(
             f"results_dir: {str(p)!r} is not an ARIA results folder (no valid {RESULTS_FILE}); "

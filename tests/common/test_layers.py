@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "aria_tda._optional",
             "aria_tda._progress",
             "aria_tda._io",
+            "aria_tda._paths",
             "aria_tda._lock",
             "aria_tda._fingerprint",
             "aria_tda._checks",

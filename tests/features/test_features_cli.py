@@ -194,7 +194,7 @@ def test_clear_errors(tmp_path, capsys):
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
     code, _, err = run(["features", "symbolic", str(src), "--out", str(blocker / "store")], capsys)
-    assert code == 2 and "cannot create directory" in err
+    assert code == 2 and "expected a directory" in err and "got a file" in err
     code, _, err = run(["features", "symbolic", str(src), "--out", str(blocker)], capsys)
     assert code == 2 and "not a feature-store directory" in err
     (tmp_path / "nothing").mkdir()

@@ -167,6 +167,7 @@ def test_writer_appends_and_resumes(tmp_path):
     assert st.track_ids.tolist() == ["a", "b"] and len(st.errors) == 1
     assert st.manifest["n_tracks"] == 2 and st.manifest["n_errors"] == 1
 
+    w.close()  # one open writer per store
     w2 = StoreWriter(tmp_path / "s", modality="symbolic", params={"form": "paper", "fps": 50.0})
     assert w2.done == {"a", "b"} and w2.error_paths == {"c.mid"}
     w2.append(["c", "a"], {"x": np.array([[5.0, 6.0], [7.0, 8.0]])})  # c recovered, a rewritten
@@ -246,9 +247,13 @@ def _write_manifest(path, man):
 def test_manifest_lists_its_parts(tmp_path):
     path = _two_part_store(tmp_path)
     man = _manifest(path)
+    from aria_tda._fingerprint import hash_bytes
+
     assert man["parts"] == [
-        {"file": "part-00000.parquet", "rows": 2},
-        {"file": "part-00001.parquet", "rows": 1},
+        {"file": "part-00000.parquet", "rows": 2,
+         "digest": hash_bytes(path / "part-00000.parquet")},
+        {"file": "part-00001.parquet", "rows": 1,
+         "digest": hash_bytes(path / "part-00001.parquet")},
     ]
     assert FeatureStore.open(path).track_ids.tolist() == ["a", "b", "c"]
 

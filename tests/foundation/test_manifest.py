@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria_tda.errors import ManifestMismatchError
+from aria_tda.errors import FileFormatError, ManifestMismatchError
 from aria_tda.manifest import check_manifest, make_manifest, read_manifest, write_manifest
 
 
@@ -17,3 +17,39 @@ def test_manifest_roundtrip_and_mismatch(tmp_path):
     check_manifest(art, {"parameters": {"proj_dim": 512}})
     with pytest.raises(ManifestMismatchError, match=r"parameters.proj_dim: stored 512, asked 4096"):
         check_manifest(art, {"parameters": {"proj_dim": 4096}})
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("[1, 2]", "JSON object"),
+        ('{"shape": "abc"}', "shape"),
+        ('{"shape": [[3, 4]]}', "shape"),
+        ('{"shape": [3, -4]}', "shape"),
+        ('{"parameters": 3}', "parameters"),
+        ('{"parameters": [["a", 1]]}', "parameters"),
+        ('{"kind": ["scores"]}', "kind"),
+        ('{"seed": true}', "seed"),
+        ('{"row_ids": {"file": "x"}}', "row_ids"),
+        ('{"created": 2024}', "created"),
+    ],
+)
+def test_malformed_manifests_are_one_line_errors_naming_file_and_field(tmp_path, text, field):
+    art = tmp_path / "s.npy"
+    art.write_bytes(b"")
+    (tmp_path / "s.npy.manifest.json").write_text(text)
+    for call in (lambda: read_manifest(art),
+                 lambda: check_manifest(art, {"parameters": {"lr": 1}, "shape": [3, 4]})):
+        with pytest.raises(FileFormatError) as exc:
+            call()
+        msg = str(exc.value)
+        assert "\n" not in msg and "s.npy.manifest.json" in msg and field in msg, msg
+
+
+def test_unreadable_manifests_are_one_line_errors(tmp_path):
+    art = tmp_path / "s.npy"
+    art.write_bytes(b"")
+    for raw in (b"\xff\xfe{", b"[" * 100_000, b'{"a": '):
+        (tmp_path / "s.npy.manifest.json").write_bytes(raw)
+        with pytest.raises(FileFormatError, match=r"s\.npy\.manifest\.json' is unreadable: \w+"):
+            check_manifest(art, {"kind": "scores"})

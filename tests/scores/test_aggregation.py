@@ -221,7 +221,7 @@ def test_auto_picks_rank_for_heavy_tails(rng):
 def test_refuses_to_overwrite_its_input(seg, tmp_path):
     s, tracks = seg
     path = save_scores(s, tmp_path / "s.npy")
-    with pytest.raises(FileFormatError, match="refusing to overwrite the matrix being read"):
+    with pytest.raises(ParameterError, match=r"got the scores input .* \(refusing to overwrite"):
         aggregate(path, segments=tracks, out=path)
     np.testing.assert_array_equal(open_scores(path).to_numpy(), s)
 

@@ -286,7 +286,7 @@ def test_as_source_and_parameters(rng, tmp_path):
     with pytest.raises(ParameterError, match=r"out: expected a path ending in \.npy or \.zarr"):
         save_scores(s, tmp_path / "s.h5")
     path = save_scores(s, tmp_path / "s.npy")
-    with pytest.raises(FileFormatError, match="refusing to overwrite"):
+    with pytest.raises(ParameterError, match="refusing to overwrite an input"):
         save_scores(open_scores(path), path)
     assert default_chunk_rows((10**7, 2000), np.float32) == 64 * 2**20 // 8000
     assert default_chunk_rows((100, 7000), np.float32) == 100

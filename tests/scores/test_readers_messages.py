@@ -88,3 +88,39 @@ def test_library_messages_become_one_line():
     text = library_message(ValueError("\x1b[31mred\x1b[0m first\nsecond"))
     assert text == "ValueError: red first"
     assert one_line("\n\n  \n") == ""
+
+
+@pytest.mark.parametrize("protocol", [3, 4, 5])
+def test_protocol2_rewrites_newer_pickles_to_the_same_objects(protocol):
+    import collections
+    import pickle
+    import pickletools
+
+    from aria_tda.scores.formats.torch import protocol2
+
+    shared = ("storage", "cpu")
+    obj = {
+        "a": [shared, shared, "storage", ("cpu", 1.5, None, True)],
+        "od": collections.OrderedDict(x=1, y=[2, 3]),
+        "many": [f"s{i % 300}" for i in range(600)] + [(i,) for i in range(300)],  # > 256 memo
+        "ü": "é" * 300,
+    }
+    data = pickle.dumps(obj, protocol=protocol)
+    out = protocol2(data)
+    assert out[:2] == b"\x80\x02"
+    assert max(op.proto for op, _, _ in pickletools.genops(out)) <= 2
+    assert pickle.loads(out) == obj
+
+
+def test_a_tensor_saved_with_a_newer_protocol_is_read(tmp_path):
+    torch = pytest.importorskip("torch")
+    t = torch.arange(24, dtype=torch.float32).reshape(6, 4)
+    for protocol in (2, 5):
+        path = tmp_path / f"p{protocol}.pt"
+        torch.save({"scores": t, "row_ids": list("abcdef")}, path, pickle_protocol=protocol)
+        with open_scores(path) as src:
+            np.testing.assert_array_equal(src.to_numpy(), t.numpy())
+            assert src.row_ids.tolist() == list("abcdef") and src.key == "scores"
+    torch.save(np.zeros((5, 3)), tmp_path / "np5.pt", pickle_protocol=5)
+    with pytest.raises(FileFormatError, match="pickled NumPy array"):
+        open_scores(tmp_path / "np5.pt")

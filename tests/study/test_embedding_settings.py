@@ -10,6 +10,7 @@ from aria_tda.features.store import StoreWriter
 from aria_tda.results import read_results_meta, read_table
 from aria_tda.study import run_study
 from aria_tda.study.config import SettingSpec, parse_study
+from aria_tda.study.setting import slot_name
 
 ENCODER = {"encoder": "toy-enc", "weights_sha256": "ab" * 32, "layer": None,
            "sample_rate": 16000, "window_seconds": 1.0, "dim": 16}
@@ -60,7 +61,7 @@ def test_embedding_setting_runs_cached_and_track_level(tmp_path, rng, planted_st
     assert s["name"] == "toy-enc" and s["method"] == "toy-enc"  # the encoder's name
     assert s["normalize"] == "none" and s["train_embeddings"].endswith("emb_train")
     assert s["kind"] == "embedding"  # the report's Table 3 picks these settings
-    cached = out / ".cache" / "_embedding_scores" / "toy-enc.npy"
+    cached = out / ".cache" / "_embedding_scores" / f"{slot_name('toy-enc')}.npy"
     assert s["scores"] == str(cached) and cached.is_file()
     hom = read_table(out, "homogeneity")
     orig = hom[(hom.variant == "original") & (hom.K == 10)].set_index("channel")
@@ -103,3 +104,27 @@ def test_setting_keys_are_checked():
     assert SettingSpec(scores="s.npy").normalize == "zscore"
     assert SettingSpec(train_embeddings="a", query_embeddings="b",
                        normalize="zscore").normalize == "zscore"
+
+
+def test_a_damaged_cached_cosine_matrix_is_made_again_with_one_warning(tmp_path, rng,
+                                                                       planted_study, capsys):
+    import warnings
+
+    from aria_tda.errors import AriaWarning
+
+    study = _study(tmp_path, rng, planted_study)
+    out = run_study(study)
+    cached = out / ".cache" / "_embedding_scores" / f"{slot_name('toy-enc')}.npy"
+    want = read_table(out, "homogeneity")
+    data = bytearray(cached.read_bytes())
+    data[-64:] = bytes(64)  # the same size, other values
+    cached.write_bytes(bytes(data))
+    capsys.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_study(study)
+    damaged = [w for w in caught if "damaged cache entry" in str(w.message)]
+    assert len(damaged) == 1 and issubclass(damaged[0].category, AriaWarning)
+    assert cached.name in str(damaged[0].message)
+    assert "cosine scores of 120 training tracks" in capsys.readouterr().out
+    assert read_table(out, "homogeneity").equals(want)

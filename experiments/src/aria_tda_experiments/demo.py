@@ -99,6 +99,17 @@ class DemoSettings:
             check_int_list("trak_k", list(self.trak_k), min_value=1)
         if self.K is not None:
             check_int_list("K", list(self.K), min_value=2)
+        if self.K_report is not None:
+            check_int("K_report", self.K_report, min_value=2)
+            # with K given it must be one of them; without, one of the paper's K (the corpus
+            # size may cap them further, known after the corpus stage)
+            ks = sorted(set(self.K)) if self.K is not None else list(DEFAULT_KS)
+            if self.K_report not in ks:
+                raise ParameterError(expected("K_report", f"one of K = {ks}", self.K_report))
+        from aria_tda.attribution.task import check_loss
+
+        check_loss("loss", self.loss)
+        check_loss("target", self.target)
         if self.until is not None:
             check_choice("until", self.until, STAGES)
         from aria_tda.attribution._device import check_device
@@ -174,9 +185,10 @@ class _Runner:
         reason = st.stale_reason()
         self._log(f"{name}: running" + (f" ({reason})" if reason else ""))
         t0 = time.perf_counter()
-        st.begin(clear=not resumable)
-        summary = body(st.path) or {}
-        st.complete(**summary)
+        # whatever the body raises, the stage is not left marked "running"
+        with st.running(clear=not resumable) as work:
+            summary = body(work) or {}
+            st.complete(**summary)
         self.timings[name] = round(time.perf_counter() - t0, 2)
         self._log(f"{name}: done in {self.timings[name]:.1f} s")
         return st.path
@@ -262,9 +274,17 @@ def run_demo(
         raise ParameterError(expected("overrides", "DemoSettings fields", sorted(unknown)))
     settings = DemoSettings(preset=name, seed=seed, methods=methods, threads=n_threads, **overrides)
     trak_ks = _trak_ks(settings, methods, p)
+    corpus_cfg = p.with_seed(seed).corpus
+    if settings.collections is not None:
+        corpus_cfg = dataclasses.replace(corpus_cfg, collections=tuple(settings.collections))
     root = Path(out).absolute()  # one meaning for a relative --out in every stage
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
+    # every argument is checked before the first stage is marked: a refused command leaves
+    # no stage behind (the music21 collections are otherwise only read inside the corpus stage)
+    from aria_tda_experiments.corpus import list_work_files
+
+    list_work_files(corpus_cfg.collections)
     root.mkdir(parents=True, exist_ok=True)
     run = _Runner(root, quiet)
     t_start = time.perf_counter()
@@ -275,9 +295,6 @@ def run_demo(
     # (before torch sets up its threads: the conversion workers are forked)
     from aria_tda_experiments.corpus import load_corpus
 
-    corpus_cfg = p.with_seed(seed).corpus
-    if settings.collections is not None:
-        corpus_cfg = dataclasses.replace(corpus_cfg, collections=tuple(settings.collections))
     corpus_dir = run.stage("corpus", {"corpus": corpus_cfg.to_dict()}, [],
                            lambda d: _corpus(d, corpus_cfg, progress, n_threads))
     if settings.until == "corpus":

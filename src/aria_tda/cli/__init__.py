@@ -14,8 +14,9 @@ Flags map one-to-one onto library keyword arguments; no logic lives here.
 
 :func:`main` is the dispatcher: a user mistake (any :class:`~aria_tda.errors.AriaError`) is one
 line ``aria-tda COMMAND: error: ...`` and exit status 2, Ctrl-C one line and status 130, and an
-unexpected exception keeps its traceback (a bug should be visible). ARIA's warnings print
-once each; repeats that differ only in K are one line listing the K's
+unexpected exception keeps its traceback (a bug should be visible); an ``OSError`` about a
+path given to a flag names the flag. ARIA's warnings print once each, other libraries'
+warnings as one line each; repeats that differ only in K are one line listing the K's
 (:class:`aria_tda.cli._common.WarningPrinter`). A usage error (an unknown flag, a bad choice) is
 one line too, and a failed command removes the empty folders it made for its output. A
 closed pipe (``aria-tda diagnose F --json | head -5``) ends quietly with status 141, as a
@@ -35,7 +36,12 @@ from pathlib import Path
 from typing import NoReturn
 
 from aria_tda._version import __version__
-from aria_tda.cli._common import flush_stdout, handle_errors, install_warning_format
+from aria_tda.cli._common import (
+    flag_names,
+    flush_stdout,
+    handle_errors,
+    install_warning_format,
+)
 
 # Order in ``aria-tda --help``; discovered modules not listed here follow alphabetically.
 ORDER = (
@@ -140,7 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():
         printer = install_warning_format(args.command)
         try:
-            status = handle_errors(args.command, lambda: args.func(args))
+            status = handle_errors(args.command, lambda: args.func(args), args=args,
+                                   flags=_sub_flags(parser, args.command))
         finally:
             printer.flush()
     if status == 0:
@@ -148,6 +155,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if status != 0:
         _remove_empty(absent)
     return status
+
+
+def _sub_flags(parser: argparse.ArgumentParser, command: str) -> dict[str, str]:
+    """How the arguments of sub-command ``command`` are written (for messages)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return flag_names(action.choices[command])
+    return {}
 
 
 #: Flags naming something a command writes; a failed run removes the empty folders it made.

@@ -15,7 +15,14 @@ redirected to ``/dev/null`` so the interpreter's last flush cannot fail
 
 Warnings: ARIA's warnings are ``aria-tda CMD: warning: ...`` lines, each printed once. Warnings
 that differ only in the group size (``K=20``, ``K=50``, ...) are collected and printed once at
-the end of the command, as one line listing the K's they concern.
+the end of the command, as one line listing the K's they concern. Other libraries' warnings
+(torch, NumPy, pandas, pyarrow, zarr) that pass Python's warning filters are one line too,
+``aria-tda CMD: warning: Category: first line of the message``, each printed once.
+
+An ``OSError`` is read by :func:`aria_tda._paths.os_error_message`: a full disk or an exceeded
+quota as ``No space left on DEVICE ..., writing PATH``, a symlink loop as such, and "File
+exists", "Is a directory" or "Not a directory" as what was expected and what was found, led by
+the flag whose path it concerns (``--spill-dir: expected a directory, got a file: 'x'``).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ __all__ = [
     "add_progress_flag",
     "add_score_reading_flags",
     "add_transpose_flag",
+    "flag_names",
     "flush_stdout",
     "handle_errors",
     "install_warning_format",
@@ -55,7 +63,13 @@ MAX_ERROR_CHARS = 1000
 _K_IN_MESSAGE = re.compile(r"\bK ?= ?(\d+)\b")
 
 
-def handle_errors(command: str, body: Callable[[], int | None]) -> int:
+def handle_errors(
+    command: str,
+    body: Callable[[], int | None],
+    *,
+    args: argparse.Namespace | None = None,
+    flags: dict[str, str] | None = None,
+) -> int:
     """Run ``body``; turn user mistakes into a one-line message on stderr and exit status 2.
 
     Parameters
@@ -64,6 +78,11 @@ def handle_errors(command: str, body: Callable[[], int | None]) -> int:
         The sub-command's name (``aria-tda COMMAND: error: ...``).
     body : callable
         Runs the command; returns its exit status (``None`` means 0).
+    args : argparse.Namespace, optional
+        The parsed arguments: an ``OSError`` about a path given to a flag names the flag.
+    flags : dict of str to str, optional
+        How each argument is written on the command line (``{"spill_dir": "--spill-dir",
+        "scores": "SCORES"}``, :func:`flag_names`); default ``--`` + the name.
     """
     debug = os.environ.get("ARIA_DEBUG", "") not in {"", "0"}
     try:
@@ -81,12 +100,60 @@ def handle_errors(command: str, body: Callable[[], int | None]) -> int:
     except OSError as exc:
         if debug:
             raise
-        where = f": {exc.filename!r}" if getattr(exc, "filename", None) else ""
-        _one_line_error(command, f"{exc.strerror or exc}{where}")
+        from aria_tda._paths import os_error_message
+
+        _one_line_error(command, os_error_message(exc, name=_flag_of(exc, args, flags)))
         return EXIT_USAGE
     except KeyboardInterrupt:
         _one_line_error(command, "interrupted; finished stages are kept and a rerun resumes")
         return EXIT_INTERRUPTED
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """How each argument of ``parser`` is written: ``dest -> "--long-flag"`` or ``"METAVAR"``.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        A sub-command's parser.
+    """
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        if action.option_strings:
+            out[action.dest] = max(action.option_strings, key=len)
+        elif isinstance(action.metavar, str):
+            out[action.dest] = action.metavar
+        else:
+            out[action.dest] = action.dest.upper()
+    return out
+
+
+def _flag_of(
+    exc: OSError, args: argparse.Namespace | None, flags: dict[str, str] | None = None
+) -> str | None:
+    """The flag (``--spill-dir``) or argument (``SCORES``) whose path ``exc`` is about, if any.
+
+    The path given that is ``exc.filename`` itself or its nearest folder wins (so ``--out
+    res`` beats an input folder ``.`` for a file under ``res/``).
+    """
+    filename = getattr(exc, "filename", None)
+    if args is None or not isinstance(filename, str | bytes | os.PathLike):
+        return None
+    from pathlib import Path
+
+    target = Path(os.fsdecode(filename)).absolute()
+    best: tuple[int, str] | None = None
+    for dest, value in vars(args).items():
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            if not isinstance(v, str | os.PathLike) or not os.fspath(v) or dest == "command":
+                continue
+            given = Path(v).absolute()
+            if (given == target or given in target.parents) and (
+                best is None or len(given.parts) > best[0]
+            ):
+                best = (len(given.parts), (flags or {}).get(dest) or "--" + dest.replace("_", "-"))
+    return None if best is None else best[1]
 
 
 class WarningPrinter:
@@ -101,11 +168,16 @@ class WarningPrinter:
         The sub-command's name.
     file : file-like, optional
         Where to print (default: ``sys.stderr`` at the time of printing).
+    one_line_others : bool
+        Print other libraries' warnings as one line ``Category: first line`` each (once per
+        message) too; otherwise they go to the ``warnings.showwarning`` hook that was there
+        before. :func:`install_warning_format` (every command) sets it.
     """
 
-    def __init__(self, command: str, file: Any = None) -> None:
+    def __init__(self, command: str, file: Any = None, *, one_line_others: bool = False) -> None:
         self.command = command
         self.file = file
+        self.one_line_others = one_line_others
         self._seen: set[tuple[str, type]] = set()
         self._by_k: dict[tuple[str, type], list[int]] = {}
         self._first: dict[tuple[str, type], str] = {}
@@ -134,7 +206,14 @@ class WarningPrinter:
             Passed on for warnings that are not ARIA's.
         """
         if not (isinstance(category, type) and issubclass(category, AriaWarning)):
-            self._other(message, category, filename, lineno, file, line)
+            if not self.one_line_others:
+                self._other(message, category, filename, lineno, file, line)
+                return
+            name = getattr(category, "__name__", "Warning")
+            text = f"{name}: {one_line(message) or name}"
+            if (text, category) not in self._seen:
+                self._seen.add((text, category))
+                self._print(text)
             return
         text = str(message)
         ks = [int(k) for k in _K_IN_MESSAGE.findall(text)]
@@ -165,14 +244,15 @@ def install_warning_format(command: str) -> WarningPrinter:
     """Show ARIA's warnings as ``aria-tda COMMAND: warning: ...`` lines (each message once).
 
     Call inside ``warnings.catch_warnings()``, and call the returned printer's ``flush()``
-    when the command ends. Other libraries' warnings keep Python's format.
+    when the command ends. Other libraries' warnings are one line each too
+    (``aria-tda COMMAND: warning: UserWarning: ...``), where Python's filters let them through.
 
     Parameters
     ----------
     command : str
         The sub-command's name.
     """
-    printer = WarningPrinter(command)
+    printer = WarningPrinter(command, one_line_others=True)
     warnings.showwarning = printer.show
     warnings.simplefilter("always", AriaWarning)  # the printer does the de-duplication
     return printer

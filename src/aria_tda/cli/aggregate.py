@@ -54,6 +54,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--out", required=True, metavar="PATH", help="output .npy or .zarr")
     p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing --out that ARIA did not write as S_track (by default such a "
+        "file is refused; an earlier S_track is always replaced)",
+    )
+    p.add_argument(
         "--tracks",
         default=None,
         metavar="FILE",
@@ -96,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
     """
     from aria_tda.scores import aggregate
     from aria_tda.scores.normalization import KURTOSIS_THRESHOLD
+    from aria_tda.scores.writers import check_not_input
 
+    check_not_input("out", args.out, {"tracks": args.tracks})  # the others: in aggregate()
     result = aggregate(
         args.scores,
         segments=args.segments,
@@ -112,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         tmp_dir=args.tmp_dir,
         progress=args.progress,
         transpose=args.transpose,
+        overwrite=args.overwrite,
     )
 
     params = (result.manifest or {}).get("parameters", {})

@@ -258,6 +258,10 @@ def run(args: argparse.Namespace) -> int:
     from aria_tda.errors import ParameterError
     from aria_tda.scores.readers import as_source
 
+    if args.spill_dir is not None:  # a file named as the spill folder: refused before any read
+        from aria_tda.diagnostics.tiled import check_spill_dir
+
+        check_spill_dir(args.spill_dir, name="--spill-dir")
     scheduler = check_scheduler(getattr(args, "scheduler", None), name="--scheduler")
     require_scheduler(scheduler)  # optional packages are checked before the matrix is read
     if args.device is not None:

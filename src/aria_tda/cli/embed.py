@@ -19,6 +19,7 @@ import argparse
 from typing import Any
 
 from aria_tda.cli._common import add_progress_flag, add_scheduler_flag, print_json
+from aria_tda.errors import ParameterError, expected
 
 
 def register(subparsers: Any) -> None:
@@ -82,9 +83,21 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed command line.
     """
+    from aria_tda._checks import check_float, check_int
     from aria_tda._optional import require_all
     from aria_tda.cli.features import open_cluster
     from aria_tda.embed.pipeline import embed_to_store
+
+    # every flag checked by its name before anything is written (never recorded in a store)
+    check_int("--workers", args.workers, min_value=1)
+    if args.layer is not None:
+        check_int("--layer", args.layer, min_value=0)
+    if args.segment_seconds is not None:
+        check_float("--segment-seconds", args.segment_seconds, min_value=0.0,
+                    min_inclusive=False)
+    if not args.device.strip():
+        raise ParameterError(expected("--device", "a torch device name (cpu, cuda, ...)",
+                                      args.device))
 
     # checked before any work: every encoder runs on torch and reads audio with soundfile;
     # MERT is a transformers model

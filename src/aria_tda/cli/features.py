@@ -211,27 +211,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_errors(args)
     from aria_tda.features.extract import extract_to_store
 
-    params = dict(args.param)
-    segments = None
-    if args.features_command == "symbolic":
-        for key in ("form", "fps", "boundary"):
-            value = getattr(args, key)
-            if value is not None:
-                params[key] = value
-        if args.segment_seconds is not None:
-            segments = {"seconds": args.segment_seconds, "hop": args.hop}
-        elif args.segment_notes is not None:
-            hop = None if args.hop is None else int(args.hop)
-            if args.hop is not None and hop != args.hop:
-                raise ParameterError(
-                    expected("--hop", "a whole number of notes with --segment-notes", args.hop)
-                )
-            segments = {"n_notes": args.segment_notes, "hop": hop}
-        elif args.hop is not None:
-            raise ParameterError(
-                expected("--hop", "--segment-seconds or --segment-notes", "--hop alone")
-            )
-    else:  # audio: its packages are checked before any file is read (one line, not per file)
+    params, segments = _checked_options(args)
+    if args.features_command == "audio":
+        # its packages are checked before any file is read (one line, not per file)
         import importlib
 
         try:  # the module extract_to_store will run
@@ -264,6 +246,45 @@ def run(args: argparse.Namespace) -> int:
             f"failed (aria-tda features errors STORE lists them) -> {summary['store']}"
         )
     return 0
+
+
+def _checked_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The extractor's parameters and the segmentation, every flag checked by its name before
+    anything is written (a rejected value never reaches a store's manifest)."""
+    from aria_tda._checks import check_float, check_int
+
+    check_int("--workers", args.workers, min_value=1)
+    check_int("--flush-every", args.flush_every, min_value=1)
+    params = dict(args.param)
+    if args.features_command != "symbolic":
+        return params, None
+    positive = {"min_value": 0.0, "min_inclusive": False}
+    if args.fps is not None:
+        check_float("--fps", args.fps, **positive)
+    for key in ("form", "fps", "boundary"):
+        value = getattr(args, key)
+        if value is not None:
+            params[key] = value
+    if args.segment_seconds is not None:
+        check_float("--segment-seconds", args.segment_seconds, **positive)
+        if args.hop is not None:
+            check_float("--hop", args.hop, **positive)
+        return params, {"seconds": args.segment_seconds, "hop": args.hop}
+    if args.segment_notes is not None:
+        check_int("--segment-notes", args.segment_notes, min_value=1)
+        if args.hop is None:
+            return params, {"n_notes": args.segment_notes, "hop": None}
+        check_float("--hop", args.hop, **positive)
+        if int(args.hop) != args.hop:
+            raise ParameterError(
+                expected("--hop", "a whole number of notes with --segment-notes", args.hop)
+            )
+        return params, {"n_notes": args.segment_notes, "hop": int(args.hop)}
+    if args.hop is not None:
+        raise ParameterError(
+            expected("--hop", "--segment-seconds or --segment-notes", "--hop alone")
+        )
+    return params, None
 
 
 def open_cluster(args: argparse.Namespace) -> Any:

@@ -3,7 +3,7 @@ run``.
 
 ::
 
-    aria-tda retrieve TRAIN_EMB QUERY_EMB --out SCORES.npy|.zarr [--block-rows N]
+    aria-tda retrieve TRAIN_EMB QUERY_EMB --out SCORES.npy|.zarr [--block-rows N] [--overwrite]
 
 The matrix is training tracks × queries (float32), streamed in row blocks, with the training
 track ids as row ids and a manifest naming both stores and their encoder;
@@ -40,6 +40,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("queries", metavar="QUERY_EMB", help="embedding store of the queries")
     p.add_argument("--out", required=True, metavar="SCORES",
                    help="output matrix, .npy or .zarr")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing --out that ARIA did not write as cosine scores "
+                   "(by default such a file is refused)")
     p.add_argument("--block-rows", type=int, default=None, metavar="N",
                    help="training rows per streamed block (default: ~64 MB of scores)")
     add_progress_flag(p)
@@ -58,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from aria_tda.scores import open_scores
 
     out = retrieve(args.train, args.queries, args.out, block_rows=args.block_rows,
-                   progress=args.progress)
+                   progress=args.progress, overwrite=args.overwrite)
     n, t = open_scores(out).shape
     print(f"cosine scores of {n} training tracks x {t} queries -> {out}")
     return 0

@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Run every analysis of a study file for every setting it names and write a results "
             "folder (results.json + CSV/Parquet tables) and report.html. Finished settings are "
-            "cached and reused when their inputs and parameters are unchanged. See "
+            "cached and reused when the content of their inputs and their parameters are "
+            "unchanged; one run writes a results folder at a time, inputs are never written "
+            "over, and a killed run is resumed by the next. See "
             "'aria_tda.study.config' for the study file format. With --scheduler (or the study's "
             "'scheduler' key) the settings run in parallel on a Dask cluster, each null "
             "computed once; the results are those of the single-machine run."

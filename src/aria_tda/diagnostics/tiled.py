@@ -12,6 +12,10 @@ widths chosen so the float64 panel, its float32 product tile and the row blocks 
   per-column sums of the first pass (:func:`aria_tda.diagnostics.kappa.abs_corr_block`), then
 - writes the panel to a spill file (float64, one panel after another; the upper triangle
   only, about :math:`4 T^2` bytes) in a temporary folder, removed by :meth:`TiledGram.close`.
+  The file's full size is reserved on disk before the first pass (a full disk is a one-line
+  :class:`~aria_tda.errors.DiskFullError` at once, not after hours of passes); the folder's
+  name is unique to the process (:func:`aria_tda._io.temp_name`), and the spill folders of
+  killed runs are removed when the next tiled pass starts in the same place.
 
 :meth:`TiledGram.matmat` multiplies the raw Gram :math:`S^\top S = G_y + s_1 c^\top +
 c s_1^\top + n c c^\top` by a block of vectors with one sequential read of the spill file
@@ -23,17 +27,24 @@ results agree with it to rounding.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from aria_tda._io import (
+    check_space,
+    disk_full_message,
+    reserve_space,
+    sweep_leftovers,
+    temp_name,
+)
 from aria_tda.diagnostics.kappa import abs_corr_block
-from aria_tda.errors import DataError, ParameterError
+from aria_tda.errors import DataError, DiskFullError, ParameterError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.source import ScoreSource, expected_text
@@ -46,7 +57,14 @@ from aria_tda.scores.stats import (
     locate_nonfinite,
 )
 
-__all__ = ["TiledGram", "default_spill_dir", "gram_bytes", "parse_memory", "tiled_gram"]
+__all__ = [
+    "TiledGram",
+    "check_spill_dir",
+    "default_spill_dir",
+    "gram_bytes",
+    "parse_memory",
+    "tiled_gram",
+]
 
 #: Columns per product tile inside a panel (bounds the float32 temporary).
 TILE_COLS = 4096
@@ -96,6 +114,36 @@ def default_spill_dir() -> Path:
     """``$ARIA_CACHE_DIR/tiles`` (default ``~/.cache/aria/tiles``): where tiles are spilled."""
     base = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
     return base / "tiles"
+
+
+def check_spill_dir(spill_dir: Any, *, name: str = "spill_dir") -> Path:
+    """The spill folder as a Path; refused at once when it is not (and cannot be) a folder.
+
+    Parameters
+    ----------
+    spill_dir : path-like or None
+        The folder (``None``: :func:`default_spill_dir`). It need not exist yet.
+    name : str
+        What error messages call it (``"--spill-dir"`` on the command line).
+
+    Raises
+    ------
+    ParameterError
+        ``--spill-dir: expected a folder, got a file: 'x'`` (or a path under a file).
+    """
+    if spill_dir is None:
+        base = default_spill_dir()
+    elif isinstance(spill_dir, str | os.PathLike) and str(spill_dir):
+        base = Path(spill_dir)
+    else:
+        raise ParameterError(expected_text(name, "a folder", repr(spill_dir)))
+    p = base.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent  # the nearest part that exists must be a folder
+    if not p.is_dir():
+        got = f"a file: {str(p)!r}" if p == base.absolute() else f"a path under the file {str(p)!r}"
+        raise ParameterError(expected_text(name, "a folder", got))
+    return base
 
 
 @dataclass
@@ -220,7 +268,9 @@ def tiled_gram(
         Budget for the row blocks and one panel (``"8GB"``); more budget, fewer passes.
     spill_dir : path, optional
         Folder for the spill file (default :func:`default_spill_dir`); a temporary
-        sub-folder is made there and removed by :meth:`TiledGram.close`.
+        sub-folder is made there and removed by :meth:`TiledGram.close`. A file is refused
+        (:func:`check_spill_dir`), and so is a disk without room for the whole spill file
+        (:class:`~aria_tda.errors.DiskFullError`, before the first pass).
     chunk_rows : int, optional
         Rows per block (default: what fits an eighth of the budget, at most the engine's).
     compute_dtype : {None, "float32", "float64"}
@@ -237,6 +287,7 @@ def tiled_gram(
     TiledGram
         Close it (or use it as a context manager) to remove the spill file.
     """
+    base = check_spill_dir(spill_dir)
     src: ScoreSource = as_source(scores)
     budget = parse_memory(memory)
     t = src.n_cols
@@ -253,20 +304,23 @@ def tiled_gram(
     fixed = rows * per_row + 8 * 8 * t + min(2**20, budget // 16)
     panels = _plan(t, budget - fixed, cdt.itemsize, budget)
     need = sum(8 * (b - a) * (t - a) for a, b in panels)
-    base = Path(spill_dir) if spill_dir is not None else default_spill_dir()
-    base.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(base).free
-    if free < need:
-        raise DataError(
-            expected_text(
-                "spill_dir", f"{need / 2**30:.1f} GB free for the tiled Gram in {base}",
-                f"{free / 2**30:.1f} GB",
-            )
-        )
-    folder = Path(tempfile.mkdtemp(prefix="aria-gram-", dir=base))
+    sweep_leftovers(base)  # spill folders of killed runs (their processes are gone)
+    folder = base / temp_name("aria-gram")
     path = folder / "gram.f64"
+    check_space(path, need)
     try:
+        folder.mkdir(parents=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            reserve_space(fd, need, path=path)  # the whole spill file, before the first pass
+        finally:
+            os.close(fd)
         return _passes(src, panels, rows, cdt, budget, folder, path, n_threads, progress, ulps)
+    except OSError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, DiskFullError):
+            raise DiskFullError(disk_full_message(path, need)) from None
+        raise
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -293,7 +347,7 @@ def _passes(
     done: list[tuple[int, int, int]] = []
     offset = 0
     work = np.empty((rows, t), dtype=cdt)
-    with open(path, "wb") as fh, blas_threads(n_threads):
+    with open(path, "r+b") as fh, blas_threads(n_threads):  # reserved at its full size
         for p, (i0, i1) in enumerate(panels):
             acc = np.zeros((i1 - i0, t - i0))
             first = p == 0

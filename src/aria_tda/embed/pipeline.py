@@ -98,10 +98,12 @@ def embed_to_store(
     from aria_tda.features.extract import extract_to_store
 
     workers = check_int("workers", workers, min_value=1)
+    if layer is not None:
+        layer = check_int("layer", layer, min_value=0)
     if segment_seconds is not None:
         segment_seconds = check_float("segment_seconds", segment_seconds, min_value=0.0,
                                       min_inclusive=False)
-    if not isinstance(device, str) or not device:
+    if not isinstance(device, str) or not device.strip():
         raise ParameterError(expected("device", "a torch device name", device))
     if weights is not None:
         weights = Path(weights).absolute()

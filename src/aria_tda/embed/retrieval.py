@@ -223,6 +223,7 @@ def write_cosine_scores(
     block_rows: int | None = None,
     progress: bool | None = None,
     method: str | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """The cosine score matrix of two embedding stores, written as a track-level score file.
 
@@ -244,6 +245,10 @@ def write_cosine_scores(
         Progress bar.
     method : str, optional
         Method label in the manifest (default: the encoder's registry name).
+    overwrite : bool
+        Replace an existing ``out`` that ARIA did not write as cosine scores (a user's
+        matrix, an S_track); an earlier cosine matrix is always replaced. ``out`` is never
+        one of the two stores.
 
     Returns
     -------
@@ -254,12 +259,17 @@ def write_cosine_scores(
 
     from aria_tda._io import atomic_path
     from aria_tda.embed.store import check_comparable, embedding_info, read_embeddings
-    from aria_tda.scores.writers import ScoreWriter, check_output_path
+    from aria_tda.scores.writers import ScoreWriter, check_output_path, check_output_space
 
+    out_path = check_output_path("out", out, kind="track_scores", overwrite=overwrite,
+                                 inputs={"train": train, "queries": queries},
+                                 purpose=_is_cosine)
     t_info = embedding_info(train, name="train")
     q_info = embedding_info(queries, name="queries")
     check_comparable(t_info, q_info)
-    out_path = check_output_path("out", out)
+    # before the stores are read: room for the matrix (a zarr store is written row by row)
+    check_output_space(out_path, (t_info["n_tracks"], q_info["n_tracks"]), np.float32,
+                       row_ids=True)
     t_ids, a, _ = read_embeddings(train)
     q_ids, b, q_meta = read_embeddings(queries)
     label = method or t_info["label"]
@@ -267,30 +277,39 @@ def write_cosine_scores(
     def store_record(info: dict[str, Any]) -> dict[str, Any]:
         return {k: info[k] for k in ("path", "n_tracks", "segment_seconds", "digest")}
 
-    with ScoreWriter(
-        out_path,
-        shape=(a.shape[0], b.shape[0]),
-        dtype=np.float32,
-        kind="track_scores",
-        row_ids=t_ids,
-        method=label,
-        stage="-",
-        parameters={"score": "cosine", "encoder": t_info["encoder"]},
-        seed=None,
-        train_embeddings=store_record(t_info),
-        query_embeddings=store_record(q_info),
-        query_ids=q_ids.tolist(),
-    ) as writer:
-        cosine_scores(a, b, block_rows=block_rows, out=writer, train_ids=t_ids,
-                      query_ids=q_ids, progress=progress)
     table = q_meta.reset_index(drop=True) if q_meta is not None else None
     frame = pd.DataFrame({"query": np.arange(len(q_ids)), "track_id": q_ids})
     if table is not None and len(table) == len(q_ids):
         extra = table.drop(columns=[c for c in table.columns if c in frame.columns])
         frame = pd.concat([frame, extra], axis=1)
+    # the queries table is written first under a temporary name and renamed after the
+    # matrix: a failure (a full disk) anywhere leaves neither
     with atomic_path(queries_table_path(out_path)) as tmp:
         frame.to_csv(tmp, index=False)
+        with ScoreWriter(
+            out_path,
+            shape=(a.shape[0], b.shape[0]),
+            dtype=np.float32,
+            kind="track_scores",
+            row_ids=t_ids,
+            overwrite=overwrite,
+            purpose=_is_cosine,
+            method=label,
+            stage="-",
+            parameters={"score": "cosine", "encoder": t_info["encoder"]},
+            seed=None,
+            train_embeddings=store_record(t_info),
+            query_embeddings=store_record(q_info),
+            query_ids=q_ids.tolist(),
+        ) as writer:
+            cosine_scores(a, b, block_rows=block_rows, out=writer, train_ids=t_ids,
+                          query_ids=q_ids, progress=progress)
     return out_path
+
+
+def _is_cosine(manifest: dict[str, Any]) -> bool:
+    """Whether a ``track_scores`` manifest is one of :func:`write_cosine_scores`."""
+    return (manifest.get("parameters") or {}).get("score") == "cosine"
 
 
 def queries_table_path(out: str | os.PathLike[str]) -> Path:
@@ -312,6 +331,7 @@ def retrieve(
     *,
     block_rows: int | None = None,
     progress: bool | None = None,
+    overwrite: bool = False,
 ) -> Path:
     r"""Write the cosine score matrix ``S[i, j] = cos(e(train_i), e(query_j))`` (Eq. emb).
 
@@ -330,10 +350,13 @@ def retrieve(
         Training rows per block (default: about 64 MB of scores per block).
     progress : bool, optional
         Progress bar.
+    overwrite : bool
+        Replace an existing ``out`` that ARIA did not write as cosine scores.
 
     Returns
     -------
     pathlib.Path
         ``out``.
     """
-    return write_cosine_scores(train, queries, out, block_rows=block_rows, progress=progress)
+    return write_cosine_scores(train, queries, out, block_rows=block_rows, progress=progress,
+                               overwrite=overwrite)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from aria_tda._paths import input_path
 from aria_tda.errors import DataError, FileFormatError
 
 __all__ = [
@@ -65,8 +66,9 @@ def embedding_info(path: str | os.PathLike[str], *, name: str = "embeddings") ->
 
     p = Path(path)
     mpath = manifest_path(p)
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         raise FileFormatError(f"{name}: no such embedding store: {str(p)!r}")
+    input_path(p, name)  # a FIFO, a device, a link loop: refused, never opened
     if not mpath.is_file():
         raise FileFormatError(f"{name}: {str(p)!r} has no manifest; not an embedding store")
     man = _read_manifest(mpath)
@@ -76,6 +78,12 @@ def embedding_info(path: str | os.PathLike[str], *, name: str = "embeddings") ->
             f"{man.get('modality')} feature store ({str(p)!r})"
         )
     params = man.get("params") or {}
+    for key in ("encoder", "segments"):
+        if not isinstance(params.get(key) or {}, dict):
+            raise FileFormatError(
+                f"{name}: malformed manifest {str(mpath)!r}: expected params[{key!r}] to be an "
+                f"object, got {params[key]!r:.80}"
+            )
     enc = dict(params.get("encoder") or {})
     spec = (man.get("features") or {}).get(EMBEDDING_FEATURE) or {}
     return {

@@ -6,14 +6,18 @@ Private to :mod:`aria_tda.features.store` (which documents the layout) and the e
 from __future__ import annotations
 
 import datetime as _dt
+import json
+import os
 import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aria_tda._io import atomic_path, read_json
+from aria_tda._io import _json_default, atomic_path, read_json
+from aria_tda._lock import LOCK_NAME
 from aria_tda.errors import (
     DataError,
     FileFormatError,
@@ -21,12 +25,14 @@ from aria_tda.errors import (
     ParameterError,
     expected,
 )
-from aria_tda.manifest import package_version
+from aria_tda.manifest import DIR_NAME, package_version
 
 STORE_KIND = "aria-feature-store"
 FORMAT_VERSION = 1
 META_PREFIX = "meta:"
 ERRORS_FILE = "errors.parquet"
+#: A part's name: numbered in the order written, the number taken under the store's writer lock
+#: (:func:`aria_tda._lock.writer_lock`), so two writers never pick the same name.
 _PART = re.compile(r"^part-(\d{5,})\.parquet$")
 #: store modalities: the two evidence-channel extractors' and ``aria-tda embed``'s encoder
 # embeddings
@@ -272,19 +278,110 @@ def _now() -> str:
 def _write_parquet(table: Any, path: Path) -> None:
     with atomic_path(path) as tmp:
         _pq().write_table(table, tmp, compression="zstd")
+        # test hook: hold the finished temporary before its rename (a kill -9 lands mid-write)
+        stall = os.environ.get("ARIA_TEST_STORE_STALL")
+        if stall:
+            time.sleep(float(stall))
+
+
+def _digest(path: Path) -> str:
+    """The content checksum of a part, as its manifest records it (cached by stat key)."""
+    from aria_tda._fingerprint import content_digest
+
+    return content_digest(path)
 
 
 def _read_manifest(mpath: Path) -> dict[str, Any]:
+    """Read and check a store manifest: every field a reader touches has the right type.
+
+    A manifest of another kind of artefact is a :class:`ManifestMismatchError`; anything
+    malformed (not JSON, not an object, missing or mistyped fields) a one-line
+    :class:`FileFormatError` naming the manifest.
+    """
     try:
         man = read_json(mpath)
     except (OSError, ValueError) as exc:
-        raise FileFormatError(f"store: unreadable manifest {str(mpath)!r}: {exc}") from None
-    if not isinstance(man, dict) or man.get("kind") != STORE_KIND:
-        kind = man.get("kind") if isinstance(man, dict) else None
+        reason = " ".join(str(exc).split())
+        raise FileFormatError(f"store: unreadable manifest {str(mpath)!r}: {reason}") from None
+    if not isinstance(man, dict) or not isinstance(man.get("kind"), str):
+        what = "a JSON object with a 'kind'"
+        raise _malformed(mpath, what, man if not isinstance(man, dict) else man.get("kind"))
+    if man["kind"] != STORE_KIND:
         raise ManifestMismatchError(
-            f"store: {str(mpath.parent)!r} is not an ARIA feature store (manifest kind {kind!r})"
+            f"store: {str(mpath.parent)!r} is not an ARIA feature store "
+            f"(manifest kind {man['kind']!r})"
         )
+    _check_manifest(man, mpath)
     return man
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _malformed(mpath: Path, what: str, got: Any) -> FileFormatError:
+    return FileFormatError(
+        f"store: malformed manifest {str(mpath)!r}: expected {what}, got {_show(got)}"
+    )
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_manifest(man: Mapping[str, Any], mpath: Path) -> None:
+    """Raise a :class:`FileFormatError` naming ``mpath`` for the first malformed field."""
+    if man.get("modality") not in _MODALITIES:
+        raise _malformed(mpath, f"'modality' {_MODALITY_TEXT}", man.get("modality"))
+    for key in ("params", "versions"):
+        if key in man and not isinstance(man[key], dict):
+            raise _malformed(mpath, f"{key!r} to be an object", man[key])
+    feats = man.get("features", {})
+    if not isinstance(feats, dict):
+        raise _malformed(mpath, "'features' to be an object of feature specs", feats)
+    for name, spec in feats.items():
+        kind = spec.get("kind") if isinstance(spec, dict) else None
+        if kind not in ("vector", "sequence") or (
+            kind == "vector" and not _count(spec.get("dim"))
+        ):
+            raise _malformed(
+                mpath,
+                f"features[{name!r}] to be {{'kind': 'vector', 'dim': d}} or "
+                "{'kind': 'sequence'}",
+                spec,
+            )
+    for key in ("n_tracks", "n_errors"):
+        if man.get(key) is not None and not _count(man[key]):
+            raise _malformed(mpath, f"{key!r} to be a count (an integer >= 0)", man[key])
+    parts = man.get("parts")
+    if parts is not None:
+        if not isinstance(parts, list):
+            raise _malformed(mpath, "'parts' to be a list", parts)
+        seen: set[str] = set()
+        for i, q in enumerate(parts):
+            name = q.get("file") if isinstance(q, dict) else None
+            if (
+                not isinstance(name, str)
+                or not _PART.match(name)
+                or name in seen
+                or (q.get("rows") is not None and not _count(q["rows"]))
+                or (q.get("digest") is not None and not isinstance(q["digest"], str))
+            ):
+                raise _malformed(
+                    mpath,
+                    f"parts[{i}] to be {{'file': 'part-NNNNN.parquet' (each once), "
+                    "'rows': n, 'digest': checksum}",
+                    q,
+                )
+            seen.add(name)
+    errors = man.get("errors")
+    if errors is not None and not (
+        isinstance(errors, list) and all(isinstance(e, dict) for e in errors)
+    ):
+        raise _malformed(mpath, "'errors' to be a list of objects", errors)
+    if man.get("digest") is not None and not isinstance(man["digest"], str):
+        raise _malformed(mpath, "'digest' to be a checksum (a string)", man["digest"])
 
 
 def _part_files(path: Path) -> list[Path]:
@@ -302,32 +399,78 @@ def _listed_parts(path: Path, man: Mapping[str, Any]) -> list[Path]:
     return [path / str(p["file"]) for p in listed]
 
 
+def _part_entry(man: Mapping[str, Any], f: Path) -> Mapping[str, Any]:
+    return {str(q["file"]): q for q in man.get("parts") or ()}.get(f.name, {})
+
+
 def _read_ids(path: Path, man: Mapping[str, Any]) -> list[str]:
+    """Track ids of the committed parts, each part checked as :func:`_read_part` does."""
+    pa = _pa()
     ids: list[str] = []
     for f in _listed_parts(path, man):
-        ids.extend(_pq().read_table(f, columns=["track_id"]).column("track_id").to_pylist())
+        try:
+            table = _pq().read_table(f, columns=["track_id"]) if f.is_file() else None
+        except (OSError, pa.ArrowInvalid, KeyError) as exc:
+            raise _unreadable(path, f, exc) from None
+        _check_part(path, f, man, table)
+        ids.extend(table.column("track_id").to_pylist())
     return ids
+
+
+def _unreadable(path: Path, f: Path, exc: BaseException) -> FileFormatError:
+    reason = " ".join(str(exc).split())
+    return FileFormatError(f"store: unreadable Parquet part {f.name} in {str(path)!r}: {reason}")
 
 
 def _read_errors(path: Path) -> list[dict[str, Any]]:
     f = path / ERRORS_FILE
-    return _pq().read_table(f).to_pylist() if f.is_file() else []
+    if not f.is_file():
+        return []
+    pa = _pa()
+    try:
+        rows = _pq().read_table(f).to_pylist()
+    except (OSError, pa.ArrowInvalid) as exc:
+        reason = " ".join(str(exc).split())
+        raise FileFormatError(f"store: unreadable errors table {str(f)!r}: {reason}") from None
+    if rows and not {"path", "error"} <= set(rows[0]):
+        raise FileFormatError(
+            expected(f"store: errors table {str(f)!r}", "columns path, track_id, error, time",
+                     sorted(rows[0]))
+        )
+    return rows
 
 
 def _read_part(path: Path, f: Path, man: Mapping[str, Any]) -> Any:
-    """Read one committed part; a listed part that is missing or holds other rows is an error."""
-    if not f.is_file():
+    """Read one committed part; a listed part that is missing, holds other rows or other bytes
+    than its manifest recorded is an error."""
+    pa = _pa()
+    try:
+        table = _pq().read_table(f) if f.is_file() else None
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise _unreadable(path, f, exc) from None
+    _check_part(path, f, man, table)
+    return table
+
+
+def _check_part(path: Path, f: Path, man: Mapping[str, Any], table: Any) -> None:
+    if table is None:
         raise FileFormatError(
             f"store: {str(path)!r} is incomplete: {f.name} (listed in its manifest) is missing"
         )
-    table = _pq().read_table(f)
-    want = {str(q["file"]): q.get("rows") for q in man.get("parts") or ()}.get(f.name)
+    entry = _part_entry(man, f)
+    want = entry.get("rows")
     if want is not None and int(want) != table.num_rows:
         raise FileFormatError(
             f"store: {str(path)!r} disagrees with its manifest: {f.name} holds "
             f"{table.num_rows} rows, the manifest says {int(want)}"
         )
-    return table
+    digest = entry.get("digest")
+    if digest is not None and _digest(f) != digest:
+        raise FileFormatError(
+            f"store: {str(path)!r}: {f.name} was altered after it was written (its content "
+            "checksum differs from the one its manifest recorded); restore it or rewrite the "
+            "store (--overwrite)"
+        )
 
 
 def _check_against_manifest(
@@ -365,3 +508,60 @@ def _dedupe(tables: list[Any]) -> Any:
         return table
     first_order = list(dict.fromkeys(ids))
     return table.take(pa.array([last[t] for t in first_order], type=pa.int64()))
+
+
+# --------------------------------------------------------------------------- writers' checks
+
+
+def _plain_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``params`` as the manifest will hold them (JSON round trip); refused before any write."""
+    try:
+        return dict(json.loads(json.dumps(dict(params or {}), default=_json_default)))
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(expected("params", "JSON-able extraction parameters", exc)) from None
+
+
+def _names_a_store(mpath: Path) -> bool:
+    """True when ``mpath`` is a JSON object of kind ``aria-feature-store`` (damaged or not)."""
+    try:
+        raw = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(raw, dict) and raw.get("kind") == STORE_KIND
+
+
+#: a temporary named by :func:`aria_tda._io.temp_name` (carrying its process id)
+_PID_TEMP = re.compile(r"\.(?:tmp|old)-\d+-[0-9a-f]{8}$|^\.staging-\d+-[0-9a-f]{8}$")
+
+
+def _is_temporary(name: str) -> bool:
+    return name.startswith(".") and (".tmp-" in name or ".old-" in name
+                                     or name.startswith(".staging-"))
+
+
+def _foreign(folder: Path) -> list[str]:
+    """Entries of ``folder`` other than the writer lock and temporaries."""
+    return sorted(e.name for e in os.scandir(folder)
+                  if e.name != LOCK_NAME and not _is_temporary(e.name))
+
+
+def _check_may_write(path: Path, *, replace: bool) -> None:
+    """Refuse, before anything is created, to write into a folder ARIA did not write as a store.
+
+    ``path`` may be absent, an empty folder or a feature store; with ``replace`` a store whose
+    manifest is damaged (but names itself a feature store) may be replaced too.
+    """
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise FileFormatError(f"out: {str(path)!r} exists and is not a feature-store directory")
+    mpath = path / DIR_NAME
+    if mpath.is_file():
+        if not (replace and _names_a_store(mpath)):
+            _read_manifest(mpath)  # raises for another kind or a damaged manifest
+        return
+    if _foreign(path):
+        raise FileFormatError(
+            f"out: {str(path)!r} is a non-empty directory without a feature-store manifest; "
+            "ARIA writes over nothing it did not write (choose another output or empty it)"
+        )

@@ -17,6 +17,12 @@ store with encoder embeddings without this engine knowing about encoders. ``opti
 arguments passed to the extractor beside ``params`` but not recorded in the store (how to run
 it — a device, a checkpoint path whose digest ``params`` records — not what it computes).
 
+Safety: every parameter (the segmentation included) is checked before the store is created or
+touched, so a rejected value is never recorded; the store's writer lock is held for the whole
+run (:class:`~aria_tda.features.store.StoreWriter`), so a second writer is refused in one line;
+``metadata`` rows that match no input track are named (a warning; an error when none match),
+and a blank or repeated id there, or a blank path in a tracks list, is an error naming the line.
+
 Failures never stop a run: a file the extractor rejects, and a file whose worker *died* on it
 (a segfault, the OOM killer), is recorded in the store's errors table — the latter with one
 warning line naming the file and the signal — and the run goes on with a fresh worker.
@@ -113,9 +119,15 @@ def collect_inputs(
     else:
         base = src.parent
         entries = _read_list(src)
+        blank = [int(e["_line"]) for e in entries if not str(e["path"]).strip()]
+        if blank:
+            raise DataError(
+                f"input: the list {str(src)!r} has a blank path on "
+                f"{_lines(blank)}; every row must name a file"
+            )
         files, ids = [], []
         for e in entries:
-            f = Path(str(e["path"]))
+            f = Path(str(e["path"]).strip())
             f = f if f.is_absolute() else base / f
             files.append(f)
             tid = str(e.get("track_id") or "")
@@ -125,11 +137,34 @@ def collect_inputs(
                 except ValueError:
                     tid = f.stem
             ids.append(tid)
-            rows.append({k: v for k, v in e.items() if k not in ("path", "track_id") and v != ""})
+            rows.append(
+                {k: v for k, v in e.items() if k not in ("path", "track_id", "_line") and v != ""}
+            )
         if not files:
             raise DataError(f"input: the list {str(src)!r} names no files")
+        _check_unique(ids, [f"line {e['_line']}" for e in entries], f"the list {str(src)!r}")
+    _check_unique(ids, [str(f) for f in files], f"{str(src)!r}")
     _check_ids(ids)
     return ids, files, rows
+
+
+def _lines(numbers: list[int]) -> str:
+    """``line 4`` / ``lines 4, 7, 9`` (the first five, then the count)."""
+    shown = ", ".join(map(str, numbers[:5])) + (f", ... ({len(numbers)} in all)"
+                                               if len(numbers) > 5 else "")
+    return f"line {shown}" if len(numbers) == 1 else f"lines {shown}"
+
+
+def _check_unique(ids: list[str], where: list[str], source: str) -> None:
+    """Refuse a track id given twice, naming the source and where each comes from."""
+    seen: dict[str, int] = {}
+    for i, t in enumerate(ids):
+        if t in seen:
+            raise DataError(
+                f"input: {source}: expected unique track ids, got {t!r} twice "
+                f"({where[seen[t]]} and {where[i]})"
+            )
+        seen[t] = i
 
 
 def _read_list(src: Path) -> list[dict[str, Any]]:
@@ -143,14 +178,17 @@ def _read_list(src: Path) -> list[dict[str, Any]]:
             raise FileFormatError(f"input: unreadable list {str(src)!r}: {exc}") from None
         if "path" not in df.columns:
             raise DataError(expected("input", "a CSV list with a 'path' column", list(df.columns)))
-        return list(df.to_dict("records"))
+        if "_line" in df.columns:
+            raise DataError(f"input: the list {str(src)!r} has a column '_line'; rename it")
+        # line numbers of the file (header = line 1; a quoted cell spanning lines shifts them)
+        return [{**r, "_line": i + 2} for i, r in enumerate(df.to_dict("records"))]
     try:
         text = src.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise FileFormatError(f"input: unreadable list {str(src)!r}: {exc}") from None
     return [
-        {"path": ln.strip()}
-        for ln in text.splitlines()
+        {"path": ln.strip(), "_line": i + 1}
+        for i, ln in enumerate(text.splitlines())
         if ln.strip() and not ln.lstrip().startswith("#")
     ]
 
@@ -305,23 +343,24 @@ def extract_to_store(
         ``store`` (path).
     """
     from aria_tda._checks import check_int, check_writable_path
-    from aria_tda._progress import progress as bar
 
+    # every parameter is checked before the first byte is written (and so never recorded)
     if modality not in _MODALITIES:
         raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
     workers = check_int("workers", workers, min_value=1)
     flush_every = check_int("flush_every", flush_every, min_value=1)
+    if not isinstance(overwrite, bool):
+        raise ParameterError(expected("overwrite", "True or False", overwrite))
+    if not isinstance(out, (str, os.PathLike)):
+        raise ParameterError(expected("out", "a path", out))
     _configure_jit_cache()  # before any numba kernel is compiled here or in a worker
     module = _extractor_name(modality, extractor)
     mod = _extractor_module(modality, module)
-    if segments and not hasattr(mod, "extract_file_segments"):
-        raise ParameterError(
-            expected("segments", "an extractor with extract_file_segments (e.g. symbolic)", module)
-        )
+    segments = _check_segments(segments, mod, module)
     ids, files, rows = collect_inputs(source, modality=modality)
     extra = _load_extra_metadata(metadata)
     _check_metadata_clash(mod, segments, rows, extra, source, metadata)
-    out_path = check_writable_path("out", out)
+    _check_metadata_ids(extra, ids, metadata)
     params = dict(params or {})
     if modality == "symbolic":
         from aria_tda.features.symbolic import SymbolicParams
@@ -335,13 +374,28 @@ def extract_to_store(
     if callable(check):  # a missing package is the run's error, said before the store exists
         check(params)
     record = {**params, **({"segments": dict(segments)} if segments else {})}
-    writer = StoreWriter(
+    out_path = check_writable_path("out", out)
+    # the store's writer lock is held from here to the end: a second writer is refused
+    with StoreWriter(
         out_path,
         modality=modality,
         params=record,
         versions=_extractor_versions(modality, mod),
         overwrite=overwrite,
-    )
+    ) as writer:
+        stats = _run(writer, mod, module, modality, ids, files, rows, extra, params, segments,
+                     options, workers, flush_every, progress, client)
+    return {"n_inputs": len(ids), **stats, "store": str(out_path)}
+
+
+def _run(writer: StoreWriter, mod: Any, module: str, modality: str, ids: list[str],
+         files: list[Path], rows: list[dict[str, Any]], extra: dict[str, dict[str, Any]],
+         params: dict[str, Any], segments: dict[str, Any] | None,
+         options: Mapping[str, Any] | None, workers: int, flush_every: int,
+         progress: bool | None, client: Any) -> dict[str, int]:
+    """Extract the files the store lacks and append them (under the writer's lock)."""
+    from aria_tda._progress import progress as bar
+
     done = writer.done
     kwargs = {**params, **dict(options or {})}
     todo = []
@@ -353,13 +407,15 @@ def extract_to_store(
         todo.append(((modality, str(f), tid, kwargs, seg, module), row))
     n_skipped = len(ids) - len(todo)
     buf: list[tuple[Any, ...]] = []
-    stats = {"n_extracted": 0, "n_errors": 0}
+    stats = {"n_skipped": n_skipped, "n_extracted": 0, "n_errors": 0}
 
     def flush() -> None:
         if not buf:
             return
-        ok = [r for r in buf if r[0] == "ok"]
-        errs = [r for r in buf if r[0] == "error"]
+        items = list(buf)
+        buf.clear()  # taken once: a write that fails (a full disk) is not retried by `finally`
+        ok = [r for r in items if r[0] == "ok"]
+        errs = [r for r in items if r[0] == "error"]
         if ok:
             tids = [t for r in ok for t in r[1]]
             meta_rows = [_merge_meta({**r[5], **extra.get(r[6], {})}, m) for r in ok for m in r[3]]
@@ -371,7 +427,6 @@ def extract_to_store(
             clear=[r[7] for r in ok],
         )
         stats["n_errors"] += len(errs)
-        buf.clear()
 
     tasks = [t for t, _ in todo]
     prepare = getattr(mod, "prepare_workers", None)
@@ -432,7 +487,7 @@ def extract_to_store(
                     close()
     if tasks and outcome["ok"] == 0 and not done:
         _stop_if_nothing_works(outcome, len(tasks), len(done), at_end=True)
-    return {"n_inputs": len(ids), "n_skipped": n_skipped, **stats, "store": str(out_path)}
+    return stats
 
 
 #: A run whose first this-many files all fail (and whose store holds nothing yet) stops there.
@@ -454,6 +509,76 @@ def _stop_if_nothing_works(outcome: dict[str, Any], n_tasks: int, n_stored: int,
     reason = " ".join(str(reason).split())
     raise DataError(f"input: {which} failed, nothing was extracted; the first, {path!r}: "
                     f"{reason}" + ("" if outcome["failed"] == n_tasks else " (stopped there)"))
+
+
+def _check_segments(segments: Any, mod: Any, module: str) -> dict[str, Any] | None:
+    """Check the segmentation before anything is written: exactly one of ``seconds`` (> 0) and
+    ``n_notes`` (>= 1), an optional ``hop`` (> 0; whole notes >= 1 with ``n_notes``), and only
+    keys the extractor's ``extract_file_segments`` takes."""
+    import inspect
+
+    from aria_tda._checks import check_float, check_int
+
+    if segments is None:
+        return None
+    if not isinstance(segments, Mapping):
+        raise ParameterError(expected("segments", "a mapping (seconds/hop/n_notes)", segments))
+    if not segments:
+        return None
+    seg = dict(segments)
+    fn = getattr(mod, "extract_file_segments", None)
+    if fn is None:
+        raise ParameterError(
+            expected("segments", "an extractor with extract_file_segments (e.g. symbolic)", module)
+        )
+    # keys the function names (a catch-all **params takes the extractor's parameters instead)
+    kinds = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    named = [k for k, q in inspect.signature(fn).parameters.items()
+             if k != "path" and q.kind in kinds]
+    unknown = sorted(str(k) for k in seg if k not in named)
+    if unknown:
+        taken = ", ".join(k for k in named if k in ("seconds", "hop", "n_notes")) or "none"
+        raise ParameterError(expected("segments", f"keys among {taken}", unknown))
+    given = [k for k in ("seconds", "n_notes") if seg.get(k) is not None]
+    if len(given) != 1 and (given or seg.get("hop") is not None):
+        raise ParameterError(
+            expected("segments", "exactly one of 'seconds' and 'n_notes'", given or ["hop"])
+        )
+    if seg.get("seconds") is not None:
+        check_float("segments['seconds']", seg["seconds"], min_value=0.0, min_inclusive=False)
+        if seg.get("hop") is not None:
+            check_float("segments['hop']", seg["hop"], min_value=0.0, min_inclusive=False)
+    elif seg.get("n_notes") is not None:
+        check_int("segments['n_notes']", seg["n_notes"], min_value=1)
+        if seg.get("hop") is not None:
+            check_int("segments['hop']", seg["hop"], min_value=1)
+    return seg
+
+
+def _check_metadata_ids(extra: dict[str, dict[str, Any]], ids: list[str], metadata: Any) -> None:
+    """Metadata rows that match no input track are never dropped silently: none matching is an
+    error (the ids are of another kind), some not matching an :class:`AriaWarning`."""
+    if not extra:
+        return
+    known = set(ids)
+    unmatched = [t for t in extra if t not in known]
+    if not unmatched:
+        return
+    where = (f"the metadata table {str(metadata)!r}" if isinstance(metadata, (str, os.PathLike))
+             else "the metadata table")
+    shown = ", ".join(map(repr, unmatched[:5])) + (", ..." if len(unmatched) > 5 else "")
+    if len(unmatched) == len(extra):
+        inputs = ", ".join(map(repr, ids[:3])) + (", ..." if len(ids) > 3 else "")
+        raise DataError(
+            f"metadata: none of the {len(extra)} track ids of {where} match an input track "
+            f"(its: {shown}; the inputs': {inputs}); nothing would be joined"
+        )
+    warnings.warn(
+        f"metadata: {len(unmatched)} of the {len(extra)} track ids of {where} match no input "
+        f"track; their rows are not used: {shown}",
+        AriaWarning,
+        stacklevel=3,
+    )
 
 
 def _extractor_versions(modality: str, mod: Any) -> dict[str, str]:
@@ -499,8 +624,28 @@ def _load_extra_metadata(metadata: Any) -> dict[str, dict[str, Any]]:
         else:
             cols = list(getattr(df, "columns", []))
             raise DataError(expected("metadata", "a table with a 'track_id' column", cols))
+    where = (f"the metadata table {str(metadata)!r}" if isinstance(metadata, (str, os.PathLike))
+             else "the metadata table")
+    csv = isinstance(metadata, (str, os.PathLike)) and Path(metadata).suffix.lower() != ".parquet"
     out: dict[str, dict[str, Any]] = {}
-    for rec in df.to_dict("records"):
-        tid = str(rec.pop("track_id"))
+    first: dict[str, int] = {}
+    blank: list[int] = []
+    for i, rec in enumerate(df.to_dict("records")):
+        raw = rec.pop("track_id")
+        row = i + 2 if csv else i + 1  # csv: the file's line (header = line 1); else the row
+        tid = "" if _isnull(raw) else str(raw)
+        if not tid.strip():
+            blank.append(row)
+            continue
+        if tid in first:
+            unit = "lines" if csv else "rows"
+            raise DataError(
+                f"metadata: {where} has two rows for track id {tid!r} ({unit} {first[tid]} and "
+                f"{row}); keep one"
+            )
+        first[tid] = row
         out[tid] = {k: _plain(v) for k, v in rec.items() if not _isnull(v) and v != ""}
+    if blank:
+        unit = _lines(blank) if csv else _lines(blank).replace("line", "row")
+        raise DataError(f"metadata: {where} has a blank track_id on {unit}")
     return out

@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from aria_tda._paths import input_path
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 
 __all__ = [
@@ -398,6 +399,8 @@ def _load_mido(source: Any) -> Any:
         )
     path = Path(source)
     if not path.is_file():
+        if path.exists() or path.is_symlink():
+            input_path(path, "source", kind="file")  # a FIFO, a device, a folder, a link loop
         raise FileFormatError(f"source: no such MIDI file: {str(path)!r}")
     if path.stat().st_size == 0:
         raise FileFormatError(f"source: empty file: {str(path)!r}")

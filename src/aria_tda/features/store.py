@@ -7,13 +7,15 @@ A store is a directory (the default, resumable)::
     STORE/
       aria-manifest.json   kind "aria-feature-store", format, modality, params, versions,
                            features {name: {"kind": "vector", "dim": d} | {"kind": "sequence"}},
-                           n_tracks, n_errors
+                           n_tracks, n_errors,
+                           parts [{"file", "rows", "digest"}] (the committed parts)
       part-00000.parquet   one row per track: track_id, one column per feature, metadata columns
       part-00001.parquet   ... (each append writes a new part)
       errors.parquet       path, track_id, error — files that could not be extracted
+      .aria-lock           the writer lock (:func:`aria_tda._lock.writer_lock`)
 
 or a single ``.parquet`` file (written at once by :func:`write_store`) whose manifest — with the
-errors table — lies beside it in ``FILE.parquet.manifest.json``.
+errors table and the file's ``digest`` — lies beside it in ``FILE.parquet.manifest.json``.
 
 Conventions
 -----------
@@ -28,21 +30,35 @@ Conventions
   refused (:class:`~aria_tda.errors.ManifestMismatchError`) rather than mixing them silently.
 - Every file is written atomically (temporary name, then rename): an interrupted run leaves
   complete parts only, and a rerun appends what is missing (:class:`StoreWriter`).
+- ``digest`` is the content checksum of a part
+  (:func:`aria_tda._fingerprint.content_digest`, cached by the file's stat key so a reopen
+  costs a ``stat``): a part whose bytes differ from the ones committed — even with the same
+  rows — is a :class:`~aria_tda.errors.FileFormatError` naming it. Stores written before
+  parts carried a digest open without that check.
+- One writer at a time: :class:`StoreWriter` holds the store's writer lock; part numbers are
+  taken under it. A folder that is not a feature store is never written into or replaced.
+- A malformed manifest (not an object, a field missing or of the wrong type) is one
+  :class:`~aria_tda.errors.FileFormatError` naming it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aria_tda._io import atomic_path, write_json
+from aria_tda._io import atomic_path, remove_path, sweep_leftovers, write_json
+from aria_tda._lock import LOCK_NAME, writer_lock
+from aria_tda._paths import input_path
 from aria_tda.errors import (
     DataError,
     FileFormatError,
+    LockedError,
     ManifestMismatchError,
     ParameterError,
     expected,
@@ -51,6 +67,7 @@ from aria_tda.features._store_io import (
     _MODALITIES,
     _MODALITY_TEXT,
     _PART,
+    _PID_TEMP,
     ERRORS_FILE,
     FORMAT_VERSION,
     META_PREFIX,
@@ -58,18 +75,24 @@ from aria_tda.features._store_io import (
     _build_table,
     _check_against_manifest,
     _check_ids,
+    _check_may_write,
     _dedupe,
+    _digest,
     _errors_table,
+    _is_temporary,
     _listed_parts,
     _merge_specs,
+    _names_a_store,
     _now,
     _pa,
     _part_files,
+    _plain_params,
     _pq,
     _read_errors,
     _read_ids,
     _read_manifest,
     _read_part,
+    _unreadable,
     _versions,
     _write_parquet,
 )
@@ -93,6 +116,10 @@ def write_store(
 ) -> Path:
     """Write a whole feature store at once (replacing any store at ``path``, atomically).
 
+    Only a feature store (or an empty folder) is replaced; a folder or file ARIA did not write
+    as a store is refused before anything is written. A directory store is written under its
+    writer lock.
+
     Parameters
     ----------
     path : path
@@ -115,8 +142,11 @@ def write_store(
     -------
     Path
     """
+    from aria_tda._fingerprint import hash_bytes
+
     if modality not in _MODALITIES:
         raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
+    plain = _plain_params(params)
     ids = _check_ids(track_ids)
     table, specs = _build_table(ids, features, metadata, modality)
     err = _errors_table(errors)
@@ -125,33 +155,62 @@ def write_store(
         STORE_KIND,
         format=FORMAT_VERSION,
         modality=modality,
-        params=dict(params or {}),
+        params=plain,
         versions=_versions(versions),
         features=specs,
         n_tracks=len(ids),
         n_errors=err.num_rows,
     )
     if target.suffix == ".parquet":
+        if target.exists() and not target.is_dir() and not _names_a_store(manifest_path(target)):
+            raise FileFormatError(
+                f"out: {str(target)!r} exists and has no feature-store manifest beside it; "
+                "ARIA writes over nothing it did not write (choose another output)"
+            )
         man["errors"] = err.to_pylist()
         _write_parquet(table, target)
+        man["digest"] = _digest(target)
         write_json(manifest_path(target), man)
         return target
-    man["parts"] = [{"file": "part-00000.parquet", "rows": table.num_rows}]
-    with atomic_path(target) as tmp:
-        tmp.mkdir()
-        _pq().write_table(table, tmp / "part-00000.parquet", compression="zstd")
-        _pq().write_table(err, tmp / ERRORS_FILE, compression="zstd")
-        write_json(tmp / DIR_NAME, man)
+    _check_may_write(target, replace=True)
+    created = not target.exists()
+    try:
+        with writer_lock(target, "feature store"), atomic_path(target) as tmp:
+            tmp.mkdir()
+            part = tmp / "part-00000.parquet"
+            _pq().write_table(table, part, compression="zstd")
+            man["parts"] = [{"file": part.name, "rows": table.num_rows,
+                             "digest": hash_bytes(part)}]
+            _pq().write_table(err, tmp / ERRORS_FILE, compression="zstd")
+            write_json(tmp / DIR_NAME, man)
+    except BaseException:
+        if created:
+            remove_path(target)
+        raise
     return target
+
+
+#: the open writers of this process, by resolved store path (one at a time per store)
+_OPEN: dict[str, weakref.ref[StoreWriter]] = {}
 
 
 class StoreWriter:
     """Resumable, append-only writer of a directory store (what ``aria-tda features`` uses).
 
+    The writer holds the store's writer lock (:func:`aria_tda._lock.writer_lock`) from its
+    creation until :meth:`close` (or the end of its ``with`` block, or of the process, however
+    it ends): a second writer of the same store in another process is refused with a
+    :class:`~aria_tda.errors.LockedError` naming the holder. Under the lock, the temporaries
+    and uncommitted parts of dead writers are removed first.
+
     Opening an existing store checks its modality and parameters (refusing a mismatch unless
-    ``overwrite``); :attr:`done` lists the tracks already in it so a rerun skips them. Each
-    :meth:`append` writes one new part atomically and updates the manifest; :meth:`set_errors`
-    records failed files (replacing earlier records of the same paths).
+    ``overwrite``) and the content checksums of its parts; :attr:`done` lists the tracks already
+    in it so a rerun skips them. Each :meth:`append` writes one new part atomically and then
+    commits it to the manifest (with its row count and content checksum); :meth:`set_errors`
+    records failed files (replacing earlier records of the same paths). A folder that is not a
+    feature store is never written into (nor removed by ``overwrite``); a store this writer
+    created and left without a single committed part or error is removed when it closes on an
+    error.
 
     Parameters
     ----------
@@ -174,27 +233,49 @@ class StoreWriter:
         versions: Mapping[str, str] | None = None,
         overwrite: bool = False,
     ) -> None:
+        self._stack = contextlib.ExitStack()
+        self._closed = True
         if modality not in _MODALITIES:
             raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
         self.path = Path(path)
         self.modality = modality
-        self.params = dict(params or {})
-        if self.path.exists() and not self.path.is_dir():
-            raise FileFormatError(
-                f"out: {str(self.path)!r} exists and is not a feature-store directory"
+        self.params = _plain_params(params)
+        _check_may_write(self.path, replace=overwrite)  # before anything is created
+        what = "embedding store" if modality == "embedding" else "feature store"
+        self._key = str(self.path.resolve())
+        ref = _OPEN.get(self._key)
+        other = ref() if ref is not None else None
+        if other is not None and not other._closed:
+            # the lock is re-entrant within a process; two writers of one store are not
+            raise LockedError(
+                f"{self.path}: this {what} is already being written by another StoreWriter of "
+                f"this process (pid {os.getpid()}); close that one first"
             )
-        if overwrite and self.path.exists():
-            from aria_tda._io import remove_path
+        self._created = not self.path.exists()
+        self._committed = False
+        self._stack.enter_context(writer_lock(self.path, what))
+        self._closed = False
+        _OPEN[self._key] = weakref.ref(self)
+        try:
+            self._open(versions, overwrite)
+        except BaseException:
+            self._abandon()
+            raise
 
-            remove_path(self.path)
-        self.path.mkdir(parents=True, exist_ok=True)
+    def _open(self, versions: Mapping[str, str] | None, overwrite: bool) -> None:
+        """Under the lock: sweep dead writers' leftovers, then resume or start the store."""
+        sweep_leftovers(self.path)
+        mpath = self.path / DIR_NAME
+        if overwrite and mpath.is_file():
+            for entry in os.scandir(self.path):
+                if entry.name != LOCK_NAME:
+                    remove_path(entry.path)
         if not os.access(self.path, os.W_OK):
             raise FileFormatError(f"out: directory is not writable: {str(self.path)!r}")
-        mpath = self.path / DIR_NAME
         if mpath.is_file():
             man = _read_manifest(mpath)
             # both directions: a changed, added or removed parameter is a mismatch
-            lines = diff_manifest(man, {"modality": modality, "params": self.params})
+            lines = diff_manifest(man, {"modality": self.modality, "params": self.params})
             lines += (
                 [f"params: stored {man.get('params', {})!r}, asked {self.params!r}"]
                 if diff_manifest({"params": self.params}, {"params": man.get("params", {})})
@@ -210,15 +291,12 @@ class StoreWriter:
             self._manifest = man
             self._manifest["versions"] = _versions(versions)
             self._manifest["parts"] = self._committed_parts(man)
-        elif any(self.path.iterdir()):
-            raise FileFormatError(
-                f"out: {str(self.path)!r} is a non-empty directory without a feature-store manifest"
-            )
         else:
+            _check_may_write(self.path, replace=False)  # filled since the first look
             self._manifest = make_manifest(
                 STORE_KIND,
                 format=FORMAT_VERSION,
-                modality=modality,
+                modality=self.modality,
                 params=self.params,
                 versions=_versions(versions),
                 features={},
@@ -228,26 +306,66 @@ class StoreWriter:
             )
             write_json(mpath, self._manifest)
         self._done = set(_read_ids(self.path, self._manifest))
-        self._errors = {r["path"]: r for r in _read_errors(self.path)}
+        self._errors = {str(r["path"]): r for r in _read_errors(self.path)}
 
     def _committed_parts(self, man: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The parts the manifest lists; part files it does not list (a write interrupted
-        before its manifest update) and temporary files are deleted."""
-        from aria_tda._io import remove_path
-
+        before its manifest update) and temporaries of older ARIA versions are deleted."""
         listed = man.get("parts")
         if listed is None:  # a store written before manifests listed their parts
-            listed = [
-                {"file": f.name, "rows": _pq().read_metadata(f).num_rows}
-                for f in _part_files(self.path)
-            ]
+            listed = []
+            for f in _part_files(self.path):
+                try:
+                    listed.append({"file": f.name, "rows": _pq().read_metadata(f).num_rows})
+                except (OSError, _pa().ArrowInvalid) as exc:
+                    raise _unreadable(self.path, f, exc) from None
         names = {str(p["file"]) for p in listed}
         for f in self.path.iterdir():
+            # temporaries named with a process id are sweep_leftovers' (dead writers' only)
             if (_PART.match(f.name) and f.name not in names) or (
-                f.name.startswith(".") and ".tmp-" in f.name
+                _is_temporary(f.name) and not _PID_TEMP.search(f.name)
             ):
                 remove_path(f)
         return [dict(p) for p in listed]
+
+    # ----------------------------------------------------------------- lifetime
+
+    def close(self) -> None:
+        """Release the store's writer lock (the store stays as committed)."""
+        if not self._closed:
+            self._closed = True
+            ref = _OPEN.get(self._key)
+            if ref is not None and ref() in (self, None):
+                del _OPEN[self._key]
+        self._stack.close()
+
+    def _abandon(self) -> None:
+        """Close after an error; a store this writer created and never committed to goes."""
+        try:
+            if self._created and not self._committed:
+                remove_path(self.path)
+        finally:
+            self.close()
+
+    def __enter__(self) -> StoreWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._abandon()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ParameterError(
+                f"StoreWriter: the writer of {str(self.path)!r} is closed (its lock released); "
+                "open a new one to write again"
+            )
 
     @property
     def done(self) -> set[str]:
@@ -262,7 +380,7 @@ class StoreWriter:
     def append(
         self, track_ids: Sequence[str], features: Mapping[str, Any], metadata: Any = None
     ) -> None:
-        """Write one part with these tracks (atomic), then update the manifest.
+        """Write one part with these tracks (atomic), then commit it to the manifest.
 
         Parameters
         ----------
@@ -276,20 +394,35 @@ class StoreWriter:
         ids = _check_ids(track_ids)
         if not ids:
             return
+        self._check_open()
         table, specs = _build_table(ids, features, metadata, self.modality)
-        self._manifest["features"] = _merge_specs(self._manifest.get("features", {}), specs)
-        nums = [int(m.group(1)) for f in self.path.iterdir() if (m := _PART.match(f.name))]
+        merged = _merge_specs(self._manifest.get("features", {}), specs)
+        listed = [int(m.group(1)) for q in self._manifest["parts"]
+                  if (m := _PART.match(str(q["file"])))]
+        nums = listed + [int(m.group(1)) for f in self.path.iterdir() if (m := _PART.match(f.name))]
         name = f"part-{(max(nums) + 1 if nums else 0):05d}.parquet"
-        _write_parquet(table, self.path / name)
-        # the manifest is the commit point: a part it does not list does not exist for readers
-        self._manifest.setdefault("parts", []).append({"file": name, "rows": table.num_rows})
-        self._done.update(ids)
-        stored = set(ids)
-        recovered = [p for p, r in self._errors.items() if r.get("track_id") in stored]
-        if recovered:  # a track now stored is no longer an error
-            self.set_errors([], clear=recovered)
-        else:
-            self._flush_manifest()
+        part = self.path / name
+        _write_parquet(table, part)
+        before = (self._manifest.get("features"), list(self._manifest["parts"]),
+                  set(self._done), dict(self._errors))
+        try:
+            entry = {"file": name, "rows": table.num_rows, "digest": _digest(part)}
+            # the manifest is the commit point: a part it does not list does not exist for readers
+            self._manifest["features"] = merged
+            self._manifest["parts"].append(entry)
+            self._done.update(ids)
+            stored = set(ids)
+            recovered = [p for p, r in self._errors.items() if r.get("track_id") in stored]
+            if recovered:  # a track now stored is no longer an error
+                self.set_errors([], clear=recovered)
+            else:
+                self._flush_manifest()
+        except BaseException:
+            (self._manifest["features"], self._manifest["parts"], self._done,
+             self._errors) = before
+            remove_path(part)
+            raise
+        self._committed = True
 
     def set_errors(self, errors: Iterable[Mapping[str, Any]], *, clear: Iterable[str] = ()) -> None:
         """Record failures (dicts: ``path``, ``error``, optional ``track_id``); drop ``clear``.
@@ -301,17 +434,27 @@ class StoreWriter:
         clear : iterable of str
             Paths whose earlier failure records are dropped.
         """
-        for p in clear:
-            self._errors.pop(str(p), None)
-        for e in errors:
-            self._errors[str(e["path"])] = {
-                "path": str(e["path"]),
-                "track_id": str(e.get("track_id", "") or ""),
-                "error": str(e["error"]),
-                "time": _now(),
-            }
-        _write_parquet(_errors_table(list(self._errors.values())), self.path / ERRORS_FILE)
-        self._flush_manifest()
+        self._check_open()
+        errors, clear = list(errors), [str(p) for p in clear]
+        if not errors and not any(p in self._errors for p in clear):
+            return  # nothing changes: the table is not rewritten
+        before = dict(self._errors)
+        try:
+            for p in clear:
+                self._errors.pop(str(p), None)
+            for e in errors:
+                self._errors[str(e["path"])] = {
+                    "path": str(e["path"]),
+                    "track_id": str(e.get("track_id", "") or ""),
+                    "error": str(e["error"]),
+                    "time": _now(),
+                }
+            _write_parquet(_errors_table(list(self._errors.values())), self.path / ERRORS_FILE)
+            self._flush_manifest()
+        except BaseException:
+            self._errors = before
+            raise
+        self._committed = True
 
     def _flush_manifest(self) -> None:
         self._manifest["n_tracks"] = len(self._done)
@@ -362,8 +505,9 @@ class FeatureStore:
             the manifest is not a feature store's.
         """
         p = Path(path)
-        if not p.exists():
+        if not p.exists() and not p.is_symlink():
             raise FileFormatError(f"store: no such feature store: {str(p)!r}")
+        input_path(p, "store")  # a FIFO, a device, a link loop: refused, never opened
         mpath = manifest_path(p)
         if not mpath.is_file():
             raise FileFormatError(
@@ -379,9 +523,15 @@ class FeatureStore:
                 tables = [_pq().read_table(p)]
                 errors = list(man.get("errors", []))
         except (OSError, pa.ArrowInvalid) as exc:
-            raise FileFormatError(f"store: unreadable Parquet in {str(p)!r}: {exc}") from None
+            reason = " ".join(str(exc).split())
+            raise FileFormatError(f"store: unreadable Parquet in {str(p)!r}: {reason}") from None
         table = _dedupe(tables)
         _check_against_manifest(p, man, tables, table)
+        if not p.is_dir() and man.get("digest") is not None and _digest(p) != man["digest"]:
+            raise FileFormatError(
+                f"store: {str(p)!r} was altered after it was written (its content checksum "
+                f"differs from the one {mpath.name} recorded); restore it or rewrite the store"
+            )
         return cls(p, man, table, errors)
 
     def __len__(self) -> int:

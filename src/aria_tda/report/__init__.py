@@ -39,10 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aria_tda._checks import check_int, check_writable_path
-from aria_tda._io import atomic_path, write_text
+from aria_tda._io import atomic_path, sweep_leftovers, write_text
+from aria_tda._lock import writer_lock
 from aria_tda.errors import AriaWarning, ParameterError
 from aria_tda.report.load import ResultsData, choose_k, load_results
 from aria_tda.report.tables import ReportTable, build_tables
+from aria_tda.results import REPORT_FILE, RESULTS_FILE, is_aria_report
 
 __all__ = ["ReportOutput", "ResultsData", "export_tables", "load_results", "write_report"]
 
@@ -177,10 +179,19 @@ def export_tables(
 
 
 def _check_target(name: str, path: Path, what: str, *, want_dir: bool) -> None:
-    """Raise unless ``path`` can be written as a file (``want_dir=False``) or a folder."""
+    """Raise unless ``path`` can be written as a file (``want_dir=False``) or a folder.
+
+    An existing page is replaced only when ARIA wrote it (its head says so): the report never
+    writes over a file it did not create.
+    """
     if path.exists() and path.is_dir() != want_dir:
         kind = "an existing folder" if path.is_dir() else "an existing file"
         raise ParameterError(f"{name}: expected {what}, got {kind}: {str(path)!r}")
+    if not want_dir and path.is_file() and not is_aria_report(path):
+        raise ParameterError(
+            f"{name}: expected {what} (new, or a report ARIA wrote), got an existing file "
+            f"ARIA did not write: {str(path)!r}; move it or choose another --out"
+        )
     for parent in path.absolute().parents:
         if parent.exists():
             if not parent.is_dir():
@@ -239,14 +250,42 @@ def write_report(
         existing folder or a ``tables_dir`` that is an existing file (checked before anything
         is written).
     """
+    top_n = check_int("top_n", top_n, min_value=1)
+    pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
+    out_path = Path(results_dir) / REPORT_FILE if out is None else Path(out)
+    results_path = Path(results_dir)
+    if not (results_path / RESULTS_FILE).is_file() or (
+        out_path.absolute().parent != results_path.absolute()
+    ):  # not a results folder (load_results says so), or the page goes elsewhere: no lock
+        return _write_report(results_dir, out_path, latex=latex, k=k, top_n=top_n,
+                             pairs_per_channel=pairs_per_channel, tables_dir=tables_dir,
+                             plots=plots)
+    # the page goes into the results folder: one writer at a time (a run publishing its
+    # tables, another report)
+    with writer_lock(results_path, "results folder"):
+        sweep_leftovers(results_path)
+        return _write_report(results_dir, out_path, latex=latex, k=k, top_n=top_n,
+                             pairs_per_channel=pairs_per_channel, tables_dir=tables_dir,
+                             plots=plots)
+
+
+def _write_report(
+    results_dir: str | os.PathLike[str],
+    out_path: Path,
+    *,
+    latex: bool,
+    k: int | None,
+    top_n: int,
+    pairs_per_channel: int,
+    tables_dir: str | os.PathLike[str] | None,
+    plots: bool,
+) -> ReportOutput:
+    """The body of :func:`write_report` (its arguments checked, its lock held)."""
     from aria_tda.report.evidence import build_evidence
     from aria_tda.report.html import render_html
 
-    top_n = check_int("top_n", top_n, min_value=1)
-    pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
     data = load_results(results_dir, top_n=top_n)
     kk = choose_k(data, k)
-    out_path = Path(results_dir) / "report.html" if out is None else Path(out)
     tdir = None
     if latex:
         tdir = (
@@ -273,6 +312,6 @@ def write_report(
             "(listed in the "
             "report): " + "; ".join(data.missing),
             AriaWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
     return ReportOutput(out_path, exports, kk, tuple(data.missing), tuple(tables))

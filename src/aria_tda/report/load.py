@@ -4,8 +4,10 @@ Conventions
 -----------
 The report reads a results folder *only* through :mod:`aria_tda.results` (``read_results_meta``,
 ``read_table``, ``TABLES``). Nothing here fails on a partial folder: a table that is absent,
-unreadable, lacks a required column, or has values of the wrong type is dropped and described
-in :attr:`ResultsData.missing`, so the report shows what exists and says what does not. Only a
+unreadable, lacks a required column, holds no rows, or has values of the wrong type is dropped
+and described in :attr:`ResultsData.missing`, so the report shows what exists and says what
+does not. A table that is not the one ``results.json`` was written with (changed since, or left
+by another run: :func:`aria_tda.results.table_mismatches`) is shown and named there too. Only a
 folder that is not a results folder at all raises (:class:`~aria_tda.errors.FileFormatError`, from
 :func:`aria_tda.results.read_results_meta`).
 
@@ -32,7 +34,13 @@ import pandas as pd
 
 from aria_tda._checks import check_int
 from aria_tda.errors import FileFormatError, ParameterError, expected
-from aria_tda.results import TABLES, default_k_report, read_results_meta, read_table
+from aria_tda.results import (
+    TABLES,
+    default_k_report,
+    read_results_meta,
+    read_table,
+    table_mismatches,
+)
 
 __all__ = ["EXPECTED_TABLES", "ResultsData", "choose_k", "load_results"]
 
@@ -364,6 +372,7 @@ def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = Non
     """
     meta = read_results_meta(results_dir)
     data = ResultsData(path=Path(results_dir), meta=meta)
+    data.missing.extend(table_mismatches(results_dir, meta))
     for name, spec in TABLES.items():
         try:
             filters = (
@@ -383,6 +392,10 @@ def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = Non
         lacking = [c for c in spec.columns if c not in df.columns]
         if lacking:
             data.missing.append(f"{spec.filename}: lacks required column(s) {lacking}; left out")
+            continue
+        if df.empty:  # a header alone: verdicts would read "unknown" with no word why
+            what = _DESCRIPTIONS.get(name, spec.description)
+            data.missing.append(f"{spec.filename} ({what}): holds no rows; left out")
             continue
         try:
             df = _coerce(name, df)

@@ -30,15 +30,18 @@ be among them, and each of them must have a segment), else in order of first app
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from aria_tda._checks import check_existing_path
+from aria_tda._io import check_space
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 from aria_tda.scores.lowrank import residual as _residual
 from aria_tda.scores.normalization import (
+    IN_MEMORY_BYTES,
     KURTOSIS_THRESHOLD,
     ZScoreSource,
     _check_finite_columns,
@@ -50,7 +53,12 @@ from aria_tda.scores.normalization import (
 )
 from aria_tda.scores.readers import as_source, open_scores
 from aria_tda.scores.source import ArraySource, ScoreSource, check_orientation, expected_text
-from aria_tda.scores.writers import ScoreWriter, check_output_path
+from aria_tda.scores.writers import (
+    ScoreWriter,
+    check_not_input,
+    check_output_path,
+    check_output_space,
+)
 
 __all__ = ["aggregate", "read_segment_table", "segment_codes"]
 
@@ -296,6 +304,22 @@ def _rows_from_table(
     return per_row
 
 
+def _check_transpose_space(src: ScoreSource, tmp_dir: Any) -> None:
+    """Room in ``tmp_dir`` for the rank path's temporary transpose, when it will make one
+    (the condition of :func:`~aria_tda.scores.normalization.iter_column_blocks`)."""
+    m, t = src.shape
+    if isinstance(src, ArraySource) or m * t * 8 <= IN_MEMORY_BYTES:
+        return
+    where = Path(tmp_dir) if tmp_dir is not None else Path(tempfile.gettempdir())
+    check_space(where / "transpose", m * t * src.block_dtype.itemsize)
+
+
+def _is_s_track(manifest: dict[str, Any]) -> bool:
+    """Whether a ``track_scores`` manifest is an S_track of :func:`aggregate` (it records the
+    normalisation), not another track-level matrix (``aria-tda retrieve``'s cosine scores)."""
+    return "normalize" in (manifest.get("parameters") or {})
+
+
 def _describe_segments(segments: Any) -> str:
     if segments is None:
         return "identity"
@@ -319,6 +343,7 @@ def aggregate(
     progress: bool | None = None,
     transpose: bool = False,
     client: Any = None,
+    overwrite: bool = False,
 ) -> ScoreSource:
     r"""``S_track`` ``(N, T)``: normalise each query's column, then average segments per track.
 
@@ -334,7 +359,9 @@ def aggregate(
         Use the rank-1 residual :math:`S - \sigma_1 u_1 v_1^\top` (two extra passes).
     out : path-like, optional
         Write ``S_track`` (``.npy``/``.zarr``, float64) with row ids = track ids and a
-        manifest; nothing is left under ``out`` if anything fails.
+        manifest; nothing is left under ``out`` if anything fails. Checked before any work:
+        never one of the inputs (``scores``, ``segments``), never an existing file that ARIA
+        did not write as ``S_track`` unless ``overwrite``, and room on its disk.
     chunk_rows : int, optional
         Rows per streamed block.
     tracks : array-like of str, optional
@@ -356,6 +383,9 @@ def aggregate(
         range for the residual, the moments and the z-score sums (merged in float64 here),
         per block of query columns for rank. A file is re-opened by path in the workers, an
         in-memory matrix scattered once. Equal to the single-machine result up to rounding.
+    overwrite : bool
+        Replace an existing ``out`` that ARIA did not write as ``S_track`` (a user's file, a
+        segment-level matrix); an earlier ``S_track`` is always replaced.
 
     Returns
     -------
@@ -365,8 +395,11 @@ def aggregate(
         ``auto``, the median excess kurtosis.
     """
     if out is not None:
-        check_output_path("out", out)
+        check_output_path("out", out, kind="track_scores", overwrite=overwrite,
+                          inputs={"scores": scores, "segments": segments}, purpose=_is_s_track)
     src = as_source(scores, key=key, transpose=transpose)
+    if out is not None:
+        check_not_input("out", out, {"scores": src.path})
     if not isinstance(residual, bool):
         raise ParameterError(expected("residual", "True or False", residual))
     codes, track_ids = segment_codes(
@@ -374,16 +407,12 @@ def aggregate(
         transpose=transpose,
     )
     n_tracks = track_ids.size
+    if out is not None:  # before the first pass: room for S_track (and a zarr's staging copy)
+        check_output_space(out, (n_tracks, src.n_cols), np.float64, row_ids=True, staged=True)
     counts = np.bincount(codes, minlength=n_tracks).astype(np.float64)
     identity = n_tracks == src.n_rows and bool(np.array_equal(codes, np.arange(src.n_rows)))
     base_manifest = src.manifest or {}
     source_path = src.path
-    if (
-        out is not None
-        and source_path is not None
-        and Path(out).absolute() == Path(source_path).absolute()
-    ):
-        raise FileFormatError(f"out: refusing to overwrite the matrix being read: {str(out)!r}")
     job = None
     if client is not None:
         from aria_tda.scores.distributed_aggregate import DaskAggregation
@@ -402,6 +431,10 @@ def aggregate(
             chunk_rows=chunk_rows,
             progress=progress,
         )
+    if out is not None and tmp_dir is None:
+        tmp_dir = Path(out).absolute().parent
+    if chosen == "rank" and job is None:
+        _check_transpose_space(src, tmp_dir)
     params = {
         **details,
         "residual": residual,
@@ -431,8 +464,6 @@ def aggregate(
         )
 
     if out is not None:
-        if tmp_dir is None:
-            tmp_dir = Path(out).absolute().parent
         with ScoreWriter(
             out,
             shape=shape,
@@ -443,6 +474,8 @@ def aggregate(
             stage=base_manifest.get("stage"),
             parameters=params,
             seed=base_manifest.get("seed"),
+            overwrite=overwrite,
+            purpose=_is_s_track,
         ) as w:
             fill(w.array)
         return open_scores(out)
@@ -518,6 +551,7 @@ def aggregate_reference(
     progress: bool | None = None,
     transpose: bool = False,
     client: Any = None,
+    overwrite: bool = False,
 ) -> ScoreSource:
     r"""In-memory reference of :func:`aggregate` (Eq. track-agg) on the whole matrix.
 
@@ -552,7 +586,12 @@ def aggregate_reference(
         Aggregate the transpose of ``scores``.
     client : dask.distributed.Client, optional
         Ignored.
+    overwrite : bool
+        Replace an existing ``out`` that ARIA did not write as ``S_track``.
     """
+    if out is not None:
+        check_output_path("out", out, kind="track_scores", overwrite=overwrite,
+                          inputs={"scores": scores, "segments": segments}, purpose=_is_s_track)
     src = as_source(scores, key=key, transpose=transpose)
     if not isinstance(residual, bool):
         raise ParameterError(expected("residual", "True or False", residual))
@@ -581,6 +620,8 @@ def aggregate_reference(
         kind="track_scores",
         row_ids=track_ids,
         parameters=params,
+        overwrite=overwrite,
+        purpose=_is_s_track,
     ) as w:
         w.write_rows(0, result)
     return open_scores(out)

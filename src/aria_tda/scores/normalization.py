@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda._checks import check_choice, check_float, check_int
+from aria_tda._io import reserve_space, sweep_leftovers, temp_name
 from aria_tda._progress import progress as _progress
 from aria_tda.errors import AriaWarning, DataError
 from aria_tda.scores.blockstats import BlockStats
@@ -308,15 +309,18 @@ def iter_column_blocks(
                 yield c0, c1, np.ascontiguousarray(full[:, c0:c1].T)
                 bar.update(c1 - c0)
             return
-        work = Path(tempfile.mkdtemp(prefix="aria-transpose-", dir=tmp_dir))
+        base = Path(tmp_dir) if tmp_dir is not None else Path(tempfile.gettempdir())
+        base.mkdir(parents=True, exist_ok=True)
+        sweep_leftovers(base)  # transposes of killed runs
+        work = base / temp_name("aria-transpose")
+        work.mkdir()
         try:
             path = work / "columns.bin"
             dtype = src.block_dtype
             itemsize = dtype.itemsize
-            with open(path, "wb") as fh:
-                fh.truncate(m * t * itemsize)
-            fd = os.open(path, os.O_RDWR)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             try:
+                reserve_space(fd, m * t * itemsize, path=path)
                 for s, block in src.iter_chunks(
                     chunk_rows, progress=progress, desc="transpose", reuse_buffers=True
                 ):

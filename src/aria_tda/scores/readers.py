@@ -125,13 +125,16 @@ def open_scores(
         the array is not a non-empty 2-D real matrix; a bergson store with cells never
         written (an interrupted run); a TRAK experiment never finalized.
     """
-    from aria_tda._checks import check_existing_path
+    from aria_tda._paths import input_path
     from aria_tda.manifest import read_manifest
 
     if key is not None and not isinstance(key, str):
         raise ParameterError(expected("key", "a string", key))
     transpose = _check_transpose(transpose)
-    p, fmt = resolve_scores_path(check_existing_path("scores", path))
+    given = input_path(path, "scores")  # a FIFO or a device is refused before any open()
+    p, fmt = resolve_scores_path(given)
+    if p != given:
+        input_path(p, "scores")  # what was found inside a folder, looked at the same way
     manifest = read_manifest(p)
     src: ScoreSource
     if fmt in {"npy", "bergson"} and key is not None:

@@ -29,9 +29,12 @@ The study file itself is :mod:`aria_tda.study.config`.
 
 Resuming
 --------
-Per-setting work is cached under ``OUTPUT/.cache/<setting>/`` with the parameters and input
-fingerprints (size + mtime of the score matrix, segment map and feature store) it was computed
-from; a rerun with the same inputs and parameters reuses it, anything else recomputes it.
+Per-setting work is cached under ``OUTPUT/.cache/<slot>/`` (one slot per setting name,
+:func:`aria_tda.study.setting.slot_name`) with the parameters and input fingerprints (content
+digests of the score matrix, segment map and feature store) it was computed from; a rerun with
+the same inputs and parameters reuses it, anything else recomputes it, and a damaged entry is
+recomputed with one warning. One run writes a results folder at a time (its writer lock), and
+a killed run's leftovers are removed by the next (:mod:`aria_tda.study.runner`).
 """
 
 from __future__ import annotations

@@ -48,12 +48,12 @@ from aria_tda._steps import Step
 from aria_tda.study.config import SettingSpec, StudySpec, validate_study
 from aria_tda.study.setting import (
     compute_step,
+    load_cached,
     planned_rows,
-    read_cached,
     rows_key,
     setting_step,
     shared_null,
-    slug,
+    slot_name,
 )
 
 __all__ = ["TASK_DELAY_ENV", "run_on_cluster"]
@@ -174,13 +174,10 @@ def run_on_cluster(
     pending: list[tuple[SettingSpec, Step]] = []
     for setting in spec.settings:
         step = setting_step(setting, spec, store_fp, cache_root)
-        if step.is_complete():
-            log(f"{setting.name}: reusing cached results ({step.path})")
-            results[setting.name] = read_cached(step)
+        cached = load_cached(step, setting.name, log)
+        if cached is not None:
+            results[setting.name] = cached
             continue
-        reason = step.stale_reason()
-        if reason:
-            log(f"{setting.name}: recomputing ({reason})")
         pending.append((setting, step))
     execution: dict[str, Any] = {
         "scheduler": scheduler if isinstance(scheduler, str) else None,
@@ -220,7 +217,7 @@ def run_on_cluster(
             fut = client.submit(
                 _setting_task, task_step, remote_settings[setting.name], remote,
                 null_futures.get(key) if key is not None else None, delay, pure=False,
-                key=f"aria-setting-{slug(setting.name)}-{token}",
+                key=f"aria-setting-{slot_name(setting.name)}-{token}",
             )
             futures[fut] = setting.name
         log(f"{len(pending)} setting(s) on {label} ({n_workers} workers; "

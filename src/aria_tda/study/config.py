@@ -59,6 +59,7 @@ from typing import Any, Literal, TypeVar
 
 from aria_tda._checks import check_int
 from aria_tda._options import Options, option
+from aria_tda._paths import input_path
 from aria_tda.errors import FileFormatError, ParameterError, expected
 from aria_tda.features.registry import MODALITIES
 from aria_tda.results import DEFAULT_KS, PREFERRED_K_REPORT, default_k_report
@@ -191,8 +192,8 @@ class SettingSpec(Options):
     scores: Path | None = option(
         None,
         help="segment-level score matrix (train segments x queries): npy | npz | pt | zarr; "
-        "with train_embeddings: where the study writes their cosine matrix (default: in the "
-        "output's .cache)",
+        "an input, read only (not with train_embeddings: their cosine matrix is written "
+        "into the output's .cache)",
         check=_optional_path,
     )
     train_embeddings: Path | None = option(
@@ -223,6 +224,9 @@ class SettingSpec(Options):
     transpose: bool = option(
         False, help="the file holds queries x training segments: read it transposed"
     )
+    #: Not a study-file key: ``scores`` is the cosine matrix the study run wrote for the
+    #: embedding stores (:func:`aria_tda.study.inputs.embedding_scores`), not a user's input.
+    scores_from_embeddings: bool = dataclasses.field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -263,6 +267,12 @@ class SettingSpec(Options):
         if len(given) == 1:
             other = ({"train_embeddings", "query_embeddings"} - set(given)).pop()
             raise ParameterError(expected(other, f"an embedding store beside {given[0]}", None))
+        if self.scores is not None and not self.scores_from_embeddings:  # contradictory keys
+            who = f" (setting {self.name!r})" if self.name is not None else ""
+            raise ParameterError(expected(
+                "scores", "either a score matrix or train_embeddings and query_embeddings, not "
+                f"both{who}: the study writes the embedding stores' cosine matrix into its "
+                "cache and never over an input", str(self.scores)))
         for key, bad in (
             ("segments", self.segments is not None),
             ("key", self.key is not None),
@@ -597,8 +607,9 @@ def load_study(path: str | os.PathLike[str]) -> StudySpec:
         The study TOML file; relative paths in it resolve against its folder.
     """
     p = Path(path)
-    if not p.is_file():
+    if not p.exists() and not p.is_symlink():
         raise FileFormatError(f"study: no such file: {str(p)!r}")
+    input_path(p, "study", kind="file")  # a FIFO, a device, a folder, a link loop
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -625,6 +636,8 @@ def _toml_lines(spec: Options) -> list[str]:
     lines = []
     for key, f in _file_fields(type(spec)).items():
         value = getattr(spec, f.name)
+        if key == "scores" and getattr(spec, "scores_from_embeddings", False):
+            continue  # the study's own cosine matrix: made again from the embedding stores
         if value is None or (
             isinstance(value, tuple) and value and all(isinstance(v, Options) for v in value)
         ):

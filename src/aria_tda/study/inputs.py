@@ -20,7 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from aria_tda._fingerprint import content_digest
+from aria_tda._io import read_json, remove_path, write_json
+from aria_tda._paths import input_path
 from aria_tda.errors import (
+    AriaError,
     AriaWarning,
     DataError,
     FileFormatError,
@@ -70,20 +74,30 @@ def check_setting_files(setting: SettingSpec) -> None:
     """
     if setting.is_embedding:
         for key in ("train_embeddings", "query_embeddings"):
-            if not Path(getattr(setting, key)).exists():
+            if not _present(getattr(setting, key)):
                 raise FileFormatError(
                     f"setting {setting.name!r}: {key}: no such embedding store: "
                     f"{str(getattr(setting, key))!r}"
                 )
+            input_path(getattr(setting, key), f"setting {setting.name!r}: {key}", kind="dir")
         return
-    if not Path(str(setting.scores)).exists():
+    if not _present(setting.scores):
         raise FileFormatError(
             f"setting {setting.name!r}: scores: no such file: {str(setting.scores)!r}"
         )
-    if setting.segments is not None and not Path(setting.segments).exists():
-        raise FileFormatError(
-            f"setting {setting.name!r}: segments: no such file: {str(setting.segments)!r}"
-        )
+    input_path(setting.scores, f"setting {setting.name!r}: scores")
+    if setting.segments is not None:
+        if not _present(setting.segments):
+            raise FileFormatError(
+                f"setting {setting.name!r}: segments: no such file: {str(setting.segments)!r}"
+            )
+        input_path(setting.segments, f"setting {setting.name!r}: segments", kind="file")
+
+
+def _present(path: Any) -> bool:
+    """True when ``path`` exists or is a link (a broken link or a loop is named by input_path)."""
+    p = Path(str(path))
+    return p.exists() or p.is_symlink()
 
 
 def _embedding_infos(setting: SettingSpec) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -115,8 +129,9 @@ def embedding_scores(
 ) -> SettingSpec:
     """The setting with ``scores`` = the cosine matrix of its embedding stores, made if needed.
 
-    The matrix goes to the setting's own ``scores`` path when given, else to ``target`` (in
-    the results folder's cache). It is reused when its manifest records the digests of the
+    The matrix goes to ``target``, in the results folder's cache, never to a path of the
+    user's (a setting naming both ``scores`` and embedding stores is refused when the study
+    is read). It is reused when its manifest records the digests of the
     two stores as they are now; otherwise it is (re)computed with
     :func:`aria_tda.embed.retrieval.write_cosine_scores` (streamed, training tracks × queries,
     the training track ids as row ids). A setting without embedding stores is returned as is.
@@ -138,14 +153,27 @@ def embedding_scores(
     if not setting.is_embedding:
         return setting
     train, queries = _embedding_infos(setting)
-    path = Path(setting.scores) if setting.scores is not None else target
-    man = read_manifest(path) if path.exists() else None
+    path = Path(target)
+    record = path.with_name(path.name + ".digest.json")  # the matrix's digest when written
+    damage = None
+    try:
+        man = read_manifest(path) if path.exists() else None
+    except AriaError as exc:
+        man, damage = None, str(exc)
     fresh = (
         man is not None
         and (man.get("train_embeddings") or {}).get("digest") == train["digest"]
         and (man.get("query_embeddings") or {}).get("digest") == queries["digest"]
         and (man.get("parameters") or {}).get("encoder") == train["encoder"]
     )
+    recorded = _recorded_digest(record) if fresh else None
+    if recorded is None:  # made before digests were recorded: made again, without a word
+        fresh = False
+    elif recorded != content_digest(path):
+        fresh, damage = False, f"{path} differs from the matrix written there"
+    if damage is not None:
+        warnings.warn(f"setting {setting.name!r}: damaged cache entry, recomputed: {damage}",
+                      AriaWarning, stacklevel=2)
     if fresh:
         if log is not None:
             log(f"{setting.name}: reusing the cosine scores of its embedding stores ({path})")
@@ -154,9 +182,19 @@ def embedding_scores(
             log(f"{setting.name}: cosine scores of {train['n_tracks']} training tracks x "
                 f"{queries['n_tracks']} queries ({train['label']})")
         path.parent.mkdir(parents=True, exist_ok=True)
+        remove_path(record)
         write_cosine_scores(str(setting.train_embeddings), str(setting.query_embeddings), path,
                             progress=progress, method=setting.method)
-    return dataclasses.replace(setting, scores=path)
+        write_json(record, {"digest": content_digest(path)})
+    return dataclasses.replace(setting, scores=path, scores_from_embeddings=True)
+
+
+def _recorded_digest(record: Path) -> str | None:
+    try:
+        data = read_json(record)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data.get("digest") if isinstance(data, dict) else None
 
 
 def _n_queries(setting: SettingSpec, store: Any) -> int:
@@ -240,8 +278,9 @@ def read_queries(path: Path | None, n_queries: int) -> Any:
 
     if path is None:
         return None
-    if not path.is_file():
+    if not _present(path):
         raise FileFormatError(f"queries: no such file: {str(path)!r}")
+    input_path(path, "queries", kind="file")
     try:
         df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:
@@ -263,12 +302,48 @@ def read_queries(path: Path | None, n_queries: int) -> Any:
         raise DataError(
             f"queries: index {int(q[out].iloc[0])} out of range for {n_queries} queries"
         )
-    return (
-        df.assign(query=q.astype(int))
-        .drop_duplicates("query")
-        .set_index("query", drop=False)
-        .sort_index()
+    df = df.assign(query=q.astype(int))
+    df = _one_row_per_query(df, path)
+    return df.set_index("query", drop=False).sort_index()
+
+
+def _one_row_per_query(df: Any, path: Path) -> Any:
+    """``df`` with one row per query: identical repeats dropped with a warning, others refused.
+
+    Two rows for one query that hold the same values are a harmless repeat (kept once, with
+    an :class:`~aria_tda.errors.AriaWarning` naming the file and the queries); two that differ
+    cannot both describe the query, and which one is right is not ARIA's to guess
+    (:class:`~aria_tda.errors.DataError` naming the file, the queries and their rows).
+    """
+    dup = df["query"].duplicated(keep=False)
+    if not dup.any():
+        return df
+    repeated = df[dup]
+    conflicting = [int(qid) for qid, rows in repeated.groupby("query", sort=True)
+                   if len(rows.astype(str).drop_duplicates()) > 1]
+    if path.suffix == ".parquet":
+        where, line = "rows", df.index.to_numpy()  # 0-based rows of the table
+    else:
+        where, line = "lines", df.index.to_numpy() + 2  # the file's lines (header: line 1)
+    if conflicting:
+        shown = conflicting[:10]
+        rows = {qid: [int(x) for x in line[(df["query"] == qid).to_numpy()]] for qid in shown}
+        more = f" and {len(conflicting) - 10} more" if len(conflicting) > 10 else ""
+        raise DataError(
+            f"queries: {str(path)!r} holds different rows for the same query: query "
+            + "; ".join(f"{qid} ({where} {', '.join(map(str, r))})" for qid, r in rows.items())
+            + f"{more}; keep one row per query"
+        )
+    ids = sorted({int(x) for x in repeated["query"]})
+    shown_ids = ", ".join(map(str, ids[:10])) + (f" and {len(ids) - 10} more" if len(ids) > 10
+                                                 else "")
+    warnings.warn(
+        f"queries: {str(path)!r} repeats identical rows for query {shown_ids}; each is used "
+        "once",
+        AriaWarning,
+        stacklevel=4,
     )
+    return df.drop_duplicates("query")
 
 
 def align_tracks(

@@ -4,34 +4,57 @@ A failed run leaves nothing half-made: inputs are checked before any folder is c
 setting that fails removes its cache step, and the folders the run created are removed again
 when they are left empty (finished settings of an interrupted run stay cached, so a rerun
 resumes).
+
+One writer per results folder: the run holds its writer lock
+(:func:`aria_tda._lock.writer_lock`) from the first byte to the report, so a second run into
+the same folder is refused in one line naming the first; under the lock it first removes what
+killed runs left (their staging folders and temporaries, cache steps they left unfinished).
+Inputs are read-only: a results folder that is, or lies inside, an input, or whose files the
+run writes would replace an input, or a folder ARIA did not make that holds files of those
+names, is refused before any work (:func:`check_output`). The old ``report.html`` and
+``results.json`` are removed before new tables are published, so neither is ever left beside
+tables it was not built from; without a report (``--no-report``) a note says the old one was
+removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import os
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aria_tda._dask import check_scheduler
-from aria_tda._io import remove_path
-from aria_tda._steps import file_fingerprint
-from aria_tda.errors import ParameterError, expected
+from aria_tda._io import disk_full_message, remove_path, sweep_leftovers, temp_name
+from aria_tda._lock import LOCK_NAME, writer_lock
+from aria_tda._steps import Step, file_fingerprint
+from aria_tda.errors import DiskFullError, ParameterError, expected
+from aria_tda.results import (
+    REPORT_FILE,
+    RESULTS_FILE,
+    RUN_TABLES,
+    TABLES,
+    is_aria_report,
+    is_results_dir,
+)
 from aria_tda.study.config import StudySpec, load_study
 from aria_tda.study.inputs import check_inputs, embedding_scores
-from aria_tda.study.setting import run_setting, slug
+from aria_tda.study.setting import run_setting, slot_name
 from aria_tda.study.tables import publish, write_tables
 
-__all__ = ["CACHE", "run_study"]
+__all__ = ["CACHE", "PUBLISH_DELAY_ENV", "check_output", "run_study"]
 
 #: Folder of the per-setting cache steps inside the results folder.
 CACHE = ".cache"
 #: Folder (inside :data:`CACHE`) of the cosine matrices of embedding settings; a setting's
-#: step folder never starts with "_" (:func:`aria_tda.study.setting.slug`).
+#: step folder never starts with "_" (:func:`aria_tda.study.setting.slot_name`).
 EMBEDDING_SCORES = "_embedding_scores"
+#: Test hook: seconds the run waits after publishing its first table (to kill it there).
+PUBLISH_DELAY_ENV = "ARIA_TEST_PUBLISH_DELAY"
 
 
 def _logger(command: str, quiet: bool) -> Callable[[str], None]:
@@ -68,6 +91,114 @@ def _check_scheduler(scheduler: Any) -> Any:
         return scheduler
     raise ParameterError(expected("scheduler", "'local:N', an address or a dask Client",
                                   scheduler))
+
+
+def _inputs(spec: StudySpec) -> list[tuple[str, Path]]:
+    """Every input of the study, as ``(key, path)``."""
+    found: list[tuple[str, Path]] = [("feature_store", Path(spec.feature_store))]
+    if spec.queries is not None:
+        found.append(("queries", Path(spec.queries)))
+    if spec.path is not None:
+        found.append(("study file", Path(spec.path)))
+    for s in spec.settings:
+        for key in ("scores", "segments", "train_embeddings", "query_embeddings"):
+            value = getattr(s, key)
+            if value is not None and not (key == "scores" and s.scores_from_embeddings):
+                found.append((f"setting {s.name!r}: {key}", Path(value)))
+    return found
+
+
+def _written_names(report: bool) -> set[str]:
+    """Names the run writes (or replaces, or removes) at the top of a results folder."""
+    names = {RESULTS_FILE, CACHE, REPORT_FILE, *(TABLES[t].filename for t in RUN_TABLES)}
+    return names if report else names - {REPORT_FILE}
+
+
+def check_output(spec: StudySpec, out: Path, *, report: bool) -> None:
+    """Refuse, before any work, a results folder whose writing would touch a file not ARIA's.
+
+    Inputs are read-only: the folder must not be an input or lie inside one (a feature store,
+    an embedding store, a zarr score folder), and none of the names the run writes (its tables,
+    ``results.json``, ``report.html``, ``.cache``) may be or hold an input. A folder that ARIA
+    did not make (no ``results.json`` of ARIA, no cache, no writer lock) must not hold files of
+    those names, and a ``report.html`` about to be written over must be ARIA's own.
+
+    Parameters
+    ----------
+    spec : StudySpec
+        The study (its inputs).
+    out : Path
+        The results folder.
+    report : bool
+        Whether the run writes ``report.html``.
+
+    Raises
+    ------
+    ParameterError
+        Naming the folder, the input or the files.
+    """
+    target = out.absolute().resolve()
+    written = _written_names(report)
+    for key, path in _inputs(spec):
+        real = path.absolute().resolve()
+        if real == target or real in target.parents:
+            raise ParameterError(
+                expected("output", "a results folder apart from the study's inputs",
+                         f"{out}, which is {'' if real == target else 'inside '}the {key} "
+                         f"{str(path)!r}")
+            )
+        if target in real.parents and real.relative_to(target).parts[0] in written:
+            name = real.relative_to(target).parts[0]
+            raise ParameterError(
+                expected("output", "a results folder whose files are not inputs",
+                         f"{out}, where the run writes {name!r} over the {key} {str(path)!r}")
+            )
+    if not out.is_dir():
+        return
+    ours = is_results_dir(out) or (out / CACHE).is_dir() or (out / LOCK_NAME).is_file()
+    if not ours:
+        foreign = sorted(n for n in written if (out / n).exists())
+        if foreign:
+            raise ParameterError(
+                expected("output", "a new or empty folder, or a results folder ARIA wrote",
+                         f"{out}, which ARIA did not write (no {RESULTS_FILE}) and which holds "
+                         f"{', '.join(foreign)}; the run would replace them")
+            )
+    page = out / REPORT_FILE
+    if report and page.exists() and not (page.is_file() and is_aria_report(page)):
+        raise ParameterError(
+            expected("output", f"a {REPORT_FILE} written by ARIA or none",
+                     f"{str(page)!r}, which ARIA did not write; move it or run with "
+                     "--no-report (report = false)")
+        )
+
+
+def _sweep(out: Path, slots: set[str]) -> None:
+    """Remove what killed runs left: temporaries, staging folders, unfinished cache steps.
+
+    Only leftovers of processes that no longer exist are touched
+    (:func:`aria_tda._io.sweep_leftovers`); a cache step whose record is not "complete" is
+    removed when no setting of this study uses its slot (a setting of this study recomputes its
+    own).
+    """
+    sweep_leftovers(out)
+    cache = out / CACHE
+    if not cache.is_dir():
+        return
+    sweep_leftovers(cache)
+    for entry in sorted(cache.iterdir()):
+        if not entry.is_dir() or entry.is_symlink():
+            continue
+        sweep_leftovers(entry)
+        if entry.name.startswith("_") or entry.name in slots:
+            continue
+        rec = Step(cache, entry.name).record()
+        if rec is None or rec.get("status") != "complete":
+            remove_path(entry)
+
+
+def _disk_full(exc: OSError) -> bool:
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
 
 
 def run_study(
@@ -123,26 +254,42 @@ def run_study(
     store = FeatureStore.open(spec.feature_store)
     store.check_modality(spec.modality)
     queries = check_inputs(spec, store)
+    want_report = spec.report if report is None else bool(report)
+    check_output(spec, out, report=want_report)
 
     created = _absent_dirs(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        _run(spec, out, store, queries, t_start, report=report, progress=progress,
-             extra_meta=extra_meta, log=log, scheduler=scheduler)
+        with writer_lock(out, "results folder"):
+            try:
+                try:
+                    _sweep(out, {slot_name(s.name) for s in spec.settings})
+                    _run(spec, out, store, queries, t_start, report=want_report,
+                         progress=progress, extra_meta=extra_meta, log=log, scheduler=scheduler)
+                except OSError as exc:  # e.g. pyarrow's: one line naming the device
+                    if isinstance(exc, DiskFullError) or not _disk_full(exc):
+                        raise
+                    raise DiskFullError(disk_full_message(out)) from None
+            except BaseException:
+                _remove_empty([out / CACHE])
+                if out.absolute() in created and [p.name for p in out.iterdir()] == [LOCK_NAME]:
+                    with contextlib.suppress(OSError):  # a folder this run made, holding nothing
+                        (out / LOCK_NAME).unlink()
+                raise
     except BaseException:
-        _remove_empty([out / CACHE, *created])
+        _remove_empty(created)  # folders this run made (another run's are not touched)
         raise
     return out
 
 
 def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *,
-         report: bool | None, progress: bool | None, extra_meta: dict[str, Any] | None,
+         report: bool, progress: bool | None, extra_meta: dict[str, Any] | None,
          log: Callable[[str], None], scheduler: Any = None) -> None:
     from aria_tda.results import write_results_meta
 
     # embedding settings: their cosine matrix, computed into the cache (or reused) first
     spec = dataclasses.replace(spec, settings=tuple(
-        embedding_scores(s, out / CACHE / EMBEDDING_SCORES / f"{slug(s.name)}.npy",
+        embedding_scores(s, out / CACHE / EMBEDDING_SCORES / f"{slot_name(s.name)}.npy",
                          progress=progress, log=log)
         for s in spec.settings
     ))
@@ -164,18 +311,34 @@ def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *
                      "settings_computed": sum("nulls_computed" in r for r in results.values()),
                      "nulls_computed": len(nulls)}
 
-    staging = out / f".staging-{uuid.uuid4().hex[:8]}"
+    staging = out / temp_name("", "staging")
     staging.mkdir()
     try:
         meta = write_tables(staging, spec, store, results, queries, t_start)
-        publish(staging, out)
+        # the old report and results.json describe the old tables: gone before new ones land
+        page = out / REPORT_FILE
+        had_report = page.is_file() and is_aria_report(page)
+        if had_report:
+            page.unlink()
+        remove_path(out / RESULTS_FILE)
+        publish(staging, out, delay=_publish_delay())
     finally:
         remove_path(staging)
-    write_results_meta(out, {**meta, "execution": execution, **(extra_meta or {})})
-    want_report = spec.report if report is None else report
-    if want_report:
+    write_results_meta(out, {**meta, "execution": execution, **(extra_meta or {})},
+                       record_tables=True)
+    if report:
         from aria_tda.report import write_report
 
         written = write_report(out)
         log(f"report: {written.html}")
+    elif had_report:
+        log(f"removed the old {REPORT_FILE}: it was built from the earlier tables (make one "
+            f"of these with 'aria-tda report {out}')")
     log(f"results: {out}")
+
+
+def _publish_delay() -> float:
+    try:
+        return max(0.0, float(os.environ.get(PUBLISH_DELAY_ENV, "0") or 0))
+    except ValueError:
+        return 0.0

@@ -1,10 +1,15 @@
 r"""One setting of a study: diagnostics, S_track, homogeneity, alignment — cached as a step.
 
 :func:`run_setting` computes every table of one setting (original and, unless disabled, the
-rank-1 residual) into ``OUTPUT/.cache/<setting>/`` (a :class:`aria_tda._steps.Step`), or reads
-them back when the score matrix, segment map, feature store and study parameters are those it
-was computed from. A setting that fails leaves no step behind (neither half-written tables
-nor a record marked "running"): the next run computes it from scratch.
+rank-1 residual) into ``OUTPUT/.cache/<slot>/`` (a :class:`aria_tda._steps.Step`; the slot is
+:func:`slot_name`, unique per setting name), or reads them back when the score matrix, segment
+map, feature store (their content digests) and study parameters are those it was computed
+from. A setting that fails leaves no step behind (neither half-written tables nor a record
+marked "running"): the next run computes it from scratch.
+
+The step's record holds the digest of every file it wrote; a cached entry whose files are
+missing, damaged or of another shape, or whose record is not readable, is recomputed with one
+:class:`~aria_tda.errors.AriaWarning` naming it (:func:`load_cached`), never a traceback.
 """
 
 from __future__ import annotations
@@ -13,15 +18,17 @@ import dataclasses
 import hashlib
 import re
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aria_tda._io import read_json, remove_path, write_json
+from aria_tda._fingerprint import content_digest
+from aria_tda._io import atomic_path, read_json, remove_path, write_json
 from aria_tda._steps import Step, file_fingerprint
-from aria_tda.errors import DataError, ParameterError
+from aria_tda.errors import AriaWarning, DataError, ParameterError
 from aria_tda.study.config import SettingSpec, StudySpec
 from aria_tda.study.inputs import (
     align_tracks,
@@ -34,6 +41,7 @@ __all__ = [
     "N_PAIRS",
     "TABLES",
     "compute_step",
+    "load_cached",
     "planned_rows",
     "prepared_for",
     "read_cached",
@@ -41,6 +49,7 @@ __all__ = [
     "run_setting",
     "setting_step",
     "shared_null",
+    "slot_name",
     "slug",
 ]
 
@@ -59,6 +68,21 @@ def slug(name: str) -> str:
         The setting's name.
     """
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "setting"
+
+
+def slot_name(name: str) -> str:
+    """The cache folder of a setting: its readable :func:`slug` and a hash of the exact name.
+
+    Two names that slug alike (``TRAK/fine``, ``TRAK_fine``) get distinct slots, so they never
+    evict each other's cached results: ``TRAK_fine-1c0e3a5b``.
+
+    Parameters
+    ----------
+    name : str
+        The setting's name.
+    """
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{slug(name)[:80]}-{digest}"
 
 
 def _segments_of(setting: SettingSpec, src: Any, store: Any) -> Any:
@@ -309,22 +333,115 @@ def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndar
     return out
 
 
+#: Files of a complete step besides its record.
+STEP_FILES = ("diagnostics.json", "alignment.json", *(f"{name}.parquet" for name in TABLES))
+#: Keys every cached ``diagnostics.json`` holds (what the tables are built from).
+_DIAGNOSTICS_KEYS = ("kappa", "r1", "r2_5", "p", "n_train", "n_queries")
+
+
+class DamagedCache(Exception):
+    """A cached step that cannot be used as it is (its message says which file and why)."""
+
+
+def _file_digests(work: Path) -> dict[str, str]:
+    return {name: content_digest(work / name) for name in STEP_FILES}
+
+
 def read_cached(step: Step) -> dict[str, Any]:
     """The tables of a complete step, as :func:`run_setting` returns them.
+
+    Every file is checked against the digest its record holds and read with its expected
+    shape (the tables' required columns, the setting's name).
 
     Parameters
     ----------
     step : Step
         A complete step (:meth:`~aria_tda._steps.Step.is_complete`).
+
+    Raises
+    ------
+    DamagedCache
+        A file is missing, altered since the step finished, unreadable or of another shape.
     """
     import pandas as pd
 
-    out = {"diagnostics": read_json(step.path / "diagnostics.json"),
-           "alignment": read_json(step.path / "alignment.json"),
-           "timings": step.summary().get("timings", {})}
+    from aria_tda.results import TABLES as SCHEMA
+
+    summary = step.summary()
+    recorded = summary.get("files")
+    if not isinstance(recorded, dict):
+        raise DamagedCache(f"{step.record_path} lists none of its files")
+    for name in STEP_FILES:
+        f = step.path / name
+        if not f.is_file():
+            raise DamagedCache(f"{f} is missing")
+        if content_digest(f) != recorded.get(name):
+            raise DamagedCache(f"{f} differs from what the finished step wrote")
+    try:
+        diagnostics = read_json(step.path / "diagnostics.json")
+        alignment = read_json(step.path / "alignment.json")
+    except (OSError, ValueError) as exc:
+        raise DamagedCache(f"{step.path}: a JSON file is unreadable ({exc})") from None
+    if not isinstance(diagnostics, dict) or any(k not in diagnostics for k in _DIAGNOSTICS_KEYS):
+        raise DamagedCache(f"{step.path / 'diagnostics.json'} is not a diagnostics record")
+    if not isinstance(alignment, list):
+        raise DamagedCache(f"{step.path / 'alignment.json'} is not a list of alignment rows")
+    timings = summary.get("timings")
+    out = {"diagnostics": diagnostics, "alignment": alignment,
+           "timings": timings if isinstance(timings, dict) else {}}
+    setting = (step.params.get("setting") or {}).get("name")
     for name in TABLES:
-        out[name] = pd.read_parquet(step.path / f"{name}.parquet")
+        f = step.path / f"{name}.parquet"
+        try:
+            df = pd.read_parquet(f)
+        except Exception as exc:  # pyarrow raises many types for a damaged file
+            raise DamagedCache(f"{f} is unreadable ({type(exc).__name__})") from None
+        lacking = [c for c in ("setting", "variant", *SCHEMA[name].columns)
+                   if c not in df.columns]
+        if lacking:
+            raise DamagedCache(f"{f} lacks column(s) {lacking}")
+        if setting is not None and len(df) and not (df["setting"] == setting).all():
+            raise DamagedCache(f"{f} holds another setting's rows")
+        out[name] = df
     return out
+
+
+def load_cached(step: Step, setting: str, log: Callable[[str], None]) -> dict[str, Any] | None:
+    """The cached tables of ``step`` when they can be reused, else ``None`` (to recompute).
+
+    Logs why a stale step is recomputed; a damaged one (unreadable record, a file missing,
+    altered, truncated or of another schema) gives one
+    :class:`~aria_tda.errors.AriaWarning` naming the file.
+
+    Parameters
+    ----------
+    step : Step
+        The setting's step (:func:`setting_step`).
+    setting : str
+        The setting's name, for the messages.
+    log : callable
+        Called with each log line.
+    """
+    damage = step.damage()
+    if damage is None and step.is_complete():
+        try:
+            result = read_cached(step)
+        except DamagedCache as exc:
+            damage = str(exc)
+        else:
+            log(f"{setting}: reusing cached results ({step.path})")
+            return result
+    if damage is not None:
+        warnings.warn(
+            f"setting {setting!r}: damaged cache entry, recomputed: {damage}",
+            AriaWarning,
+            stacklevel=3,
+        )
+        return None
+    reason = step.stale_reason()
+    if reason:
+        log(f"{setting}: recomputing ({reason})")
+    return None
 
 
 def run_setting(
@@ -369,12 +486,9 @@ def run_setting(
         in :data:`TABLES`.
     """
     step = setting_step(setting, spec, store_fp, cache_root)
-    if step.is_complete():
-        log(f"{setting.name}: reusing cached results ({step.path})")
-        return read_cached(step)
-    reason = step.stale_reason()
-    if reason:
-        log(f"{setting.name}: recomputing ({reason})")
+    cached = load_cached(step, setting.name, log)
+    if cached is not None:
+        return cached
     return compute_step(step, setting, spec, store, nulls, prepared_cache, progress=progress,
                         log=log)
 
@@ -383,9 +497,11 @@ def setting_step(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any]
                  cache_root: Path) -> Step:
     """The cache step of a setting: its folder and the parameters it must have been made with.
 
-    The parameters are the setting, the fingerprints of its files and of the feature store,
-    and the study's recorded parameters; where the study runs (``scheduler``) is not one of
-    them, so a setting computed on one machine is reused on a cluster and the other way round.
+    The parameters are the setting, the content fingerprints of its files
+    (:func:`aria_tda._steps.file_fingerprint`: a rewritten file is never taken for the old one,
+    whatever its mtime) and of the feature store, and the study's recorded parameters; where
+    the study runs (``scheduler``) is not one of them, so a setting computed on one machine is
+    reused on a cluster and the other way round. The folder is :func:`slot_name`.
 
     Parameters
     ----------
@@ -409,8 +525,9 @@ def setting_step(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any]
                   if k not in {"name", "confound", "queries"}},
         "n_pairs": N_PAIRS,
         "concentration": 1,  # steps cached before the top-K concentration are recomputed
+        "cache": 2,  # content fingerprints and file digests (older steps are recomputed)
     }
-    return Step(cache_root, slug(setting.name), params)
+    return Step(cache_root, slot_name(setting.name), params)
 
 
 def compute_step(
@@ -427,8 +544,9 @@ def compute_step(
 ) -> dict[str, Any]:
     """Compute a setting into its (cleared) step and mark it complete; see :func:`run_setting`.
 
-    A failure removes the step (never left "running"); the S_track files are removed either
-    way.
+    A failure (Ctrl-C and a full disk included) removes the step (never left "running",
+    :meth:`~aria_tda._steps.Step.running`); the S_track files are removed either way. The
+    record keeps the digest of every file written (checked by :func:`read_cached`).
 
     Parameters
     ----------
@@ -441,17 +559,16 @@ def compute_step(
         tasks over row ranges / query blocks (:mod:`aria_tda.study.cluster` does this for a study
         with a single setting to compute); the tables are the same.
     """
-    work = step.begin()
-    try:
-        result = _compute(setting, spec, store, work, nulls, prepared_cache,
-                          progress=progress, log=log, client=client)
-    except BaseException:  # a failed step is not left "running": the next run redoes it
-        remove_path(step.path)
-        raise
-    finally:  # S_track files are N x T float64: never leave them behind
-        for f in work.glob("s_track_*"):
-            remove_path(f)
-    step.complete(timings=result["timings"])
+    with step.running() as work:  # a failed step is not left "running": the next run redoes it
+        try:
+            result = _compute(setting, spec, store, work, nulls, prepared_cache,
+                              progress=progress, log=log, client=client)
+        finally:  # S_track files are N x T float64: never leave them behind
+            for f in work.glob("s_track_*"):
+                remove_path(f)
+            for f in work.glob(".s_track_*"):  # their temporaries
+                remove_path(f)
+        step.complete(timings=result["timings"], files=_file_digests(work))
     return result
 
 
@@ -542,6 +659,7 @@ def _compute(
     write_json(work / "alignment.json", alignment)
     for name, parts in tables.items():
         df = pd.concat(parts, ignore_index=True)
-        df.to_parquet(work / f"{name}.parquet", index=False)
+        with atomic_path(work / f"{name}.parquet") as tmp:
+            df.to_parquet(tmp, index=False)
         result[name] = df
     return result

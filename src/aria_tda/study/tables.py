@@ -17,15 +17,12 @@ from typing import Any
 
 from aria_tda._io import remove_path
 from aria_tda.errors import DataError, expected
+from aria_tda.results import RUN_TABLES  # tables this runner writes (others are left alone)
 from aria_tda.study.config import StudySpec
 from aria_tda.verdict import Verdict, classify, concentration_signal, rank_settings
 
 __all__ = ["RUN_TABLES", "publish", "write_tables"]
 
-#: Tables this runner writes (others, e.g. lds/agreement/sensitivity from the demo or a sweep,
-#: are left alone).
-RUN_TABLES = ("reliability", "homogeneity", "query_z", "pairs", "topk", "ranking", "alignment",
-              "null", "queries", "confound", "tracks", "paired")
 
 _VERSIONED = ("aria-tda", "numpy", "scipy", "pandas", "pyarrow", "zarr", "numba", "torch",
               "dattri", "librosa", "music21")
@@ -43,7 +40,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def publish(staging: Path, out: Path) -> None:
+def publish(staging: Path, out: Path, *, delay: float = 0.0) -> None:
     """Move the finished tables into ``out``; drop this runner's stale tables.
 
     Parameters
@@ -52,12 +49,16 @@ def publish(staging: Path, out: Path) -> None:
         The folder :func:`write_tables` wrote into (inside ``out``, so moves are renames).
     out : Path
         The results folder.
+    delay : float
+        Seconds to wait after the first table (a test hook: a run killed while publishing).
     """
     from aria_tda.results import TABLES
 
     made = {f.name for f in staging.iterdir()}
-    for name in sorted(made):
+    for i, name in enumerate(sorted(made)):
         os.replace(staging / name, out / name)
+        if i == 0 and delay > 0:
+            time.sleep(delay)
     for name in RUN_TABLES:
         filename = TABLES[name].filename
         if filename not in made and (out / filename).exists():

@@ -11,6 +11,11 @@ captum's ``TracInCP.influence`` and LogIX return ``(n_test, n_train)``: read tho
 
 from __future__ import annotations
 
+import io
+import struct
+import types
+import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -125,12 +130,9 @@ def load_torch(path: Path, key: str | None, manifest: Any) -> TorchSource:
     import torch
 
     try:
-        try:
-            obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-        except RuntimeError as exc:  # legacy (non-zip) files cannot be memory-mapped
-            if "mmap" not in str(exc) and "zip" not in str(exc):
-                raise
-            obj = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # torch's notes on a file are noise here (one line each)
+            warnings.simplefilter("ignore")
+            obj = _torch_load(torch, path)
     except Exception as exc:  # torch raises many types for bad files
         raise FileFormatError(
             f"{path}: not a readable torch file ({library_message(exc)})"
@@ -160,3 +162,127 @@ def load_torch(path: Path, key: str | None, manifest: Any) -> TorchSource:
             f"{path}: expected a tensor or a dict holding one, got {type(obj).__name__}"
         )
     return TorchSource(tensor, path=path, key=key, row_ids=row_ids, manifest=manifest)
+
+
+def _torch_load(torch: Any, path: Path) -> Any:
+    """``torch.load`` with ``weights_only=True``, memory-mapped where the file allows it.
+
+    A file saved with ``pickle_protocol`` 3 to 5 is read through torch's own weights-only
+    unpickler after its object pickle is rewritten in protocol 2 (:func:`protocol2`), since
+    that unpickler knows only protocol 2's opcodes; nothing is executed either way.
+    """
+    if _pickle_protocol(path) > 2:
+        module = _protocol2_module(torch)
+        if module is not None:
+            return torch.load(path, map_location="cpu", weights_only=False,
+                              pickle_module=module, mmap=True)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError as exc:  # legacy (non-zip) files cannot be memory-mapped
+        if "mmap" not in str(exc) and "zip" not in str(exc):
+            raise
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _pickle_protocol(path: Path) -> int:
+    """The pickle protocol of a torch zip file's ``data.pkl`` (0 when not told)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+            if len(names) != 1:
+                return 0
+            with zf.open(names[0]) as fh:
+                head = fh.read(2)
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return 0
+    return head[1] if len(head) == 2 and head[0] == 0x80 else 0
+
+
+def _protocol2_module(torch: Any) -> Any:
+    """A ``pickle_module`` for ``torch.load``: torch's weights-only unpickler, fed protocol 2."""
+    try:
+        from torch import _weights_only_unpickler as safe
+    except ImportError:  # pragma: no cover - a torch without it refuses such files as before
+        return None
+
+    class Unpickler(safe.Unpickler):
+        def __init__(self, file: Any, *, encoding: str = "bytes") -> None:
+            super().__init__(io.BytesIO(protocol2(file.read())), encoding=encoding)
+
+    return types.SimpleNamespace(__name__="aria_tda.protocol2", Unpickler=Unpickler,
+                                 load=safe.load)
+
+
+#: Opcodes that push a ``str``, and memo opcodes (pickle's own names).
+_STRING_OPS = frozenset({"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"})
+_PUT_OPS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+_GET_OPS = frozenset({"GET", "BINGET", "LONG_BINGET"})
+
+
+def protocol2(data: bytes) -> bytes:
+    """A pickle of protocol 3-5 rewritten with protocol 2's opcodes (nothing is unpickled).
+
+    ``FRAME`` is dropped, ``MEMOIZE`` becomes ``BINPUT``, ``STACK_GLOBAL`` becomes ``GLOBAL``
+    and strings are written as ``BINUNICODE`` (memoized strings are written out again where
+    they are used, so every memo entry left refers to an object). Other opcodes are copied as
+    they are: the unpickler that reads the result refuses what it does not know.
+
+    Parameters
+    ----------
+    data : bytes
+        The pickle (torch's ``data.pkl``).
+    """
+    import pickletools
+
+    out = bytearray()
+    pending: list[str] = []  # strings pushed but not written yet (a STACK_GLOBAL may take two)
+    strings: dict[int, str] = {}  # memo slots holding a string
+    memo: set[int] = set()  # every memo slot set so far (MEMOIZE takes the next: len(memo))
+    top_is_string = False
+
+    def flush() -> None:
+        for text in pending:
+            raw = text.encode("utf-8", "surrogatepass")
+            out.extend(b"X" + struct.pack("<I", len(raw)) + raw)
+        pending.clear()
+
+    def put(index: int) -> None:
+        out.extend(b"q" + bytes([index]) if index < 256 else b"r" + struct.pack("<I", index))
+
+    ops: list[tuple[Any, Any, Any]] = list(pickletools.genops(data))
+    for i, (op, arg, pos) in enumerate(ops):
+        end = ops[i + 1][2] if i + 1 < len(ops) else len(data)
+        name = op.name
+        if name == "FRAME":
+            continue
+        if name == "PROTO":
+            out.extend(b"\x80\x02")
+        elif name in _STRING_OPS:
+            pending.append(str(arg))
+            top_is_string = True
+        elif name in _GET_OPS and int(arg) in strings:
+            pending.append(strings[int(arg)])
+            top_is_string = True
+        elif name == "MEMOIZE" or name in _PUT_OPS:
+            index = len(memo) if name == "MEMOIZE" else int(arg)
+            memo.add(index)
+            if top_is_string:
+                strings[index] = pending[-1]
+            else:
+                strings.pop(index, None)
+                put(index)
+        elif name == "STACK_GLOBAL":
+            if len(pending) < 2:
+                raise ValueError("STACK_GLOBAL without two strings before it")
+            mod, attr = pending[-2], pending[-1]
+            if "\n" in mod + attr:
+                raise ValueError(f"a global named with a line break: {mod!r}, {attr!r}")
+            del pending[-2:]
+            flush()
+            out.extend(b"c" + mod.encode("utf-8") + b"\n" + attr.encode("utf-8") + b"\n")
+            top_is_string = False
+        else:
+            flush()
+            out.extend(data[pos:end])
+            top_is_string = False
+    return bytes(out)
