@@ -1,15 +1,18 @@
 """Content fingerprints of input files: what a cache or a resumable step is keyed on.
 
 A size + mtime key serves stale results for a file rewritten with its mtime kept (``cp -p``,
-``rsync -a``, ``tar``); :func:`content_digest` hashes the bytes instead. Hashing is streamed in
-blocks of :data:`BLOCK` bytes, two at a time (``hashlib`` releases the GIL), and the digest of
+``rsync -a``, ``tar``); :func:`content_digest` hashes the bytes instead. The file is read once,
+sequentially, while two threads hash the blocks of :data:`BLOCK` bytes already read (reading
+and ``hashlib`` both release the GIL, so the disk and the hashing overlap), and the digest of
 each file is itself cached in ``$ARIA_CACHE_DIR/fingerprints.sqlite`` under its
 ``(path, device, inode, size, mtime, ctime)``: ``ctime`` cannot be set back by a user, so any
 rewrite, even one that restores the mtime, is hashed again, while a rerun on unchanged inputs
 costs one ``stat`` per file.
 
 A folder (a feature store, a zarr store) is fingerprinted over its files' relative paths and
-digests, hidden temporaries and the writer lock left out.
+digests, hidden temporaries and the writer lock left out. A damaged digest cache (not a
+database, truncated) is removed and rebuilt with one warning; one that cannot be written is
+simply not used.
 """
 
 from __future__ import annotations
@@ -19,14 +22,21 @@ import hashlib
 import os
 import sqlite3
 import stat as _stat
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+import warnings
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+from aria_tda.errors import AriaWarning
 
 __all__ = ["BLOCK", "cache_dir", "content_digest", "hash_bytes"]
 
 #: Bytes hashed per block (the digest is a hash of the blocks' SHA-256 digests).
 BLOCK = 32 * 2**20
+#: The digest cache inside :func:`cache_dir`.
+CACHE_FILE = "fingerprints.sqlite"
 #: Version of the digest scheme (part of every digest).
 SCHEME = b"aria-content-1"
 
@@ -36,13 +46,29 @@ def cache_dir() -> Path:
     return Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
 
 
-def _blocks(size: int) -> Iterator[int]:
-    yield from range(0, size, BLOCK)
+def _read_into(fh: Any, buf: bytearray, n: int) -> memoryview:
+    """Read ``n`` bytes into the reused buffer ``buf`` (fewer at the end of the file)."""
+    view = memoryview(buf)[:n]
+    got = 0
+    while got < n:
+        k = fh.readinto(view[got:])
+        if not k:
+            break
+        got += k
+    return view[:got]
+
+
+def _sha(data: memoryview) -> bytes:
+    return hashlib.sha256(data).digest()
 
 
 def hash_bytes(path: str | os.PathLike[str], *, workers: int = 2,
                progress: Callable[[int], None] | None = None) -> str:
     """The content digest of one file, computed without the cache (hex, 32 characters).
+
+    The file is read once, sequentially, by the calling thread into ``workers + 1`` reused
+    buffers while ``workers`` threads hash the blocks already read (``readinto`` and
+    ``hashlib`` both release the GIL), so reading from the disk and hashing overlap.
 
     Parameters
     ----------
@@ -51,34 +77,28 @@ def hash_bytes(path: str | os.PathLike[str], *, workers: int = 2,
     workers : int
         Blocks hashed at once.
     progress : callable, optional
-        Called with the bytes of each block done.
+        Called with the bytes of each block read.
     """
-    with open(path, "rb") as fh:
-        fd = fh.fileno()
-        size = os.fstat(fd).st_size
-
-        def one(offset: int) -> bytes:
-            h = hashlib.sha256()
-            done = 0
-            n = min(BLOCK, size - offset)
-            while done < n:
-                chunk = os.pread(fd, min(8 * 2**20, n - done), offset + done)
-                if not chunk:
-                    break
-                h.update(chunk)
-                done += len(chunk)
-            if progress is not None:
-                progress(done)
-            return h.digest()
-
+    with open(path, "rb", buffering=0) as fh:
+        size = os.fstat(fh.fileno()).st_size
         top = hashlib.sha256(SCHEME + size.to_bytes(8, "little"))
-        if size <= BLOCK or workers <= 1:
-            for off in _blocks(size):
-                top.update(one(off))
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for digest in pool.map(one, _blocks(size)):
-                    top.update(digest)
+        workers = max(1, min(workers, -(-size // BLOCK)))
+        buffers = [bytearray(min(BLOCK, size)) for _ in range(workers + 1 if workers > 1 else 1)]
+        pending: deque[Future[bytes]] = deque()
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for i, off in enumerate(range(0, size, BLOCK)):
+                # the buffer's previous block is hashed: at most ``workers`` are pending
+                block = _read_into(fh, buffers[i % len(buffers)], min(BLOCK, size - off))
+                if workers == 1:
+                    top.update(_sha(block))
+                else:
+                    pending.append(pool.submit(_sha, block))
+                    while len(pending) >= len(buffers) - 1:
+                        top.update(pending.popleft().result())
+                if progress is not None:
+                    progress(len(block))
+            while pending:
+                top.update(pending.popleft().result())
     return top.hexdigest()[:32]
 
 
@@ -90,14 +110,28 @@ class _Cache:
         try:
             base = cache_dir()
             base.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(base / "fingerprints.sqlite", timeout=30)
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS digest (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
-            )
-        except sqlite3.Error:
-            self.close()
         except OSError:
-            self.close()
+            return
+        path = base / CACHE_FILE
+        for attempt in range(2):
+            try:
+                self.conn = sqlite3.connect(path, timeout=30)
+                self.conn.execute("CREATE TABLE IF NOT EXISTS digest "
+                                  "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                self.conn.execute("SELECT count(*) FROM digest").fetchone()
+                return
+            except sqlite3.DatabaseError as exc:
+                self.close()
+                if attempt or "locked" in str(exc) or not path.is_file():
+                    return  # busy or unwritable: hash without the cache
+                warnings.warn(
+                    f"{path}: the fingerprint cache is damaged ({exc}); it is rebuilt (inputs "
+                    "are hashed again once)", AriaWarning, stacklevel=4)
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            except (sqlite3.Error, OSError):
+                self.close()
+                return
 
     def get(self, key: str) -> str | None:
         if self.conn is None:
@@ -127,8 +161,8 @@ def _stat_key(path: Path, st: os.stat_result) -> str:
 
 
 def _skipped(name: str) -> bool:
-    return name.startswith(".") and (".tmp-" in name or ".old-" in name or name == ".aria-lock"
-                                     or name.startswith(".staging-"))
+    return name.startswith(".") and (".tmp-" in name or ".old-" in name
+                                     or name.endswith("aria-lock") or name.startswith(".staging-"))
 
 
 def _file_digest(path: Path, cache: _Cache) -> str:

@@ -26,10 +26,11 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from aria_tda.errors import LockedError
 
-__all__ = ["LOCK_NAME", "writer_lock"]
+__all__ = ["LOCK_NAME", "output_lock", "writer_lock"]
 
 #: The lock file inside a locked folder.
 LOCK_NAME = ".aria-lock"
@@ -57,7 +58,9 @@ def _holder_text(fd: int) -> str:
 
 
 @contextlib.contextmanager
-def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterator[Path]:
+def writer_lock(folder: str | os.PathLike[str], what: str = "folder", *,
+                lock_name: str = LOCK_NAME, subject: str | os.PathLike[str] | None = None,
+                ) -> Iterator[Path]:
     """Hold the writer lock of ``folder`` (created if needed) for the body.
 
     Parameters
@@ -66,6 +69,10 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
         The store or results folder about to be written.
     what : str
         What the folder is, for the message (``"feature store"``, ``"results folder"``).
+    lock_name : str
+        The lock file inside ``folder`` (:func:`output_lock` locks one file of a folder).
+    subject : path-like, optional
+        What the message names as locked (default ``folder``).
 
     Yields
     ------
@@ -82,7 +89,7 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
     d = Path(folder)
     created = not d.exists()
     d.mkdir(parents=True, exist_ok=True)
-    key = str(d.resolve())
+    key = str(d.resolve() / lock_name)
     with _guard:
         if key in _held:
             fd, depth = _held[key]
@@ -98,7 +105,7 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
                 fd, depth = _held[key]
                 _held[key] = (fd, depth - 1)
         return
-    fd = _acquire(d, what)
+    fd = _acquire(d, lock_name, what, Path(subject) if subject is not None else d)
     try:
         info = {
             "pid": os.getpid(),
@@ -119,7 +126,7 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
             # unlinked while still held: a process that opened this file meanwhile finds it
             # gone after its flock and retries on a fresh one (see _acquire)
             with contextlib.suppress(OSError):
-                os.unlink(d / LOCK_NAME)
+                os.unlink(d / lock_name)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
@@ -128,9 +135,27 @@ def writer_lock(folder: str | os.PathLike[str], what: str = "folder") -> Iterato
             d.rmdir()  # only a folder the lock made and nothing filled
 
 
-def _acquire(d: Path, what: str) -> int:
-    """Open and flock ``d/LOCK_NAME``; retry when the file was unlinked under us."""
-    path = d / LOCK_NAME
+def output_lock(path: str | os.PathLike[str], what: str = "output") -> Any:
+    """The writer lock of one output file (``.NAME.aria-lock`` beside it), as a context manager.
+
+    Two processes writing the same matrix (``aria-tda aggregate … --out S.npy`` twice) would
+    each rename a complete file into place, but one's matrix could end up beside the other's
+    manifest; the second is refused instead. Other files of the folder stay free to write.
+
+    Parameters
+    ----------
+    path : path-like
+        The output file (or zarr folder) about to be written.
+    what : str
+        What it is, for the message.
+    """
+    p = Path(path)
+    return writer_lock(p.parent, what, lock_name=f".{p.name}.aria-lock", subject=p)
+
+
+def _acquire(d: Path, lock_name: str, what: str, subject: Path) -> int:
+    """Open and flock ``d/lock_name``; retry when the file was unlinked under us."""
+    path = d / lock_name
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -141,7 +166,7 @@ def _acquire(d: Path, what: str) -> int:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
             raise LockedError(
-                f"{d}: this {what} is being written by {text}; wait for it to finish or stop "
+                f"{subject}: this {what} is being written by {text}; wait for it to finish or stop "
                 "it (a lock of a process that has ended is taken over by itself)"
             ) from None
         try:

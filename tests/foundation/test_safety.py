@@ -222,3 +222,27 @@ def test_a_refused_lock_leaves_no_folder_behind(tmp_path):
     with writer_lock(tmp_path / "new" / "store"):
         pass
     assert not (tmp_path / "new" / "store").exists()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_digest_cache_is_rebuilt_with_one_warning(tmp_path, monkeypatch, damage):
+    from aria_tda._fingerprint import CACHE_FILE
+    from aria_tda.errors import AriaWarning
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ARIA_CACHE_DIR", str(cache))
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"scores" * 1000)
+    want = content_digest(f)
+    db = cache / CACHE_FILE
+    if damage == "garbage":
+        db.write_bytes(os.urandom(5000))
+    else:
+        db.write_bytes(db.read_bytes()[:700])
+    with pytest.warns(AriaWarning, match="fingerprint cache is damaged"):
+        assert content_digest(f) == want
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert content_digest(f) == want  # rebuilt: no second warning

@@ -215,3 +215,43 @@ def test_file_format_error_kept_for_a_folder_where_a_file_goes(tmp_path):
     (tmp_path / "d.npy").mkdir()
     with pytest.raises(FileFormatError, match="existing directory"):
         check_output_path("out", tmp_path / "d.npy", kind="scores", overwrite=True)
+
+
+_HOLD_WRITER = """
+import sys, time
+import numpy as np
+from aria_tda.scores.writers import ScoreWriter
+with ScoreWriter(sys.argv[1], shape=(4, 3), dtype=np.float32) as w:
+    print("writing", flush=True)
+    time.sleep(30)
+    w.write_rows(0, np.ones((4, 3)))
+"""
+
+
+def test_two_processes_never_write_one_matrix_at_once(tmp_path):
+    import subprocess
+    import sys
+
+    from aria_tda.errors import LockedError
+    from aria_tda.scores.writers import ScoreWriter
+
+    out = tmp_path / "out.npy"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_WRITER, str(out)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "writing"
+        with pytest.raises(LockedError, match=rf"out\.npy: this score matrix is being written "
+                                              rf"by process pid {holder.pid}"), \
+                ScoreWriter(out, shape=(2, 2), dtype=np.float64):
+            pass
+        assert not out.exists()  # the refused writer made nothing
+        # another output of the same folder is free to write meanwhile
+        with ScoreWriter(tmp_path / "other.npy", shape=(2, 2), dtype=np.float64) as w:
+            w.write_rows(0, np.zeros((2, 2)))
+    finally:
+        holder.kill()
+        holder.wait()
+    with ScoreWriter(out, shape=(2, 2), dtype=np.float64) as w:  # the dead holder's lock
+        w.write_rows(0, np.eye(2))
+    assert np.array_equal(np.load(out), np.eye(2))
+    assert sorted(p.name for p in tmp_path.iterdir() if "aria-lock" in p.name) == []

@@ -52,6 +52,7 @@ from aria_tda._io import (
     temp_name,
     write_json,
 )
+from aria_tda._lock import output_lock
 from aria_tda.errors import FileFormatError, ParameterError, expected
 from aria_tda.manifest import make_manifest, manifest_path, read_manifest
 from aria_tda.scores.formats.npz import ROW_IDS_KEY
@@ -377,21 +378,35 @@ class ScoreWriter:
 
     # -- lifecycle -------------------------------------------------------------------
     def __enter__(self) -> ScoreWriter:
-        # leftovers of killed runs go first: their bytes may be what the disk now lacks
-        check_output_space(self.path, self.shape, self.dtype, row_ids=self.row_ids is not None)
-        self._tmp = self._stack.enter_context(atomic_path(self.path))
+        # one writer per output file: a second process writing the same matrix is refused;
+        # held apart from the stack, until the manifest and row ids are renamed too
+        self._lock = output_lock(self.path, "score matrix")
+        self._lock.__enter__()
         try:
+            # leftovers of killed runs go first: their bytes may be what the disk now lacks
+            check_output_space(self.path, self.shape, self.dtype,
+                               row_ids=self.row_ids is not None)
+            self._tmp = self._stack.enter_context(atomic_path(self.path))
             if self.format == "npy":
                 self._open_npy(self._tmp)
             else:
                 self._open_zarr(self._tmp)
         except BaseException:
             self._release()
-            self._stack.__exit__(*_exc_info())
+            try:
+                self._stack.__exit__(*_exc_info())
+            finally:
+                self._lock.__exit__(None, None, None)
             raise
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool | None:
+        try:
+            return self._exit(exc_type, exc, tb)
+        finally:
+            self._lock.__exit__(None, None, None)
+
+    def _exit(self, exc_type: Any, exc: Any, tb: Any) -> bool | None:
         if exc_type is not None:
             self._release()
             return self._stack.__exit__(exc_type, exc, tb)
