@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+
 from faultlib import cli, fill, leftovers, one_line_error, small_fs
 
 pytestmark = pytest.mark.slow

@@ -21,6 +21,7 @@ from aria_tda.study import run_study
 from aria_tda.study.config import parse_study
 from aria_tda.study.inputs import read_queries
 from aria_tda.study.setting import slot_name, slug
+from studylib import make_planted_study
 
 ENCODER = {"encoder": "toy-enc", "weights_sha256": "ab" * 32, "layer": None,
            "sample_rate": 16000, "window_seconds": 1.0, "dim": 16}
@@ -29,10 +30,8 @@ ENCODER = {"encoder": "toy-enc", "weights_sha256": "ab" * 32, "layer": None,
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     """One finished planted study (results + cache), copied by the tests that damage it."""
-    from conftest import _make_planted_study
-
     base = tmp_path_factory.mktemp("finished")
-    study = _make_planted_study(base, np.random.default_rng(7))
+    study = make_planted_study(base, np.random.default_rng(7))
     out = run_study(study, quiet=True)
     return study, out
 
