@@ -29,6 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from aria_tda._io import is_temporary
 from aria_tda.errors import AriaWarning
 
 __all__ = ["BLOCK", "cache_dir", "content_digest", "hash_bytes"]
@@ -161,8 +162,8 @@ def _stat_key(path: Path, st: os.stat_result) -> str:
 
 
 def _skipped(name: str) -> bool:
-    return name.startswith(".") and (".tmp-" in name or ".old-" in name
-                                     or name.endswith("aria-lock") or name.startswith(".staging-"))
+    """Temporaries and writer locks are not part of a folder's content."""
+    return is_temporary(name) or name.endswith(".aria-lock")
 
 
 def _file_digest(path: Path, cache: _Cache) -> str:

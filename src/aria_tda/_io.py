@@ -32,10 +32,12 @@ import numpy as np
 from aria_tda.errors import DiskFullError, ParameterError, expected
 
 __all__ = [
+    "as_disk_full",
     "atomic_path",
     "check_space",
     "disk_full_message",
     "free_bytes",
+    "is_temporary",
     "pid_alive",
     "read_json",
     "remove_path",
@@ -73,6 +75,12 @@ def temp_name(base: str, tag: str = "tmp") -> str:
     if tag == "staging":
         return f".staging-{token}"
     return f".{base}.{tag}-{token}"
+
+
+def is_temporary(name: str) -> bool:
+    """True for the name of a temporary (:func:`temp_name`'s, also ones without a pid)."""
+    return name.startswith(".") and (".tmp-" in name or ".old-" in name
+                                     or name.startswith(".staging-"))
 
 
 def pid_alive(pid: int) -> bool:
@@ -180,6 +188,29 @@ def disk_full_message(path: str | os.PathLike[str], need: int | None = None,
     return f"No space left on {where}{tail}, writing {p}"
 
 
+def as_disk_full(exc: BaseException, path: str | os.PathLike[str],
+                 need: int | None = None) -> BaseException:
+    """``exc`` as a one-line :class:`DiskFullError` when it says the disk is full, else ``exc``.
+
+    A full disk is an ``OSError`` with ``ENOSPC``/``EDQUOT`` (or, from pyarrow, no errno and
+    "No space left" in its text).
+
+    Parameters
+    ----------
+    exc : BaseException
+        What a writer raised.
+    path : path-like
+        What was being written (named in the message).
+    need : int, optional
+        Bytes it needed, when known.
+    """
+    if isinstance(exc, DiskFullError) or not isinstance(exc, OSError):
+        return exc
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc):
+        return DiskFullError(disk_full_message(path, need))
+    return exc
+
+
 def check_space(path: str | os.PathLike[str], need: int, *, margin: int = 0) -> None:
     """Raise :class:`DiskFullError` unless ``need + margin`` bytes are free where ``path`` goes.
 
@@ -265,8 +296,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.replace(tmp, final)
     except OSError as exc:
         remove_path(tmp)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, DiskFullError):
-            raise DiskFullError(disk_full_message(final)) from None
+        full = as_disk_full(exc, final)
+        if full is not exc:
+            raise full from None
         raise
     except BaseException:
         remove_path(tmp)

@@ -71,7 +71,7 @@ def special_file(path: str | os.PathLike[str]) -> str | None:
     return None if found in (None, "a file", "a directory") else found
 
 
-def input_path(path: Any, name: str, *, kind: str = "any") -> Path:
+def input_path(path: Any, name: str, *, kind: str = "any", missing: str | None = None) -> Path:
     """``path`` as a :class:`~pathlib.Path` to an existing, readable file or directory.
 
     Nothing is opened: the path is looked at with ``os.stat`` (symlinks followed).
@@ -85,6 +85,9 @@ def input_path(path: Any, name: str, *, kind: str = "any") -> Path:
     kind : {"any", "file", "dir"}
         What is expected: a regular file, a directory, or either. Special files (FIFOs,
         character and block devices, sockets) are refused whatever ``kind`` is.
+    missing : str, optional
+        What to call an absent path (default ``"no such file or directory"``), e.g. ``"no such
+        feature store"``; a broken link or a link loop is still named as such.
 
     Returns
     -------
@@ -108,7 +111,10 @@ def input_path(path: Any, name: str, *, kind: str = "any") -> Path:
     try:
         st = os.stat(p)
     except OSError as exc:
-        raise FileFormatError(f"{name}: {_stat_failure(p, exc)}: {shown}") from None
+        reason = _stat_failure(p, exc)
+        if missing is not None and reason == _MISSING:
+            reason = missing
+        raise FileFormatError(f"{name}: {reason}: {shown}") from None
     what = describe_mode(st.st_mode)
     wanted = _WANTED[kind]
     if what not in ("a file", "a directory") or (kind != "any" and what != wanted):
@@ -119,6 +125,10 @@ def input_path(path: Any, name: str, *, kind: str = "any") -> Path:
     return p
 
 
+#: What :func:`input_path` calls an absent path by default.
+_MISSING = "no such file or directory"
+
+
 def _stat_failure(p: Path, exc: OSError) -> str:
     """Why ``os.stat(p)`` failed, as the middle of a message."""
     if exc.errno == errno.ELOOP:
@@ -127,7 +137,7 @@ def _stat_failure(p: Path, exc: OSError) -> str:
         broken = _broken_link(p)
         if broken is not None:
             return broken
-        return "no such file or directory"
+        return _MISSING
     if exc.errno == errno.ENOTDIR:
         blocker = _file_in_the_way(p)
         if blocker is not None:

@@ -586,9 +586,7 @@ def read_results_meta(results_dir: str | os.PathLike[str]) -> dict[str, Any]:
         if ``results_dir`` is not an ARIA results folder.
     """
     p = Path(results_dir)
-    if not p.exists() and not p.is_symlink():
-        raise FileFormatError(f"results_dir: no such directory: {str(p)!r}")
-    input_path(p, "results_dir", kind="dir")  # a file, a FIFO, a link loop
+    input_path(p, "results_dir", kind="dir", missing="no such directory")
     if not is_results_dir(p):
         raise FileFormatError(
             f"results_dir: {str(p)!r} is not an ARIA results folder (no valid {RESULTS_FILE}); "

@@ -27,7 +27,6 @@ results agree with it to rounding.
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -37,14 +36,14 @@ from typing import Any
 import numpy as np
 
 from aria_tda._io import (
+    as_disk_full,
     check_space,
-    disk_full_message,
     reserve_space,
     sweep_leftovers,
     temp_name,
 )
 from aria_tda.diagnostics.kappa import abs_corr_block
-from aria_tda.errors import DataError, DiskFullError, ParameterError
+from aria_tda.errors import DataError, ParameterError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.source import ScoreSource, expected_text
@@ -318,8 +317,9 @@ def tiled_gram(
         return _passes(src, panels, rows, cdt, budget, folder, path, n_threads, progress, ulps)
     except OSError as exc:
         shutil.rmtree(folder, ignore_errors=True)
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and not isinstance(exc, DiskFullError):
-            raise DiskFullError(disk_full_message(path, need)) from None
+        full = as_disk_full(exc, path, need)
+        if full is not exc:
+            raise full from None
         raise
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

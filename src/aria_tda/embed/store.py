@@ -66,9 +66,7 @@ def embedding_info(path: str | os.PathLike[str], *, name: str = "embeddings") ->
 
     p = Path(path)
     mpath = manifest_path(p)
-    if not p.exists() and not p.is_symlink():
-        raise FileFormatError(f"{name}: no such embedding store: {str(p)!r}")
-    input_path(p, name)  # a FIFO, a device, a link loop: refused, never opened
+    input_path(p, name, missing="no such embedding store")  # a FIFO: refused, never opened
     if not mpath.is_file():
         raise FileFormatError(f"{name}: {str(p)!r} has no manifest; not an embedding store")
     man = _read_manifest(mpath)

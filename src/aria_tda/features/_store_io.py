@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda._io import _json_default, atomic_path, read_json
+from aria_tda._io import _json_default, atomic_path, is_temporary, read_json
 from aria_tda._lock import LOCK_NAME
 from aria_tda.errors import (
     DataError,
@@ -534,15 +534,10 @@ def _names_a_store(mpath: Path) -> bool:
 _PID_TEMP = re.compile(r"\.(?:tmp|old)-\d+-[0-9a-f]{8}$|^\.staging-\d+-[0-9a-f]{8}$")
 
 
-def _is_temporary(name: str) -> bool:
-    return name.startswith(".") and (".tmp-" in name or ".old-" in name
-                                     or name.startswith(".staging-"))
-
-
 def _foreign(folder: Path) -> list[str]:
     """Entries of ``folder`` other than the writer lock and temporaries."""
     return sorted(e.name for e in os.scandir(folder)
-                  if e.name != LOCK_NAME and not _is_temporary(e.name))
+                  if e.name != LOCK_NAME and not is_temporary(e.name))
 
 
 def _check_may_write(path: Path, *, replace: bool) -> None:

@@ -398,10 +398,7 @@ def _load_mido(source: Any) -> Any:
             expected("source", "a path to a MIDI file or a mido.MidiFile", type(source).__name__)
         )
     path = Path(source)
-    if not path.is_file():
-        if path.exists() or path.is_symlink():
-            input_path(path, "source", kind="file")  # a FIFO, a device, a folder, a link loop
-        raise FileFormatError(f"source: no such MIDI file: {str(path)!r}")
+    input_path(path, "source", kind="file", missing="no such MIDI file")
     if path.stat().st_size == 0:
         raise FileFormatError(f"source: empty file: {str(path)!r}")
     try:

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda._io import atomic_path, remove_path, sweep_leftovers, write_json
+from aria_tda._io import atomic_path, is_temporary, remove_path, sweep_leftovers, write_json
 from aria_tda._lock import LOCK_NAME, writer_lock
 from aria_tda._paths import input_path
 from aria_tda.errors import (
@@ -79,7 +79,6 @@ from aria_tda.features._store_io import (
     _dedupe,
     _digest,
     _errors_table,
-    _is_temporary,
     _listed_parts,
     _merge_specs,
     _names_a_store,
@@ -323,7 +322,7 @@ class StoreWriter:
         for f in self.path.iterdir():
             # temporaries named with a process id are sweep_leftovers' (dead writers' only)
             if (_PART.match(f.name) and f.name not in names) or (
-                _is_temporary(f.name) and not _PID_TEMP.search(f.name)
+                is_temporary(f.name) and not _PID_TEMP.search(f.name)
             ):
                 remove_path(f)
         return [dict(p) for p in listed]
@@ -505,9 +504,7 @@ class FeatureStore:
             the manifest is not a feature store's.
         """
         p = Path(path)
-        if not p.exists() and not p.is_symlink():
-            raise FileFormatError(f"store: no such feature store: {str(p)!r}")
-        input_path(p, "store")  # a FIFO, a device, a link loop: refused, never opened
+        input_path(p, "store", missing="no such feature store")  # a FIFO: refused, never opened
         mpath = manifest_path(p)
         if not mpath.is_file():
             raise FileFormatError(

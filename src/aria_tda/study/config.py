@@ -607,9 +607,7 @@ def load_study(path: str | os.PathLike[str]) -> StudySpec:
         The study TOML file; relative paths in it resolve against its folder.
     """
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        raise FileFormatError(f"study: no such file: {str(p)!r}")
-    input_path(p, "study", kind="file")  # a FIFO, a device, a folder, a link loop
+    input_path(p, "study", kind="file", missing="no such file")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

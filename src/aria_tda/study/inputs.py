@@ -74,30 +74,13 @@ def check_setting_files(setting: SettingSpec) -> None:
     """
     if setting.is_embedding:
         for key in ("train_embeddings", "query_embeddings"):
-            if not _present(getattr(setting, key)):
-                raise FileFormatError(
-                    f"setting {setting.name!r}: {key}: no such embedding store: "
-                    f"{str(getattr(setting, key))!r}"
-                )
-            input_path(getattr(setting, key), f"setting {setting.name!r}: {key}", kind="dir")
+            input_path(getattr(setting, key), f"setting {setting.name!r}: {key}", kind="dir",
+                       missing="no such embedding store")
         return
-    if not _present(setting.scores):
-        raise FileFormatError(
-            f"setting {setting.name!r}: scores: no such file: {str(setting.scores)!r}"
-        )
-    input_path(setting.scores, f"setting {setting.name!r}: scores")
+    input_path(setting.scores, f"setting {setting.name!r}: scores", missing="no such file")
     if setting.segments is not None:
-        if not _present(setting.segments):
-            raise FileFormatError(
-                f"setting {setting.name!r}: segments: no such file: {str(setting.segments)!r}"
-            )
-        input_path(setting.segments, f"setting {setting.name!r}: segments", kind="file")
-
-
-def _present(path: Any) -> bool:
-    """True when ``path`` exists or is a link (a broken link or a loop is named by input_path)."""
-    p = Path(str(path))
-    return p.exists() or p.is_symlink()
+        input_path(setting.segments, f"setting {setting.name!r}: segments", kind="file",
+                   missing="no such file")
 
 
 def _embedding_infos(setting: SettingSpec) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -278,9 +261,7 @@ def read_queries(path: Path | None, n_queries: int) -> Any:
 
     if path is None:
         return None
-    if not _present(path):
-        raise FileFormatError(f"queries: no such file: {str(path)!r}")
-    input_path(path, "queries", kind="file")
+    input_path(path, "queries", kind="file", missing="no such file")
     try:
         df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     except Exception as exc:

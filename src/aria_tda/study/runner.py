@@ -19,9 +19,7 @@ removed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import errno
 import os
 import time
 from collections.abc import Callable
@@ -29,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from aria_tda._dask import check_scheduler
-from aria_tda._io import disk_full_message, remove_path, sweep_leftovers, temp_name
+from aria_tda._io import as_disk_full, remove_path, sweep_leftovers, temp_name
 from aria_tda._lock import LOCK_NAME, writer_lock
 from aria_tda._steps import Step, file_fingerprint
-from aria_tda.errors import DiskFullError, ParameterError, expected
+from aria_tda.errors import ParameterError, expected
 from aria_tda.results import (
     REPORT_FILE,
     RESULTS_FILE,
@@ -197,10 +195,6 @@ def _sweep(out: Path, slots: set[str]) -> None:
             remove_path(entry)
 
 
-def _disk_full(exc: OSError) -> bool:
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
-
-
 def run_study(
     study: StudySpec | str | os.PathLike[str],
     *,
@@ -267,14 +261,12 @@ def run_study(
                     _run(spec, out, store, queries, t_start, report=want_report,
                          progress=progress, extra_meta=extra_meta, log=log, scheduler=scheduler)
                 except OSError as exc:  # e.g. pyarrow's: one line naming the device
-                    if isinstance(exc, DiskFullError) or not _disk_full(exc):
-                        raise
-                    raise DiskFullError(disk_full_message(out)) from None
+                    full = as_disk_full(exc, out)
+                    if full is not exc:
+                        raise full from None
+                    raise
             except BaseException:
-                _remove_empty([out / CACHE])
-                if out.absolute() in created and [p.name for p in out.iterdir()] == [LOCK_NAME]:
-                    with contextlib.suppress(OSError):  # a folder this run made, holding nothing
-                        (out / LOCK_NAME).unlink()
+                _remove_empty([out / CACHE])  # the lock file goes when the lock is released
                 raise
     except BaseException:
         _remove_empty(created)  # folders this run made (another run's are not touched)
