@@ -310,6 +310,59 @@ _SPECS = (
         "whose source work is in the top-K (segments or tracks) of their attribution.",
     ),
     TableSpec(
+        "planted_aspects",
+        "planted_aspects.csv",
+        ("modality", "method", "aspect", "k", "recall_at_k", "chance", "ci_low", "ci_high",
+         "average_precision", "learned", "counterfactual_effect", "top_channel",
+         "top_channel_z"),
+        "Planted ground truth per aspect (aria-tda demo planted): per setting and planted "
+        "aspect, recall@k of the marked set among the plant queries' top-k (mean over queries, "
+        "percentile bootstrap CI over queries; chance = k / n_train) and average precision "
+        "(ap_chance = its expectation under a random ranking); whether the plant was learned "
+        "and its counterfactual effect (rise of the plant queries' loss when the marked set is "
+        "left out of training); ARIA's leading channel (highest z-bar over the plant queries "
+        "at K = k) and its z-bar, on the original matrix and the residual. aspect = control: "
+        "the control queries against the union of the marked sets.",
+    ),
+    TableSpec(
+        "planted_confusion",
+        "planted_confusion.csv",
+        ("modality", "setting", "variant", "aspect", "channel", "n_queries"),
+        "Planted aspect x ARIA's leading channel: how many plant queries of each aspect have "
+        "each channel as their highest z at K = k, per setting and variant.",
+    ),
+    TableSpec(
+        "planted_naming",
+        "planted_naming.csv",
+        ("modality", "setting", "variant", "n_found", "n_right_found", "right_when_found"),
+        "How often ARIA's leading channel is the planted aspect, over the plant queries whose "
+        "top-k holds at least half of the marked set (found), per setting and variant.",
+    ),
+    TableSpec(
+        "planted_effects",
+        "planted_effects.csv",
+        ("modality", "kind", "aspect", "effect", "ci_low", "ci_high"),
+        "Learned (per seed: held-out items beginning the plant, continuation loss of the model "
+        "trained without the marked set minus with it) and counterfactual (plant queries' "
+        "loss, retrained without minus with the marked set, mean over seeds) effects in "
+        "nats/token with percentile bootstrap CIs over items.",
+    ),
+    TableSpec(
+        "planted_agreement",
+        "planted_agreement.csv",
+        ("modality", "diagnostic", "spearman", "kendall", "n_methods"),
+        "Rank agreement across attribution methods between each reliability diagnostic "
+        "(lower = better; the sign is flipped) and how well the method finds the plants "
+        "(mean recall@k over the plant queries), with exact one-sided permutation p-values.",
+    ),
+    TableSpec(
+        "planted_sweep",
+        "planted_sweep.csv",
+        ("modality", "setting", "variant", "aspect", "K", "channel", "zbar", "n_queries"),
+        "z-bar over each plant's queries per setting, variant, group size K and channel (the "
+        "K-sweep of the plant queries); zbar_lo / zbar_hi: percentile bootstrap CI over them.",
+    ),
+    TableSpec(
         "sensitivity",
         "sensitivity.csv",
         ("proj_dim", "lam", "K", "channel", "zbar"),

@@ -226,6 +226,8 @@ def agreement_table(
     lds: Mapping[str, float],
     diagnostics: Mapping[str, Mapping[str, float]],
     comparison: MethodComparison | None = None,
+    *,
+    names: Sequence[str] = DIAGNOSTICS,
 ) -> Any:
     r"""Rank agreement between each reliability diagnostic and LDS across methods.
 
@@ -245,6 +247,10 @@ def agreement_table(
         ``spearman_lo, spearman_hi, kendall_lo, kendall_hi`` (NaN without it). The exact
         one-sided permutation p-values ``spearman_p_exact, kendall_p_exact`` (H1: the
         diagnostic orders the methods as LDS does) need no replicates.
+    names : sequence of str
+        The diagnostics to rank (default :data:`DIAGNOSTICS`; any key of ``diagnostics``,
+        lower = more reliable, e.g. the verdict's ``topk_excess``). Intervals need
+        ``comparison`` replicates of the diagnostic.
 
     Returns
     -------
@@ -264,13 +270,14 @@ def agreement_table(
     for label, methods in groups.items():
         y = np.array([lds[m] for m in methods], dtype=np.float64)
         idx = comparison.index(methods) if comparison is not None else None
-        for d in DIAGNOSTICS:
+        for d in names:
             x = -np.array([diagnostics[m][d] for m in methods], dtype=np.float64)
             row: dict[str, Any] = {"diagnostic": d}
             n_boot = 0
             for stat in ("spearman", "kendall"):
                 xr = yr = None
-                if comparison is not None and idx is not None and comparison.n_boot:
+                if (comparison is not None and idx is not None and comparison.n_boot
+                        and d in comparison.diagnostic_replicates):
                     xr = -comparison.diagnostic_replicates[d][:, idx]
                     yr = comparison.lds_replicates[:, idx]
                 if len(methods) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:

@@ -1,5 +1,7 @@
-"""A tiny real corpus (a few Bach chorales via music21), built once per test session; and the
-attribution tests' tiny token model, for the experiments built on attribution (the sweep)."""
+"""The attribution tests' tiny token model, for the experiments built on attribution (the sweep).
+
+(The tiny real corpus, ``tiny_corpus``, is in ``experiments/tests/conftest.py``: the planted
+experiment's tests use it too.)"""
 
 from __future__ import annotations
 
@@ -7,16 +9,6 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def tiny_corpus(tmp_path_factory):
-    pytest.importorskip("music21")
-    from aria_tda_experiments.corpus import build_corpus
-
-    root = tmp_path_factory.mktemp("bench")
-    return build_corpus(root / "corpus", work_cache=root / "works", max_works=6, window=32,
-                        test_fraction=0.34, seed=0, progress_bar=False)
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,10 @@ else the largest K). The page holds:
 - homogeneity (:math:`\bar z_c` with its 95% CI, Pos, Sig per channel), original and residual;
 - K-sweep plots per setting (original dashed, rank-1 residual solid);
 - alignment, confound, ranking, LDS / agreement (per stage for the audio demo), planted
-  influence (recall@K with its chance level, :mod:`aria_tda.report.planted`) and TRAK-sensitivity
-  tables when present;
+  influence (recall@K with its chance level, :mod:`aria_tda.report.planted`), planted aspects
+  (``aria-tda demo planted``: recall and AP against chance, effects, ARIA's leading channel
+  right or wrong, confusion, naming, agreement and the plant queries' K-sweeps,
+  :mod:`aria_tda.report.planted_aspects`) and TRAK-sensitivity tables when present;
 - per-query evidence (top-N tracks, :math:`z_c(q)` against the null, contributing pairs,
   a banner for collapsed settings), searchable by query index, label or metadata;
 - the run's parameters, seeds, versions and timings.
@@ -103,6 +105,38 @@ def _plots(data: ResultsData, k: int | None, *, enabled: bool) -> tuple[dict[str
             verdict=data.verdict(s),
         )
     return out, None
+
+
+def _planted_plots(
+    data: ResultsData, *, enabled: bool
+) -> tuple[list[tuple[str, str, str]], str | None]:
+    """The plant queries' K-sweep panels as ``(setting, aspect, svg)``, and a note."""
+    from aria_tda.report import plots
+    from aria_tda.report.planted_aspects import CONTROL, planted_sweep_panels
+
+    panels, left_out = planted_sweep_panels(data)
+    if not panels:
+        return [], None
+    if not enabled:
+        return [], "K-sweep plots were turned off for this report."
+    if not plots.available():
+        return [], (
+            "K-sweep plots need matplotlib: pip install 'aria-tda[report]'. Their numbers are "
+            "in planted_sweep.csv."
+        )
+    out = []
+    for i, p in enumerate(panels):
+        present = set(p.rows["channel"].astype(str))
+        channels = data.channels + sorted(present - set(data.channels))
+        out.append((p.setting, p.aspect, plots.ksweep_svg(
+            p.rows, setting=p.title, channels=channels, salt=f"aria-planted-{i}",
+            k_report=p.k, emphasis=None if p.aspect == CONTROL else p.aspect,
+        )))
+    note = (
+        f"{left_out} further panel(s) left out to keep the page small; their numbers are in "
+        "planted_sweep.csv." if left_out else None
+    )
+    return out, note
 
 
 def export_tables(
@@ -300,8 +334,10 @@ def _write_report(
         _check_target("tables_dir", tdir, "a folder path", want_dir=True)
     tables = build_tables(data, k=kk)
     svgs, plot_note = _plots(data, kk, enabled=plots)
+    planted_svgs, planted_note = _planted_plots(data, enabled=plots)
     evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
-    page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence)
+    page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence,
+                       planted_plots=planted_svgs, planted_plot_note=planted_note)
     write_text(check_writable_path("out", out_path), page)
     exports = None
     if tdir is not None:

@@ -95,6 +95,7 @@ def ksweep_figure(
     k_report: int | None = None,
     verdict: str | None = None,
     ci: bool = True,
+    emphasis: str | None = None,
 ) -> Any:
     r"""One K-sweep panel.
 
@@ -113,6 +114,9 @@ def ksweep_figure(
         Added to the title when it is ``collapsed`` or ``suspect``.
     ci : bool
         Draw the 95% CI band.
+    emphasis : str, optional
+        A channel drawn with thicker lines and labelled "(planted)" in the legend (the planted
+        aspect of a plant-query panel).
 
     Returns
     -------
@@ -144,7 +148,7 @@ def ksweep_figure(
                 linestyle=ls,
                 marker=marker,
                 markersize=4.5,
-                linewidth=1.5,
+                linewidth=2.8 if ch == emphasis else 1.5,
                 markerfacecolor=color if v == "residual" else "white",
                 markeredgewidth=1.1,
             )
@@ -163,7 +167,7 @@ def ksweep_figure(
                     marker=marker,
                     linestyle="none",
                     markersize=5,
-                    label=_tex_safe(ch),
+                    label=_tex_safe(ch) + (" (planted)" if ch == emphasis else ""),
                 )
             )
     for v in present_variants:
@@ -263,7 +267,8 @@ def ksweep_svg(
         digits, ``_`` and ``-`` replaced by ``_``). It also seeds matplotlib's id hashing, so
         the same input gives the same text.
     **kw : Any
-        Further keywords of :func:`ksweep_figure` (``k_report``, ``verdict``, ``ci``).
+        Further keywords of :func:`ksweep_figure` (``k_report``, ``verdict``, ``ci``,
+        ``emphasis``).
 
     Returns
     -------

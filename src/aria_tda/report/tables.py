@@ -11,7 +11,8 @@ Column names of the per-channel (wide) tables are ``{channel}_{quantity}``, e.g.
 results schema (:data:`aria_tda.results.TABLES` and its column groups), never declared here.
 
 The per-topic builders live in their own modules (:mod:`~aria_tda.report.embeddings`,
-:mod:`~aria_tda.report.paired`, :mod:`~aria_tda.report.planted`), all built on
+:mod:`~aria_tda.report.paired`, :mod:`~aria_tda.report.planted`,
+:mod:`~aria_tda.report.planted_aspects`), all built on
 :mod:`aria_tda.report._table`; this module imports them, none of them imports it.
 """
 
@@ -34,6 +35,7 @@ from aria_tda.report.embeddings import embedding_alignment_table
 from aria_tda.report.load import ResultsData
 from aria_tda.report.paired import paired_tables
 from aria_tda.report.planted import planted_tables
+from aria_tda.report.planted_aspects import planted_aspect_tables
 from aria_tda.results import (
     ALIGNMENT_MEASURES,
     HOMOGENEITY_SUMMARY,
@@ -422,7 +424,8 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
         ``homogeneity_<variant>``, ``ksweep``, ``alignment``, ``alignment_embeddings``,
         ``confound``, ``ranking``,
         ``lds``, ``lds_summary``, ``agreement``, ``lds_paired``, ``paired``, ``planted``,
-        ``planted_segment``,
+        ``planted_segment``, ``planted_aspects``, ``planted_confusion``, ``planted_naming``,
+        ``planted_effects``, ``planted_agreement``,
         ``sensitivity``, ``null``.
     """
     out: dict[str, ReportTable] = {}
@@ -448,6 +451,8 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
     for t in paired_tables(data, k=k):
         add(t)
     for t in planted_tables(data):
+        add(t)
+    for t in planted_aspect_tables(data):
         add(t)
     add(sensitivity_table(data, k=k))
     add(null_table(data))

@@ -28,6 +28,7 @@ from aria_tda.report.html._cells import (
     _txt,
     badge,
 )
+from aria_tda.report.html.planted_aspects import PLANTED_ASPECT_TABLES, planted_aspects_section
 from aria_tda.report.html.tables import table_html as _table_html
 from aria_tda.report.load import ResultsData
 from aria_tda.report.tables import ReportTable
@@ -241,7 +242,10 @@ random groups; dashed line: z = 1.96.
 
 def _add_planted(tables: Mapping[str, ReportTable], add: Any) -> None:
     """The planted-influence section: the track-level table, the other levels folded."""
-    levels = [t for name, t in tables.items() if name.startswith("planted")]
+    levels = [
+        t for name, t in tables.items()
+        if name.startswith("planted") and name not in PLANTED_ASPECT_TABLES
+    ]
     if not levels:
         return
     main, rest = levels[0], levels[1:]
@@ -263,6 +267,8 @@ def render_html(
     plots: Mapping[str, str] | None,
     plot_note: str | None,
     evidence: EvidencePayload | None,
+    planted_plots: Sequence[tuple[str, str, str]] = (),
+    planted_plot_note: str | None = None,
 ) -> str:
     """The report page (a complete HTML document).
 
@@ -284,6 +290,12 @@ def render_html(
     evidence : EvidencePayload or None
         The packed per-query evidence (:func:`aria_tda.report.evidence.build_evidence`); ``None``
         or empty shows a note that the folder has no per-query tables.
+    planted_plots : sequence of (str, str, str)
+        ``(setting, aspect, svg)`` per K-sweep panel of the plant queries
+        (:func:`aria_tda.report.planted_aspects.planted_sweep_panels`), shown in the "Planted
+        aspects" section.
+    planted_plot_note : str, optional
+        Shown there under the panels (why there are none, or how many were left out).
 
     Returns
     -------
@@ -343,10 +355,16 @@ def render_html(
         ("lds_paired", "Paired"),
         ("paired", "Paired z̄"),
         ("planted", "Planted influence"),
+        ("planted_aspects", "Planted aspects"),
         ("sensitivity", "Sensitivity"),
     ):
         if name == "planted":
             _add_planted(tables, add)
+            continue
+        if name == "planted_aspects":
+            sec = planted_aspects_section(tables, planted_plots, planted_plot_note)
+            if sec is not None:
+                add("planted-aspects", nav, *sec)
             continue
         t = tables.get(name)
         if t is not None:

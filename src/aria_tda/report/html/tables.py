@@ -27,6 +27,10 @@ from aria_tda.report.html._cells import (
     _zcell,
     badge,
 )
+from aria_tda.report.html.planted_aspects import (
+    PLANTED_ASPECT_TABLES,
+    planted_aspects_html,
+)
 from aria_tda.report.tables import ReportTable
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
@@ -504,7 +508,9 @@ def table_html(t: ReportTable) -> str:
     t : ReportTable
         A table from :func:`aria_tda.report.tables.build_tables`; its ``name`` picks the renderer
         (``reliability``, ``homogeneity*``, ``alignment``, ``confound``, ``ranking``,
-        ``lds_summary``, ``sensitivity``, ``lds``, ``agreement``, ``planted*``, ``null``).
+        ``lds_summary``, ``sensitivity``, ``lds``, ``agreement``, ``planted*``, ``null``; the
+        planted-aspect tables through
+        :func:`~aria_tda.report.html.planted_aspects.planted_aspects_html`).
 
     Returns
     -------
@@ -534,6 +540,8 @@ def table_html(t: ReportTable) -> str:
         from aria_tda.report.paired import paired_html
 
         return paired_html(t)
+    if t.name in PLANTED_ASPECT_TABLES:
+        return planted_aspects_html(t)
     if t.name.startswith("planted"):
         return planted_html(t)
     if t.name == "null":

@@ -37,6 +37,7 @@ from aria_tda.report.latex.ground_truth import (
     paired_latex,
     planted_latex,
 )
+from aria_tda.report.latex.planted_aspects import PLANTED_ASPECT_LATEX
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = ["ksweep_figure_latex", "render_latex"]
@@ -374,6 +375,7 @@ _RENDERERS: dict[str, Callable[[ReportTable], str]] = {
     "paired": paired_latex,
     "planted": planted_latex,
     "planted_segment": planted_latex,
+    **PLANTED_ASPECT_LATEX,
     "sensitivity": sensitivity_latex,
     "null": null_latex,
 }
@@ -388,7 +390,8 @@ def render_latex(t: ReportTable) -> str | None:
         A table from :func:`aria_tda.report.tables.build_tables`; its ``name`` picks the layout
         (``homogeneity*``, ``reliability``, ``alignment``, ``confound``, ``ranking``, ``lds``,
         ``lds_summary``, ``agreement``, ``lds_paired``, ``paired``, ``planted*``,
-        ``sensitivity``, ``null``).
+        ``sensitivity``, ``null``; the planted-aspect tables from
+        :mod:`aria_tda.report.latex.planted_aspects`).
 
     Returns
     -------

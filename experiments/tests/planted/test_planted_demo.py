@@ -1,0 +1,92 @@
+"""``aria-tda demo planted``: the scoring's definitions, the command's options, a tiny run."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aria_tda_experiments.planted.analysis import (
+    ap_chance,
+    average_precision,
+    recall_at_k,
+    study_ks,
+)
+
+
+def test_recall_and_average_precision_on_a_hand_made_ranking():
+    # column 0 ranks rows 3, 1, 0, 2, 4; marked = {1, 2}
+    s = np.array([[0.5], [0.8], [0.1], [0.9], [0.0]])
+    assert recall_at_k(s, np.array([1, 2]), 2)[0] == pytest.approx(0.5)
+    assert recall_at_k(s, np.array([1, 2]), 4)[0] == pytest.approx(1.0)
+    # hits at ranks 2 and 4: (1/2 + 2/4) / 2
+    assert average_precision(s, np.array([1, 2]))[0] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("n", "m"), [(1, 1), (4, 1), (5, 2), (6, 3), (7, 7)])
+def test_ap_chance_is_the_mean_over_every_ranking(n, m):
+    marked = np.arange(m)
+    aps = [average_precision(-np.asarray(perm, dtype=float)[:, None], marked)[0]
+           for perm in itertools.permutations(range(n))]
+    assert ap_chance(n, m) == pytest.approx(np.mean(aps), rel=1e-12)
+
+
+def test_study_ks_hold_the_marked_set_size():
+    assert study_ks(1500, 40) == [20, 40, 50, 100, 200, 300, 400, 500]
+    assert study_ks(30, 4) == [4]
+
+
+def test_options_of_other_demos_are_refused_by_name(tmp_path, capsys):
+    from aria_tda.cli import main
+
+    assert main(["demo", "planted", "--lds", "--out", str(tmp_path / "x")]) != 0
+    assert "--lds: not an option of 'aria-tda demo planted'" in capsys.readouterr().err
+    assert main(["demo", "audio", "--modality", "audio", "--out", str(tmp_path / "y")]) != 0
+    assert "--modality: an option of 'aria-tda demo planted'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["demo", "planted", "--modality", "video", "--out", str(tmp_path / "z")])
+    assert "--modality: invalid choice: 'video'" in capsys.readouterr().err
+    assert not any((tmp_path / d).exists() for d in ("x", "y", "z"))
+
+
+def test_help_explains_the_planted_demo():
+    out = subprocess.run([sys.executable, "-m", "aria_tda", "demo", "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "planted" in out and "--modality" in out
+
+
+@pytest.mark.slow
+def test_tiny_symbolic_run_end_to_end(tmp_path):
+    from aria_tda.results import read_table
+    from aria_tda_experiments.planted.demo import run_planted_demo
+
+    out = run_planted_demo(tmp_path / "run", modality="symbolic", sizes="tiny", quiet=True,
+                           progress=False, report=True)
+    df = read_table(out, "planted_aspects")
+    assert df is not None
+    required = ["modality", "method", "aspect", "k", "recall_at_k", "chance", "ci_low",
+                "ci_high", "average_precision", "learned", "counterfactual_effect",
+                "top_channel", "top_channel_z"]
+    assert set(required) <= set(df.columns)
+    aspects = ["melody", "harmony", "rhythm", "dynamic", "texture"]
+    assert sorted(set(df["aspect"])) == sorted([*aspects, "control"])
+    assert len(df) == 6 * df["setting"].nunique()
+    assert ((df.recall_at_k >= 0) & (df.recall_at_k <= 1)).all()
+    assert (df.ci_low <= df.recall_at_k + 1e-12).all()
+    assert (df.recall_at_k <= df.ci_high + 1e-12).all()
+    assert set(df.loc[df.aspect != "control", "top_channel"]) <= set(aspects)
+    # the per-modality study folder holds the same table and a report showing it
+    sub = out / "symbolic"
+    assert (sub / "report.html").exists()
+    pd.testing.assert_frame_equal(read_table(sub, "planted_aspects"), df)
+    conf = read_table(out, "planted_confusion")
+    plant_queries = conf[(conf.variant == "original")].groupby(["setting", "aspect"]).n_queries
+    assert (plant_queries.sum() == 2).all()  # tiny: 2 queries per plant, each counted once
+    # a rerun reuses every stage and writes the same table
+    again = run_planted_demo(tmp_path / "run", modality="symbolic", sizes="tiny", quiet=True,
+                             progress=False, report=False)
+    pd.testing.assert_frame_equal(read_table(again, "planted_aspects"), df)
