@@ -67,6 +67,8 @@ def write_planted_aspects(
                 "right": None if control else top == a,
                 "top_channel_residual": top_r, "top_channel_z_residual": float(rng.normal(1, 1)),
                 "right_residual": None if control else top_r == a,
+                "top_channel_vs_control": None if control else channels[(si + ai) % 3],
+                "top_channel_vs_control_dz": np.nan if control else float(rng.normal(1, 0.5)),
             })
     out["planted_aspects"] = pd.DataFrame(rows).iloc[::-1]  # written out of order
     conf, naming = [], []
@@ -270,6 +272,9 @@ def test_html_section_shows_the_numbers_and_right_or_wrong_in_words(planted):
             n_wrong += 1
         res = _text(_cell(tr, "top_channel_residual"))
         assert res.startswith("✓ right" if want.top_channel_residual == a else "✗ wrong")
+        vs = _text(_cell(tr, "top_channel_vs_control"))
+        assert vs.startswith("✓ right" if want.top_channel_vs_control == a else "✗ wrong")
+        assert f"Δz̄ {want.top_channel_vs_control_dz:+.2f}" in vs
     assert n_right and n_wrong
     # confusion: one row per (setting, aspect), the variants side by side, diagonal in bold
     conf = _rows(page, "table-planted_confusion")

@@ -40,6 +40,25 @@ def test_study_ks_hold_the_marked_set_size():
     assert study_ks(30, 4) == [4]
 
 
+def test_the_oracle_ranks_each_plant_querys_marked_set_first(tmp_path):
+    from aria_tda.scores import open_scores
+    from aria_tda_experiments.planted.data import PlantedData
+    from aria_tda_experiments.planted.demo import write_oracle
+
+    marked = {"melody": np.array([1, 4, 7]), "rhythm": np.array([0, 2, 9])}
+    queries = pd.DataFrame({"query_id": ["a", "b", "c"], "plant": ["melody", "rhythm", "control"],
+                            "label": ["a", "b", "c"]})
+    data = PlantedData(modality="symbolic", aspects=("melody", "rhythm"), scores={}, methods={},
+                       feature_store=tmp_path, track_ids=np.array([f"t{i}" for i in range(12)]),
+                       marked=marked, queries=queries, learned=pd.DataFrame(),
+                       counterfactual=pd.DataFrame())
+    s = open_scores(write_oracle(data, tmp_path / "oracle.npy", seed=0)).to_numpy()
+    assert s.shape == (12, 3)
+    assert recall_at_k(s[:, :1], marked["melody"], 3)[0] == 1.0
+    assert recall_at_k(s[:, 1:2], marked["rhythm"], 3)[0] == 1.0
+    assert s[:, 2].max() < 1e-3  # a control query ranks nothing first on purpose
+
+
 def test_options_of_other_demos_are_refused_by_name(tmp_path, capsys):
     from aria_tda.cli import main
 
@@ -51,6 +70,25 @@ def test_options_of_other_demos_are_refused_by_name(tmp_path, capsys):
         main(["demo", "planted", "--modality", "video", "--out", str(tmp_path / "z")])
     assert "--modality: invalid choice: 'video'" in capsys.readouterr().err
     assert not any((tmp_path / d).exists() for d in ("x", "y", "z"))
+
+
+def test_a_second_run_in_the_same_folder_is_refused_naming_the_first(tmp_path):
+    from aria_tda.errors import LockedError
+    from aria_tda_experiments.planted.demo import run_planted_demo
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from aria_tda._lock import writer_lock\n"
+         "with writer_lock(sys.argv[1], 'planted-demo working folder'):\n"
+         "    print('held', flush=True); time.sleep(60)", str(tmp_path / "run")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockedError, match=f"pid {holder.pid}"):
+            run_planted_demo(tmp_path / "run", modality="symbolic", sizes="tiny", quiet=True)
+        assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [".aria-lock"]
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_help_explains_the_planted_demo():

@@ -222,16 +222,24 @@ def _aspects_table(data: ResultsData) -> ReportTable | None:
         "ranking. AP: average precision of the marked set in the whole ranking; its chance is "
         "its expectation under a random ranking (about the marked share of the training set). "
         "Bold: the interval lies above chance. Learned: whether the trained model continues "
-        "the plant more than a model trained without the marked set (effect in nats/token). "
+        "held-out items that begin the plant better than a model trained without the marked "
+        "set, beyond the same difference on control items (effect in nats/token). "
         "Counterfactual effect: the rise of the plant queries' loss, in nats/token, when the "
-        "marked set is left out of training (retrained without minus with, mean over seeds; "
-        "positive = the marked set made those queries more likely), with its interval. "
+        "marked set is left out of training (retrained without minus with, mean over seeds), "
+        "beyond the control queries' rise under the same models (positive = the marked set "
+        "made those queries more likely), with its interval. "
         f"ARIA's leading channel: the channel with the highest z̄ over the aspect's plant "
         f"queries at K = k, on the original score matrix"
         + (" and on its rank-1 residual" if residual else "")
         + "; 'right' when it is the planted aspect, 'wrong' when it is another; 'sig.' when "
         "that z̄ is significant. Control rows: queries from unmarked prompts, scored against "
         "the union of the marked sets (they should stay at chance; no aspect to name)."
+        + (" Rises most over control queries: the channel whose z̄ over the plant queries "
+           "exceeds the control queries' z̄ the most (Δz̄) - a method's top-k may cohere in one "
+           "channel for every query, plant or not, and this reading takes that baseline out. "
+           "The oracle setting's top-k is exactly the marked set: its row says which channel "
+           "the plant itself moves."
+           if "top_channel_vs_control" in pa.columns else "")
     )
     if n_named:
         cap += f" ARIA names the planted aspect in {n_right} of {n_named} (setting, aspect) rows."

@@ -151,10 +151,6 @@ def run_planted_demo(
     quiet : bool
         No log lines.
     """
-    from aria_tda.results import read_results_meta, write_results_meta, write_table
-    from aria_tda_experiments.demo import _Runner
-    from aria_tda_experiments.planted.analysis import PLANTED_TABLES, score_planted
-
     modality = check_choice("modality", modality, ("both", *MODALITIES))
     which = MODALITIES if modality == "both" else (modality,)
     seed = check_int("seed", seed, min_value=0)
@@ -166,7 +162,21 @@ def run_planted_demo(
     root = Path(out).absolute()
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
-    root.mkdir(parents=True, exist_ok=True)
+    from aria_tda._lock import writer_lock
+
+    # one run per working folder: a second is refused naming the first
+    with writer_lock(root, "planted-demo working folder"):
+        return _run(root, which, name, seed, n_threads, report=report, progress=progress,
+                    quiet=quiet)
+
+
+def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: int, *,
+         report: bool, progress: bool | None, quiet: bool) -> Path:
+    """The demo's body, under the working folder's writer lock."""
+    from aria_tda.results import read_results_meta, write_results_meta, write_table
+    from aria_tda_experiments.demo import _Runner
+    from aria_tda_experiments.planted.analysis import PLANTED_TABLES, score_planted
+
     runner = _Runner(root, quiet, name="aria-tda demo planted")
     B, n_boot = (200, 1000) if name == "default" else ((100, 500) if name == "quick" else (20, 50))
     t0 = time.perf_counter()

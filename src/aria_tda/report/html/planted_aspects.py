@@ -92,6 +92,20 @@ def _leading_cell(r: Mapping[str, Any], suffix: str) -> Cell:
     )
 
 
+def _contrast_cell(r: Mapping[str, Any]) -> Cell:
+    """The channel rising most over the control queries' z̄, with its Δz̄ and right / wrong."""
+    col = "top_channel_vs_control"
+    ch = r.get(col)
+    if str(r.get("aspect")) == CONTROL or ch is None or str(ch) in ("", "nan"):
+        return _txt(_fmt.DASH, **{"data-col": col})
+    right = str(ch) == str(r.get("aspect"))
+    verdict = "✓ right: " if right else "✗ wrong: "
+    dz = r.get("top_channel_vs_control_dz")
+    return _txt(f"{verdict}{_e(ch)}" + _sub(f"Δz̄ {_e(_fmt.signed(dz))}"),
+                cls="best" if right else "", **{"data-col": col,
+                                                "data-verdict": "right" if right else "wrong"})
+
+
 def _aspects_html(t: ReportTable) -> str:
     df = t.df.reset_index(drop=True)
     multi = bool(t.layout.get("multi_modality"))
@@ -100,6 +114,7 @@ def _aspects_html(t: ReportTable) -> str:
     kk = str(k) if k is not None else "k"
     has = set(df.columns)
     found = "found" in has
+    contrast = "top_channel_vs_control" in has
     head = [
         _lead(df, multi)
         + [_th("Setting"), _th("Aspect"), _th("Plant queries")]
@@ -108,6 +123,7 @@ def _aspects_html(t: ReportTable) -> str:
            _th("Counterfactual effect<br>(nats/token)"),
            _th("ARIA's leading channel<br>(original scores)")]
         + ([_th("ARIA's leading channel<br>(rank-1 residual)")] if residual else [])
+        + ([_th("Rises most over<br>control queries")] if contrast else [])
     ]
     rows: Rows = []
     prev = None
@@ -153,6 +169,8 @@ def _aspects_html(t: ReportTable) -> str:
         cells.append(_leading_cell(r, ""))
         if residual:
             cells.append(_leading_cell(r, "_residual"))
+        if contrast:
+            cells.append(_contrast_cell(r))
         attrs = _block_attrs(int(i), key, prev, **{"data-setting": str(r["setting"]),
                                                   "data-aspect": aspect})
         rows.append((cells, attrs))
