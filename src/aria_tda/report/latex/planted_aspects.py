@@ -15,15 +15,10 @@ import pandas as pd
 
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
-from aria_tda.report.latex._cells import MISSING, _label, _table, escape
+from aria_tda.report.latex._cells import MISSING, _label, _num, _table, escape
 from aria_tda.report.planted_aspects import CONTROL, above_chance, flag
 
 __all__ = ["PLANTED_ASPECT_LATEX"]
-
-
-def _fixed(x: Any, nd: int = 3, *, bold: bool = False) -> str:
-    s = _fmt.fixed(x, nd, missing=MISSING)
-    return rf"\textbf{{{s}}}" if bold and s != MISSING else s
 
 
 def _sgn(x: Any, nd: int = 3, *, bold: bool = False) -> str:
@@ -86,13 +81,13 @@ def _aspects_latex(t: ReportTable) -> str:
             escape(r["setting"]) if first else "",
             r"\emph{control}" if aspect == CONTROL else escape(aspect),
             _int(r.get("n_queries")),
-            _fixed(r["recall_at_k"], bold=above_chance(r.get("ci_low"), r.get("chance")))
-            + _ci(r.get("ci_low"), r.get("ci_high"), _fixed),
-            _fixed(r.get("chance")),
-            _fixed(r["average_precision"],
+            _num(r["recall_at_k"], bold=above_chance(r.get("ci_low"), r.get("chance")))
+            + _ci(r.get("ci_low"), r.get("ci_high"), _num),
+            _num(r.get("chance")),
+            _num(r["average_precision"],
                    bold=above_chance(r.get("ap_ci_low"), r.get("ap_chance")))
-            + _ci(r.get("ap_ci_low"), r.get("ap_ci_high"), _fixed),
-            _fixed(r.get("ap_chance")),
+            + _ci(r.get("ap_ci_low"), r.get("ap_ci_high"), _num),
+            _num(r.get("ap_chance")),
             _yes_no(r.get("learned")),
             _sgn(r["counterfactual_effect"], bold=above_chance(r.get("cf_ci_low"), 0.0))
             + _ci(r.get("cf_ci_low"), r.get("cf_ci_high"), _sgn),
@@ -238,7 +233,7 @@ def _agreement_latex(t: ReportTable) -> str:
         for s, p in stats:
             cells.append(_sgn(r[s]))
             if p:
-                cells.append(_fixed(r.get(f"{s}_p_exact")))
+                cells.append(_num(r.get(f"{s}_p_exact")))
         cells.append(_int(r["n_methods"]))
         body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
