@@ -237,8 +237,8 @@ def score_planted(data: PlantedData, results: Path, *, n_boot: int = 1000,
     qids = data.queries["query_id"].astype(str).to_numpy()
     qpos = np.arange(len(qids))  # the study's query_z names queries by column index
     union = np.unique(np.concatenate(list(data.marked.values())))
-    qz = _query_z(results)
-    qz = qz[qz["K"] == k]
+    qz_all = _query_z(results)  # every K: the K-sweep; K = k: the leading channels
+    qz = qz_all[qz_all["K"] == k]
     channels = [c for c in dict.fromkeys(qz["channel"].astype(str))]
     rel = read_table(results, "reliability")
     learned0 = data.learned[data.learned["seed"] == data.learned["seed"].min()
@@ -337,8 +337,7 @@ def score_planted(data: PlantedData, results: Path, *, n_boot: int = 1000,
                            "n_queries": n_q, "n_right": n_right, "n_found": n_found,
                            "n_right_found": n_right_found,
                            "right_when_found": n_right_found / n_found if n_found else np.nan})
-        allk = _query_z(results)
-        allk = allk[allk["setting"] == setting]
+        allk = qz_all[qz_all["setting"] == setting]
         for (variant, kk, channel), g in allk.groupby(["variant", "K", "channel"], sort=True):
             zser = g.set_index("query")["z"]
             for aspect in data.aspects:
