@@ -441,7 +441,7 @@ def topk_stream_update(block, row0, pool_mask, hv, hi, count, nan_count):  # pra
     nrows = block.shape[0]
     n_t = block.shape[1]
     kk = hv.shape[1]
-    cap = _TOPK_BUCKET
+    cap = max(1, min(_TOPK_BUCKET, nrows))  # a block holds at most nrows candidates per column
     thr = np.empty(n_t)
     for t in range(n_t):
         if kk == 0:

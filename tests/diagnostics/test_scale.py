@@ -33,16 +33,16 @@ def relerr(a, b):
 
 
 # ---------------------------------------------------------------------------------- tiled
-@pytest.mark.parametrize("memory", ["300KB", "2MB"])
+@pytest.mark.parametrize("memory", ["2MB", "6MB"])
 def test_tiled_equals_in_memory_path(tmp_path, memory):
-    s = planted(0)
+    s = planted(0, 600, 400)
     s[:, 7] = 3.0  # a constant column: out of kappa in both paths
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AriaWarning)
         ref = diagnose(s, mode="exact", with_u1=True)
         d = diagnose(s, mode="exact-tiled", memory=memory, spill_dir=tmp_path, with_u1=True)
     assert d.mode == "exact-tiled" and d.details["panels"] >= 1
-    if memory == "300KB":
+    if memory == "2MB":
         assert d.details["panels"] > 1  # really tiled
     for f in FIELDS:
         assert relerr(getattr(d, f), getattr(ref, f)) <= 1e-10, f
@@ -61,11 +61,20 @@ def test_tiled_float32_input_agrees_to_float32_rounding(tmp_path):
         assert relerr(getattr(d, f), getattr(ref, f)) <= 1e-5, f
 
 
+def test_tiled_budget_too_small_for_the_eigensolver_is_refused_before_any_pass(tmp_path):
+    s = planted(0, 600, 400)
+    with pytest.raises(ParameterError, match=r"memory: expected at least .* MB more for the "
+                       r"eigenvalues of the 400-column Gram"):
+        diagnose(s, mode="exact-tiled", memory="1MB", spill_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # refused before the spill file was made
+
+
 @pytest.mark.slow
-def test_tiled_memory_budget_respected(tmp_path):
-    # in memory this needs 3 x 8 x 400^2 = 3.8 MB of T x T arrays; the budget is 1.5 MB
-    s = planted(2, 1000, 400)
-    budget = parse_memory("1.5MB")
+@pytest.mark.parametrize(("t", "memory"), [(400, "2MB"), (600, "3MB")])
+def test_tiled_memory_budget_respected(tmp_path, t, memory):
+    # in memory this needs 3 x 8 x T^2 (3.8 MB and 8.6 MB) of T x T arrays: above the budget
+    s = planted(2, 1000, t)
+    budget = parse_memory(memory)
     assert choose_mode(400, memory=budget)[0] == "exact-tiled"
     diagnose(s[:50, :40], mode="exact-tiled", memory=budget, spill_dir=tmp_path)  # imports
     tracemalloc.start()
@@ -76,7 +85,7 @@ def test_tiled_memory_budget_respected(tmp_path):
     finally:
         tracemalloc.stop()
     assert d.mode == "exact-tiled"
-    assert peak <= budget, f"peak {peak / 2**20:.2f} MB over the 1.5 MB budget"
+    assert peak <= budget, f"peak {peak / 2**20:.2f} MB over the {memory} budget"
     tracemalloc.start()
     try:
         diagnose(s, mode="exact")
@@ -197,9 +206,9 @@ def _cli(capsys, *args):
 
 def test_cli_memory_and_approx_flags(tmp_path, capsys):
     path = tmp_path / "s.npy"
-    np.save(path, planted(5, 800, 200).astype(np.float32))
+    np.save(path, planted(5, 800, 400).astype(np.float32))
     code, out, err = _cli(
-        capsys, str(path), "--memory", "500KB", "--spill-dir", str(tmp_path / "sp"), "--json"
+        capsys, str(path), "--memory", "2MB", "--spill-dir", str(tmp_path / "sp"), "--json"
     )
     assert code == 0, err
     assert "mode exact-tiled: the in-memory Gram needs" in err

@@ -306,6 +306,23 @@ class TopKAccumulator:
         self._ti: Any = None
 
     # -- updates -----------------------------------------------------------------------
+    def memory_bytes(self, rows: int) -> int:
+        """Peak bytes the accumulator holds while it takes blocks of ``rows`` rows.
+
+        The heaps (float64 scores and int64 rows, ``T x K_max``), the per-column counts, and
+        the kernel's per-block buffers: thresholds, and a candidate bucket of at most
+        ``min(128, rows)`` entries per column (see :func:`aria_tda._simkernels.topk_stream_update`).
+
+        Parameters
+        ----------
+        rows : int
+            Rows per block.
+        """
+        rows = check_int("rows", rows, min_value=1)
+        heaps = 16 * self.n_cols * self.k_max + 16 * self.n_cols
+        per_block = 16 * self.n_cols + 16 * self.n_cols * min(128, rows)
+        return heaps + per_block + (self.n_rows or rows)
+
     def update(self, block: Any, row0: int) -> None:
         """Add rows ``row0 .. row0 + len(block) - 1``.
 

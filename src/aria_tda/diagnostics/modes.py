@@ -19,9 +19,9 @@ import numpy as np
 from aria_tda._checks import check_choice
 from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_sum
 from aria_tda.diagnostics.result import CONST_ULPS, MODES, ApproxOptions, Diagnostics
-from aria_tda.errors import DataError
+from aria_tda.errors import DataError, ParameterError
 from aria_tda.scores.blockstats import BlockStats
-from aria_tda.scores.source import ScoreSource
+from aria_tda.scores.source import ScoreSource, expected_text
 from aria_tda.scores.stats import stream_matvec
 
 __all__ = ["choose_mode"]
@@ -78,9 +78,48 @@ def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str,
     )
 
 
-#: Bytes the top-K accumulator takes per (query, K) entry in the tiled mode's budget: its
-#: float64 values and int64 rows, with room for the kernel's bookkeeping (measured 33).
-TOPK_BYTES_PER_ENTRY = 48
+#: Bytes per basis column (of ``T`` float64) the block Krylov solver holds at its peak: the
+#: basis, its products, the Ritz vectors, their products and residuals, the restart copies
+#: and the Gram read's temporaries (measured 10.7 plus the read's, rounded up).
+KRYLOV_BYTES_PER_COLUMN = 14 * 8
+
+
+def krylov_plan(t: int, n_energy: int, memory: int) -> tuple[int, int]:
+    """Block size and largest basis of the block Krylov solver within ``memory`` bytes.
+
+    The default block (``max(n_energy + 6, 16)``) shrinks, down to ``n_energy + 1``, when
+    the basis it needs (``n_energy + 2 * block`` columns) does not fit. (Smaller blocks
+    were measured not to converge within the solver's 400 reads of the Gram.)
+
+    Parameters
+    ----------
+    t : int
+        Order of the Gram.
+    n_energy : int
+        Eigenvalues wanted.
+    memory : int
+        Bytes for the solver.
+
+    Returns
+    -------
+    tuple of int
+        ``(block, max_dim)``.
+
+    Raises
+    ------
+    ParameterError
+        When even the smallest block does not fit (the message gives the least budget).
+    """
+    fit = max(0, int(memory)) // (KRYLOV_BYTES_PER_COLUMN * t)
+    blk = max(n_energy + 6, 16)
+    while blk > n_energy + 1 and n_energy + 2 * blk > fit:
+        blk -= 1
+    if n_energy + 2 * blk > min(fit, t) and fit < t:
+        need = KRYLOV_BYTES_PER_COLUMN * t * (n_energy + 2 * blk)
+        raise ParameterError(expected_text(
+            "memory", f"at least {need / 2**20:.2f} MB more for the eigenvalues of the "
+            f"{t}-column Gram", f"{max(0, int(memory)) / 2**20:.2f} MB left for them"))
+    return blk, max(n_energy + 2 * blk, min(12 * blk, fit))
 
 
 def _diagnose_tiled(
@@ -89,17 +128,32 @@ def _diagnose_tiled(
     memory: Any, spill_dir: Any, seed: int, acc: Any = None,
 ) -> Diagnostics:
     """:func:`diagnose` with the Gram in column panels spilled to disk (exact); ``acc`` (a
-    :class:`~aria_tda.diagnostics.concentration.TopKAccumulator`) sees the first panel's pass."""
+    :class:`~aria_tda.diagnostics.concentration.TopKAccumulator`) sees the first panel's pass.
+
+    The budget is shared: the top-K heaps and their per-block buffers come off it first,
+    the passes take the rest; the block Krylov solver then takes what the heaps, the
+    per-column sums and the Gram read leave (:func:`krylov_plan`), checked before any pass.
+    """
     from aria_tda.diagnostics.krylov import block_krylov_eigs
-    from aria_tda.diagnostics.tiled import parse_memory, tiled_gram
+    from aria_tda.diagnostics.tiled import gram_read_bytes, parse_memory, pass_rows, tiled_gram
 
     t = src.n_cols
-    budget = _default_memory() if memory is None else memory
-    tiles = budget
+    total = parse_memory(_default_memory() if memory is None else memory)
+    tiles, heaps = total, 0
     if acc is not None:
         src = observe_first_pass(src, (acc,))
-        # the top-K heaps (values, rows) and their bookkeeping share the budget with the tiles
-        tiles = max(1, parse_memory(budget) - TOPK_BYTES_PER_ENTRY * t * acc.k_max)
+        heaps = acc.memory_bytes(1)
+        rows = pass_rows(src, max(1, total - heaps), compute_dtype=compute_dtype,
+                         chunk_rows=chunk_rows)
+        # the top-K heaps and the kernel's per-block buckets share the budget with the tiles
+        tiles = total - acc.memory_bytes(rows)
+        if tiles <= 0:
+            raise ParameterError(expected_text(
+                "memory", f"more than {acc.memory_bytes(rows) / 2**20:.2f} MB (the top-K "
+                f"heaps of {t} queries alone)", f"{total / 2**20:.2f} MB"))
+        chunk_rows = rows
+    fixed = 8 * 8 * t + min(2**20, tiles // 16)
+    blk, dim = krylov_plan(t, n_energy, total - heaps - fixed - gram_read_bytes(t, tiles))
     with tiled_gram(
         src, memory=tiles, spill_dir=spill_dir, chunk_rows=chunk_rows,
         compute_dtype=compute_dtype, n_threads=n_threads, progress=progress, ulps=CONST_ULPS,
@@ -114,10 +168,6 @@ def _diagnose_tiled(
         _warn_constant(const_idx, t)
         k = t - int(const_idx.size)
         kappa = kappa_from_sum(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
-        blk = max(n_energy + 6, 16)
-        # the basis, its products and the Rayleigh-Ritz copies (about 8 x T x dim float64)
-        # take at most half the budget; the reads of the spilled Gram an eighth
-        dim = max(blk + n_energy, min(12 * blk, parse_memory(budget) // (2 * 64 * t)) - blk)
         ritz = block_krylov_eigs(
             tg.matmat, t, n_energy, trace=frob2, block=blk, max_products=400, seed=seed,
             max_dim=dim,

@@ -61,7 +61,9 @@ __all__ = [
     "check_spill_dir",
     "default_spill_dir",
     "gram_bytes",
+    "gram_read_bytes",
     "parse_memory",
+    "pass_rows",
     "tiled_gram",
 ]
 
@@ -224,6 +226,65 @@ class TiledGram:
         self.close()
 
 
+def _compute_dtype(src: ScoreSource, compute_dtype: str | None) -> np.dtype[Any]:
+    """The dtype of the block products (float32 for float32-or-narrower input by default)."""
+    if compute_dtype is None:
+        return np.dtype(np.float32) if src.block_dtype.itemsize <= 4 else np.dtype(np.float64)
+    return np.dtype(compute_dtype)
+
+
+def _pass_row_bytes(src: ScoreSource, cdt: np.dtype[Any]) -> int:
+    """Bytes per block row of a pass: three prefetch buffers and the work rows."""
+    return src.n_cols * (3 * src.block_dtype.itemsize + cdt.itemsize)
+
+
+def _fixed_bytes(t: int, budget: int) -> int:
+    """The per-column sums (eight float64 vectors) and a slack for the interpreter's own."""
+    return 8 * 8 * t + min(2**20, budget // 16)
+
+
+def pass_rows(
+    scores: Any, memory: Any, *, compute_dtype: str | None = None, chunk_rows: int | None = None
+) -> int:
+    """Rows per block of :func:`tiled_gram`'s passes within ``memory`` bytes.
+
+    An eighth of the budget (at least 16 rows, at most the engine's block), or ``chunk_rows``
+    when given.
+
+    Parameters
+    ----------
+    scores : array-like, ScoreSource or path
+        ``(M, T)``.
+    memory : str or int
+        The budget (as :func:`tiled_gram`).
+    compute_dtype : {None, "float32", "float64"}
+        Precision of the block products.
+    chunk_rows : int, optional
+        Rows asked for.
+    """
+    src: ScoreSource = as_source(scores)
+    if chunk_rows is not None:
+        return int(src.chunk_rows(chunk_rows))
+    per_row = _pass_row_bytes(src, _compute_dtype(src, compute_dtype))
+    return int(min(src.chunk_rows(None), max(16, parse_memory(memory) // 8 // per_row)))
+
+
+def gram_read_bytes(t: int, memory: Any) -> int:
+    """Bytes of the buffer :meth:`TiledGram.matmat` reads the spilled Gram into.
+
+    An eighth of what ``memory`` leaves beside the per-column sums, at least one row.
+
+    Parameters
+    ----------
+    t : int
+        Columns.
+    memory : str or int
+        The budget of the tiled pass.
+    """
+    budget = parse_memory(memory)
+    return max(8 * t, (budget - _fixed_bytes(t, budget)) // 8)
+
+
 def _plan(t: int, budget: int, csize: int, total: int) -> list[tuple[int, int]]:
     """Column panels ``(start, stop)``: a float64 panel plus its product tile within ``budget``."""
     panels = []
@@ -290,17 +351,10 @@ def tiled_gram(
     src: ScoreSource = as_source(scores)
     budget = parse_memory(memory)
     t = src.n_cols
-    bdt = src.block_dtype
-    if compute_dtype is None:
-        cdt = np.dtype(np.float32) if bdt.itemsize <= 4 else np.dtype(np.float64)
-    else:
-        cdt = np.dtype(compute_dtype)
-    per_row = t * (3 * bdt.itemsize + cdt.itemsize)  # three prefetch buffers and the work rows
-    if chunk_rows is None:
-        rows = int(min(src.chunk_rows(None), max(16, budget // 8 // per_row)))
-    else:
-        rows = src.chunk_rows(chunk_rows)
-    fixed = rows * per_row + 8 * 8 * t + min(2**20, budget // 16)
+    cdt = _compute_dtype(src, compute_dtype)
+    per_row = _pass_row_bytes(src, cdt)
+    rows = pass_rows(src, budget, compute_dtype=compute_dtype, chunk_rows=chunk_rows)
+    fixed = rows * per_row + _fixed_bytes(t, budget)
     panels = _plan(t, budget - fixed, cdt.itemsize, budget)
     need = sum(8 * (b - a) * (t - a) for a, b in panels)
     sweep_leftovers(base)  # spill folders of killed runs (their processes are gone)
@@ -391,7 +445,6 @@ def _passes(
             offset += acc.nbytes
             del acc
     assert stats is not None
-    fixed = 8 * 8 * t + min(2**20, budget // 16)
     return TiledGram(
         stats=_checked(_finish_scaled(stats, scale)),
         scale=scale,
@@ -401,7 +454,7 @@ def _passes(
         passes=len(panels),
         folder=folder,
         path=path,
-        read_bytes=max(8 * t, (budget - fixed) // 8),
+        read_bytes=gram_read_bytes(t, budget),
         meta={"chunk_rows": rows, "spill_bytes": offset},
     )
 
