@@ -20,12 +20,12 @@ vary), at a size a 2-core CPU finishes in minutes:
    (:mod:`aria_tda.attribution`), one score matrix ``(n_train, n_queries)`` each;
 5. **LDS** — models retrained on random 50 % subsets give the ground truth; LDS per method;
 6. **features** — the five symbolic channels of every training window (segment level:
-   :math:`S^{track} = S^{seg}`);
+   :math:`S^{track} = S^{seg}`), each window's work as MIDI and its span named in the store;
 7. **ARIA** — reliability diagnostics, homogeneity with the K-sweep and the rank-1 residual,
    alignment, the confound breakdown by the query's mode (major/minor) — :mod:`aria_tda.study`;
    then the rank agreement between each diagnostic and LDS across methods (Spearman and
    Kendall), reported whatever it turns out to be;
-8. **report** — ``results/report.html``.
+8. **report** — ``results/report.html``; ``queries.csv`` names each query's MIDI (``media``).
 
 Every stage is resumable: a rerun with the same sizes and seed reuses finished stages
 (:class:`aria_tda._steps.Step`); a changed setting recomputes that stage and those after it.
@@ -434,13 +434,15 @@ def run_demo(
     subsets, outputs = np.load(lds_dir / "subsets.npy"), np.load(lds_dir / "outputs.npy")
 
     # 6. features -------------------------------------------------------------------------
+    from aria_tda_experiments.demo_media import MEDIA_VERSION, query_media, query_midis
     from aria_tda_experiments.featurize import build_feature_store
 
-    def _features(d: Path) -> dict[str, Any]:
-        build_feature_store(corpus, d / "store")
+    def _features(d: Path) -> dict[str, Any]:  # with each work's MIDI, each window's span in it
+        build_feature_store(corpus, d / "store", media_dir=d / "midi", media="work")
         return {}
 
-    feat_dir = run.stage("features", {"form": "paper"}, ["corpus"], _features)
+    feat_dir = run.stage("features", {"form": "paper", "media": MEDIA_VERSION}, ["corpus"],
+                         _features)
     if settings.until == "features":
         return _stopped(feat_dir, "features", quiet)
 
@@ -456,6 +458,7 @@ def run_demo(
     qmeta.insert(0, "query", np.arange(len(qmeta)))
     qmeta["label"] = qmeta["query_id"] + " — " + qmeta["title"].astype(str)
     queries_csv = root / "queries.csv"
+    qmeta["media"] = query_media(query_midis(queries), queries_csv)  # each query's MIDI
     write_text(queries_csv, qmeta.to_csv(index=False))
     from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml, validate_study
 
@@ -548,7 +551,7 @@ def run_demo(
     if report:
         from aria_tda.report import write_report
 
-        written = write_report(results)
+        written = write_report(results, quiet=quiet, log=lambda m: _log(m, quiet))
         _log(f"report: {written.html}", quiet)
     run.timings["total"] = round(time.perf_counter() - t_start, 2)
     if not quiet:

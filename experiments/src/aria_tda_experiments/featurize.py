@@ -5,6 +5,13 @@ with the loudness in effect where the window starts), its length is the sum of i
 the 12 paper features (five channels) come from :mod:`aria_tda.features.symbolic` — the same path
 as any decoded model segment. The store is segment-level: track ids are the corpus
 ``segment_id`` values in training-row order, so ``S_track = S_seg`` with no aggregation.
+
+Media (``media_dir``, :mod:`aria_tda_experiments.demo_media`): the store's metadata names each
+window's MIDI file in ``source`` — its work's token stream decoded, with the window's
+``start``/``end`` seconds in it (``media="work"``, the windows of the corpus as cut), or the
+window's own tokens decoded, the whole file: ``start`` 0, ``end`` its last note's end
+(``media="window"``, windows re-cut or changed after the corpus, such as the planted demo's,
+whose ``start_time``/``end_time`` are seconds in the work, not in that file).
 """
 
 from __future__ import annotations
@@ -80,11 +87,33 @@ def window_features(
     return _extract(notes, window_durations(toks), params or {})
 
 
+def _media_columns(corpus: Corpus, media_dir: Path, media: str) -> dict[str, list[Any]]:
+    """``source`` (and ``start``/``end`` for ``media="work"``) per training window."""
+    from aria_tda_experiments.demo_media import write_token_midis, write_work_midis
+
+    tm = corpus.train_meta
+    if media == "window":
+        vel = tm["start_velocity"].to_numpy()
+        paths = write_token_midis(corpus.train_tokens, tm["segment_id"].tolist(), media_dir,
+                                  start_velocities=vel)
+        # the window is the whole file: 0 to its last note's end (stated, so that no reader
+        # takes the corpus' start_time/end_time, seconds in the work, for a window of it)
+        ends = [max((n.end for n in tk.decode(t, initial_velocity=int(v))), default=np.nan)
+                for t, v in zip(corpus.train_tokens, vel, strict=True)]
+        return {"source": [str(p) for p in paths], "start": [0.0] * len(paths), "end": ends}
+    files = write_work_midis(corpus, tm["work_id"], media_dir)
+    return {"source": [str(files[str(w)]) for w in tm["work_id"]],
+            "start": tm["start_time"].astype(float).tolist(),
+            "end": tm["end_time"].astype(float).tolist()}
+
+
 def build_feature_store(
     corpus: Corpus,
     path: str | os.PathLike[str],
     *,
     params: Mapping[str, Any] | None = None,
+    media_dir: str | os.PathLike[str] | None = None,
+    media: str = "work",
 ) -> Path:
     """Write the segment-level symbolic feature store of ``corpus``'s training windows.
 
@@ -99,13 +128,23 @@ def build_feature_store(
         Where to write the feature store.
     params : mapping, optional
         Keyword arguments of the symbolic feature extractor.
+    media_dir : path, optional
+        Write each window's MIDI here and name it in the metadata (module docstring): columns
+        ``source`` (absolute path) and ``start``/``end`` (seconds in it; with
+        ``media="window"`` 0 and the file's end).
+    media : {"work", "window"}
+        One MIDI per work with each window's span in it, or one MIDI per window.
     """
+    from aria_tda._checks import check_choice
     from aria_tda.features.store import write_store
 
+    media = check_choice("media", media, ("work", "window"))
     feats = window_features(corpus.train_tokens,
                             start_velocities=corpus.train_meta["start_velocity"], params=params)
     meta = corpus.train_meta.set_index("segment_id")[list(STORE_METADATA)]
     meta.index.name = "track_id"
+    if media_dir is not None:
+        meta = meta.assign(**_media_columns(corpus, Path(media_dir), media))
     store_params = {
         "source": "aria_tda_experiments",
         "level": "segment",

@@ -365,6 +365,14 @@ def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path):
         assert (plant_col.loc[data.track_ids[idx]] == a).all()
     assert set(data.queries["plant"]) == {*ap.AUDIO_ASPECTS, "control"}
     assert {"query_id", "plant", "label"} <= set(data.queries.columns)
+    # media: each query's prompt, cut from its held-out item's rendering; each training track
+    from pathlib import Path
+
+    from demo_medialib import audio_seconds, check_store_sources
+
+    for r in data.queries.itertuples():
+        assert Path(r.media).is_absolute() and 0 == r.start < r.end <= audio_seconds(r.media)
+    check_store_sources(data.feature_store, windows="none")
     assert list(data.learned.columns) == list(LEARNED_COLUMNS)
     assert set(data.learned["aspect"]) == {*ap.AUDIO_ASPECTS, "control"}
     assert len(data.learned) == 4 * data.info["preset"]["n_seeds"]

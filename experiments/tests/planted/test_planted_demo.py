@@ -124,6 +124,19 @@ def test_tiny_symbolic_run_end_to_end(tmp_path):
     conf = read_table(out, "planted_confusion")
     plant_queries = conf[(conf.variant == "original")].groupby(["setting", "aspect"]).n_queries
     assert (plant_queries.sum() == 2).all()  # tiny: 2 queries per plant, each counted once
+    # media for the listening room: each query's MIDI (prompt + continuation), each training
+    # window (planted or re-cut) as its own MIDI file, found by the library's resolver
+    from demo_medialib import (
+        check_queries_media,
+        check_resolves,
+        check_store_sources,
+        top_items,
+    )
+
+    q = check_queries_media(tmp_path / "run" / "symbolic-queries.csv")
+    assert [f.name for f in q["file"]] == [f"{i}.mid" for i in q["query_id"]]
+    check_store_sources(tmp_path / "run" / "symbolic-features" / "store", windows="whole")
+    check_resolves(sub, top_items(sub, "TRAK"), setting="TRAK")
     # a rerun reuses every stage and writes the same table
     again = run_planted_demo(tmp_path / "run", modality="symbolic", sizes="tiny", quiet=True,
                              progress=False, report=False)

@@ -46,7 +46,7 @@ from aria_tda.cli._common import (
 # Order in ``aria-tda --help``; discovered modules not listed here follow alphabetically.
 ORDER = (
     "demo", "diagnose", "aggregate", "features", "embed", "retrieve", "homogeneity", "run",
-    "report", "sensitivity",
+    "report", "evidence", "sensitivity",
 )
 
 #: Entry-point group of sub-commands that other installed packages add.

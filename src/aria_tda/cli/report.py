@@ -4,6 +4,11 @@ Without matplotlib (the ``report`` extra) the report degrades instead of refusin
 with every table but without the K-sweep plots (SVG, and the PDFs of ``--latex``); the page says
 so where the plots would be, and the command prints one ``aria-tda report: note: ...`` line on
 stderr naming what to install; the exit status is 0.
+
+While the listening room's clips and pictures are built, one progress line per query goes to
+stderr (``media: query 3/20 (2), 4 clips, 4.1 s``, then the files, MB and seconds), with a bar
+on a terminal (``--no-progress`` or ``ARIA_PROGRESS=0`` turn the bar off); ``--quiet`` silences
+both.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import argparse
 import warnings
 from typing import Any
+
+from aria_tda.cli._common import add_progress_flag
 
 
 def register(subparsers: Any) -> None:
@@ -67,6 +74,23 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--no-plots", dest="plots", action="store_false", help="leave out the K-sweep plots"
     )
+    p.add_argument(
+        "--no-media", dest="media", action="store_false",
+        help="leave out the listening room (clips and pictures in report_media/)",
+    )
+    p.add_argument(
+        "--media-queries", type=int, default=20, metavar="N",
+        help="keep clips and pictures for the first N queries (default: 20)",
+    )
+    p.add_argument(
+        "--media-top", type=int, default=3, metavar="N",
+        help="... and their N best items in every setting (default: 3)",
+    )
+    p.add_argument(
+        "--quiet", action="store_true",
+        help="no progress lines (or bar) on stderr while the clips and pictures are built",
+    )
+    add_progress_flag(p)
     p.set_defaults(func=run)
 
 
@@ -92,9 +116,19 @@ def run(args: argparse.Namespace) -> int:
             pairs_per_channel=args.pairs_per_channel,
             tables_dir=args.tables_dir,
             plots=args.plots,
+            media=args.media,
+            media_queries=args.media_queries,
+            media_top=args.media_top,
+            quiet=args.quiet,
+            progress=args.progress,
         )
     print(f"wrote {out.html}" + (f" (tables at K = {out.k})" if out.k is not None else ""))
     _note_missing_plots("aria-tda report", args.plots)
+    if out.media is not None and out.media.folder is not None:
+        m = out.media
+        print(f"wrote {m.files} media files ({m.bytes / 1e6:.1f} MB) for {m.queries} queries to "
+              f"{m.folder} in {m.seconds:.1f} s" + (f"; {m.missing} not playable (named in the "
+                                                    "report)" if m.missing else ""))
     if out.exports is not None:
         print(f"wrote LaTeX and CSV tables to {out.exports}")
     if out.missing:

@@ -37,14 +37,17 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from aria_tda._checks import check_int, check_writable_path
 from aria_tda._io import atomic_path, sweep_leftovers, write_text
 from aria_tda._lock import writer_lock
+from aria_tda._progress import progress_enabled
 from aria_tda.errors import AriaWarning, ParameterError
 from aria_tda.report.load import ResultsData, choose_k, load_results
+from aria_tda.report.media_pack import MediaStats
 from aria_tda.report.tables import ReportTable, build_tables
 from aria_tda.results import REPORT_FILE, RESULTS_FILE, is_aria_report
 
@@ -67,6 +70,9 @@ class ReportOutput:
         Pieces of the results folder that were absent or unusable.
     tables : tuple of str
         Names of the tables in the report.
+    media : MediaStats or None
+        What the listening room wrote beside the page (``report_media/``: files, bytes,
+        seconds); ``None`` when it was turned off.
     """
 
     html: Path
@@ -74,6 +80,7 @@ class ReportOutput:
     k: int | None
     missing: tuple[str, ...]
     tables: tuple[str, ...]
+    media: MediaStats | None = None
 
 
 def _plots(data: ResultsData, k: int | None, *, enabled: bool) -> tuple[dict[str, str], str | None]:
@@ -212,6 +219,16 @@ def export_tables(
     return Path(tables_dir)
 
 
+def _stderr_line(msg: str) -> None:
+    """Print one progress line on stderr, above a tqdm bar when one is drawn."""
+    import sys
+
+    from tqdm.auto import tqdm
+
+    tqdm.write(msg, file=sys.stderr)
+    sys.stderr.flush()
+
+
 def _check_target(name: str, path: Path, what: str, *, want_dir: bool) -> None:
     """Raise unless ``path`` can be written as a file (``want_dir=False``) or a folder.
 
@@ -245,6 +262,12 @@ def write_report(
     pairs_per_channel: int = 5,
     tables_dir: str | os.PathLike[str] | None = None,
     plots: bool = True,
+    media: bool = True,
+    media_queries: int = 20,
+    media_top: int = 3,
+    quiet: bool = False,
+    progress: bool | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> ReportOutput:
     r"""Write the HTML report of a results folder (and, with ``latex=True``, its LaTeX/CSV tables).
 
@@ -270,6 +293,26 @@ def write_report(
     plots : bool
         Draw the K-sweep plots (needs matplotlib, the ``report`` extra; without it the report
         says so and carries the numbers).
+    media : bool
+        The listening room: write clips and pictures of a bounded set of queries and items
+        into the folder ``<out stem>_media/`` beside the page (``report_media/`` for
+        ``report.html``), which the per-query view loads lazily
+        (:func:`aria_tda.report.media_pack.write_report_media`). Missing media are named on
+        the page; nothing fails for them.
+    media_queries : int
+        Keep media for the first ``media_queries`` queries (>= 0).
+    media_top : int
+        ... and their ``media_top`` best-ranked items in every setting (>= 0).
+    quiet : bool
+        No progress lines and no bar while the media are built.
+    progress : bool or None
+        Draw a tqdm bar over the queries whose media are built (``None``: the library's
+        convention, :func:`aria_tda._progress.progress_enabled` — ``ARIA_PROGRESS`` /
+        ``TQDM_DISABLE``, else whether stderr is a terminal).
+    log : callable, optional
+        Receives the progress lines of the media (``media: query 3/20 (2), 4 clips, 4.1 s``,
+        then one with the files, MB and seconds); default: printed on stderr (above the bar
+        when one is drawn).
 
     Returns
     -------
@@ -286,6 +329,11 @@ def write_report(
     """
     top_n = check_int("top_n", top_n, min_value=1)
     pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
+    media_opts = {"media": bool(media),
+                  "media_queries": check_int("media_queries", media_queries, min_value=0),
+                  "media_top": check_int("media_top", media_top, min_value=0),
+                  "media_progress": False if quiet else progress_enabled(progress),
+                  "media_log": None if quiet else (log if log is not None else _stderr_line)}
     out_path = Path(results_dir) / REPORT_FILE if out is None else Path(out)
     results_path = Path(results_dir)
     if not (results_path / RESULTS_FILE).is_file() or (
@@ -293,14 +341,14 @@ def write_report(
     ):  # not a results folder (load_results says so), or the page goes elsewhere: no lock
         return _write_report(results_dir, out_path, latex=latex, k=k, top_n=top_n,
                              pairs_per_channel=pairs_per_channel, tables_dir=tables_dir,
-                             plots=plots)
+                             plots=plots, **media_opts)
     # the page goes into the results folder: one writer at a time (a run publishing its
     # tables, another report)
     with writer_lock(results_path, "results folder"):
         sweep_leftovers(results_path)
         return _write_report(results_dir, out_path, latex=latex, k=k, top_n=top_n,
                              pairs_per_channel=pairs_per_channel, tables_dir=tables_dir,
-                             plots=plots)
+                             plots=plots, **media_opts)
 
 
 def _write_report(
@@ -313,6 +361,11 @@ def _write_report(
     pairs_per_channel: int,
     tables_dir: str | os.PathLike[str] | None,
     plots: bool,
+    media: bool,
+    media_queries: int,
+    media_top: int,
+    media_progress: bool,
+    media_log: Callable[[str], None] | None,
 ) -> ReportOutput:
     """The body of :func:`write_report` (its arguments checked, its lock held)."""
     from aria_tda.report.evidence import build_evidence
@@ -336,8 +389,16 @@ def _write_report(
     svgs, plot_note = _plots(data, kk, enabled=plots)
     planted_svgs, planted_note = _planted_plots(data, enabled=plots)
     evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
+    manifest, stats = None, None
+    if media and not evidence.empty:
+        from aria_tda.report.media_pack import media_folder, write_report_media
+
+        manifest, stats = write_report_media(data, media_folder(out_path),
+                                             queries=media_queries, top=media_top,
+                                             log=media_log, progress=media_progress)
     page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence,
-                       planted_plots=planted_svgs, planted_plot_note=planted_note)
+                       planted_plots=planted_svgs, planted_plot_note=planted_note,
+                       media=manifest)
     write_text(check_writable_path("out", out_path), page)
     exports = None
     if tdir is not None:
@@ -350,4 +411,4 @@ def _write_report(
             AriaWarning,
             stacklevel=3,
         )
-    return ReportOutput(out_path, exports, kk, tuple(data.missing), tuple(tables))
+    return ReportOutput(out_path, exports, kk, tuple(data.missing), tuple(tables), stats)

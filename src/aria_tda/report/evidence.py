@@ -33,7 +33,14 @@ import pandas as pd
 
 from aria_tda.report.load import ResultsData
 
-__all__ = ["EvidenceBlock", "EvidencePayload", "build_evidence", "pack_arrays", "unpack_arrays"]
+__all__ = [
+    "EvidenceBlock",
+    "EvidencePayload",
+    "build_evidence",
+    "pack_arrays",
+    "random_pair_means",
+    "unpack_arrays",
+]
 
 
 @dataclass
@@ -178,6 +185,41 @@ def _factorize_parts(parts: list[pd.Series]) -> tuple[list[np.ndarray], list[str
         mapped[ok] = mapping[codes[ok]]
         out.append(mapped)
     return out, list(labels)
+
+
+def random_pair_means(data: ResultsData, k: int | None) -> dict[tuple[str, str], dict[str, float]]:
+    r"""A random pair's mean similarity per channel, for every (setting, variant), at ``k``.
+
+    The null's per-feature :math:`\mu_d` (``null`` table, ``feature != '*'``) is the expected
+    similarity of a random pair of training tracks; its mean over the channel's features is
+    the number to compare a pair's (feature-averaged) ``similarity`` with.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder.
+    k : int or None
+        Group size of the null rows used (``None``: none).
+
+    Returns
+    -------
+    dict
+        ``(setting, variant) -> {channel: mean similarity}``; a null table without
+        ``setting``/``variant`` columns applies to every block (key ``("*", "*")``).
+    """
+    null = data.table("null")
+    if null is None or null.empty or k is None or "mu" not in null.columns:
+        return {}
+    n = null[(null["K"] == k) & (null["feature"].astype(str) != "*")]
+    keys = [c for c in ("setting", "variant") if c in n.columns]
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    if len(keys) < 2:
+        means = {str(c): float(g["mu"].mean()) for c, g in n.groupby("channel", sort=False)}
+        out.update({(s, v): means for s in data.settings for v in data.variants})
+        return out
+    for (s, v, c), g in n.groupby(["setting", "variant", "channel"], sort=False):
+        out.setdefault((str(s), str(v)), {})[str(c)] = float(g["mu"].mean())
+    return out
 
 
 def build_evidence(
@@ -342,6 +384,7 @@ def build_evidence(
             arrays_all[name] = arr
         has[np.unique(pr["b"])] = True
 
+    random_means = random_pair_means(data, pk)
     payload = EvidencePayload(header)
     for bi in np.flatnonzero(has):
         s, v = settings[bi // V], variants[bi % V]
@@ -362,6 +405,7 @@ def build_evidence(
             "verdict": info["verdict"],
             "reason": info["reason"],
             "layout": layout,
+            "random_mean": random_means.get((s, v), {}),
         }
         payload.blocks.append(EvidenceBlock(s, v, bh, packed))
         header["blocks"].append(bh)

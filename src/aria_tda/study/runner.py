@@ -321,7 +321,7 @@ def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *
     if report:
         from aria_tda.report import write_report
 
-        written = write_report(out)
+        written = write_report(out, progress=progress, log=log)
         log(f"report: {written.html}")
     elif had_report:
         log(f"removed the old {REPORT_FILE}: it was built from the earlier tables (make one "

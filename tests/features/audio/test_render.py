@@ -122,6 +122,17 @@ def test_render_is_deterministic_and_stereo_is_channel_first():
 
 
 @needs_fluidsynth
+def test_dynamic_sample_loading_is_deterministic_and_near_the_default():
+    mid = midi_from_notes([(0, 1, 60), (0.5, 1, 64), (1, 1, 67, 90, 9)], bpm=100,
+                          programs={0: 40})
+    a = render_midi(mid, sr=22050, dynamic_samples=True)
+    np.testing.assert_array_equal(a, render_midi(mid, sr=22050, dynamic_samples=True))
+    b = render_midi(mid, sr=22050)
+    assert a.shape == b.shape
+    assert np.abs(a - b).max() <= 1e-3 * np.abs(b).max()  # at least -60 dB from the default
+
+
+@needs_fluidsynth
 def test_tempo_changes_are_applied():
     mid = mido.MidiFile(ticks_per_beat=480)
     tr = mido.MidiTrack()

@@ -12,6 +12,8 @@ the study:
 2. ``query_audio`` — the audio of each generated query
    (:func:`aria_tda_experiments.audio.query_audio.write_query_audio`: generated acoustic tokens
    decoded to log-mel and inverted by Griffin–Lim — a mel inversion, not a codec decoder);
+   :func:`query_audio_stage` runs it with or without the baselines (the queries file names
+   these WAVs as the queries' ``media``);
 3. ``embeddings`` — per baseline, :func:`aria_tda.embed.embed_to_store` of the training tracks and
    of the query WAVs, then :func:`aria_tda.embed.retrieve`: the cosine score matrix (training
    tracks × queries, row ids = track ids), its columns put in the attribution queries' order
@@ -33,7 +35,7 @@ from aria_tda.errors import ParameterError, expected
 from aria_tda_experiments.audio.listing import paths_for_listing
 from aria_tda_experiments.demo import _Runner
 
-__all__ = ["EMBEDDING_BASELINES"]
+__all__ = ["EMBEDDING_BASELINES", "query_audio_stage"]
 
 #: The paper's three embedding baselines (Table 3 order); each runs as its demo-trained
 #: ``<name>-style`` encoder unless a published checkpoint is given (``encoders=``).
@@ -84,12 +86,52 @@ def _fingerprint(path: Path) -> dict[str, Any]:
                                          for f in files]}
 
 
+def query_audio_stage(run: _Runner, p: Any, tokens_dir: Path, queries: Any, seed: int,
+                      progress: bool | None) -> Path:
+    """The ``query_audio`` stage: one WAV per generated query; returns the stage folder.
+
+    The embeddings embed them, and the demo's queries file names them as the queries'
+    ``media`` (with or without the embedding baselines).
+
+    Parameters
+    ----------
+    run : aria_tda_experiments.demo._Runner
+        Runs the stage resumably.
+    p : AudioPreset
+        Sizes (``query_audio_iters``: Griffin–Lim iterations).
+    tokens_dir : Path
+        The ``tokens`` stage (its tokenizers decode the acoustic tokens).
+    queries : aria_tda_experiments.audio.generate.StageQueries
+        The generated queries.
+    seed : int
+        Seeds each query's initial phase.
+    progress : bool, optional
+        Force the progress bar on/off.
+    """
+    import pandas as pd
+
+    from aria_tda_experiments.audio.query_audio import write_query_audio
+    from aria_tda_experiments.audio.tokenizers import load_tokenizers
+
+    qa_cfg = {"oversample": 4, "n_iter": p.query_audio_iters, "seed": seed}
+
+    def _query_audio(d: Path) -> dict[str, Any]:
+        listing = write_query_audio(load_tokenizers(tokens_dir / "tokenizers"), queries,
+                                    d / "wav", oversample=4, n_iter=p.query_audio_iters,
+                                    seed=seed, progress_bar=progress)
+        return {"n_queries": len(pd.read_csv(listing))}
+
+    return run.stage("query_audio", qa_cfg, ["tokens", "queries"], _query_audio)
+
+
 def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir: Path,
                       queries: Any, query_ids: list[str], published: Mapping[str, Path],
                       seed: int, n_threads: int, progress: bool | None,
-                      quiet: bool) -> dict[str, tuple[str, Path]]:
-    """Encoders, query audio, embeddings and cosine scores; baseline -> (encoder, scores)."""
-    import pandas as pd
+                      quiet: bool, qa_dir: Path) -> dict[str, tuple[str, Path]]:
+    """Encoders, embeddings and cosine scores; baseline -> (encoder, scores).
+
+    ``qa_dir``: the ``query_audio`` stage (:func:`query_audio_stage`).
+    """
 
     from aria_tda_experiments.audio.tokenizers import load_tokenizers
 
@@ -125,17 +167,6 @@ def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir:
         weights.update({n.removesuffix("-style"): enc_dir / f"{n}.pt" for n in trained})
         after_enc = ["encoders"]
 
-    from aria_tda_experiments.audio.query_audio import write_query_audio
-
-    qa_cfg = {"oversample": 4, "n_iter": p.query_audio_iters, "seed": seed}
-
-    def _query_audio(d: Path) -> dict[str, Any]:
-        listing = write_query_audio(load_tokenizers(tokens_dir / "tokenizers"), queries,
-                                    d / "wav", oversample=4, n_iter=p.query_audio_iters,
-                                    seed=seed, progress_bar=progress)
-        return {"n_queries": len(pd.read_csv(listing))}
-
-    qa_dir = run.stage("query_audio", qa_cfg, ["tokens", "queries"], _query_audio)
     names = {b: b if b in published else f"{b}-style" for b in EMBEDDING_BASELINES}
 
     def _embed(d: Path) -> dict[str, Any]:

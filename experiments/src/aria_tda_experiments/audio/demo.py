@@ -34,6 +34,10 @@ paper's: :mod:`aria_tda_experiments.audio.presets`):
    then planted-influence recall@K per setting; the report and the text tables in the paper's
    Table-2 layout (attribution and embedding rows, original and residual) and Table-3 layout
    (α_max / α_reg of u₁ per channel for the embeddings; :mod:`aria_tda_experiments.audio.tables`).
+   For listening (:mod:`aria_tda_experiments.demo_media`): ``queries.csv`` names each query's
+   audio in ``media`` (its generated tokens as audio, the WAV of stage 8, written with or
+   without the baselines) and the segment maps give each segment's ``start``/``end`` seconds
+   in its track, whose file the feature store's ``source`` names.
 
 Every stage is resumable (a rerun reuses finished stages); sizes, seeds and stage times are
 printed and stored in ``results.json``.
@@ -58,10 +62,12 @@ from aria_tda_experiments.audio.baselines import (
     _check_encoders,
     _embedding_stages,
     _row_ids,
+    query_audio_stage,
 )
 from aria_tda_experiments.audio.listing import paths_for_listing
 from aria_tda_experiments.audio.tables import _required, table2_text, table3_text
 from aria_tda_experiments.demo import _Runner
+from aria_tda_experiments.demo_media import query_media
 
 __all__ = ["AUDIO_DEMO_METHODS", "EMBEDDING_BASELINES", "STAGE_ORDER", "run_audio_demo",
            "table2_text", "table3_text"]
@@ -299,11 +305,12 @@ def run_audio_demo(
     feat_dir = run.stage("features", {"sr": corpus.config.sr}, ["corpus"], _features,
                       resumable=True)
 
-    # 8. embedding baselines ---------------------------------------------------------------
+    # 8. embedding baselines (the queries' audio: also what the queries file names) ----------
+    qa_dir = query_audio_stage(run, p, tokens_dir, queries, seed, progress)
     emb: dict[str, tuple[str, Path]] = {}
     if embeddings:
         emb = _embedding_stages(run, p, corpus, train, tokens_dir, queries, query_ids,
-                                published, seed, n_threads, progress, quiet)
+                                published, seed, n_threads, progress, quiet, qa_dir)
 
     # 9. ARIA -----------------------------------------------------------------------------
     from aria_tda.study import run_study
@@ -312,14 +319,22 @@ def run_audio_demo(
 
     results = root / "results"
     ks, k_report = audio_ks(len(train))
-    for st in STAGE_ORDER:
+    for st in STAGE_ORDER:  # segment -> track, and its window in the track (seconds)
+        seg = data[st].segment_table()
         write_text(root / f"segments_{st}.csv", pd.DataFrame(
-            {"segment": np.arange(len(data[st].track_ids)), "track_id": data[st].track_ids,
-             "segment_id": data[st].segment_ids}).to_csv(index=False))
+            {"segment": seg["row"], "track_id": seg["track_id"], "segment_id": seg["segment_id"],
+             "start": seg["start_s"], "end": seg["end_s"]}).to_csv(index=False))
     qmeta = held.set_index("track_id").loc[query_ids].reset_index()
     qmeta.insert(0, "query", np.arange(len(qmeta)))
     qmeta["label"] = [f"{t} ({g}, {sp})" for t, g, sp in
                       zip(qmeta["track_id"], qmeta["genre"], qmeta["split"], strict=True)]
+    # media: each query's generated audio; prompt_source: the held-out rendering it was
+    # prompted from (both relative to the queries file, as every listing names its files)
+    wavs = pd.read_csv(qa_dir / "wav" / "queries.csv", dtype={"track_id": str})
+    wav_of = dict(zip(wavs["track_id"], wavs["path"], strict=True))
+    qmeta["media"] = query_media([wav_of[q] for q in query_ids], root / "queries.csv")
+    qmeta["prompt_source"] = query_media([corpus.root / x for x in qmeta.pop("path")],
+                                         root / "queries.csv")
     write_text(root / "queries.csv", qmeta.to_csv(index=False))
     study = validate_study(StudySpec(
         path=None, name="ARIA audio demo: three-stage model on rendered music21 works",
@@ -404,7 +419,8 @@ def run_audio_demo(
     if report:
         from aria_tda.report import write_report
 
-        _log(f"report: {write_report(results).html}", quiet)
+        written = write_report(results, quiet=quiet, log=lambda m: _log(m, quiet))
+        _log(f"report: {written.html}", quiet)
     run.timings["total"] = round(time.perf_counter() - t_start, 2)
     if not quiet:
         print(table2_text(results, k_report), flush=True)

@@ -25,7 +25,9 @@ stage each (names prefixed ``audio-``):
 5. ``audio-queries`` — one query per held-out item: the full seed-``seed`` model continues the
    first ``prompt_seconds`` (half the window, as the symbolic side prompts 32 of 64 tokens) of
    the item's first window to a 10 s semantic window
-   (:func:`~aria_tda_experiments.audio.generate.sample_in_ranges`, the demo's sampler).
+   (:func:`~aria_tda_experiments.audio.generate.sample_in_ranges`, the demo's sampler). The
+   queries file names the item's rendering as the query's ``media``, ``start``/``end`` the
+   prompt: semantic units have no decoder, so the prompt is all of a query there is to hear.
 6. ``audio-effects`` — per model, the continuation loss after the prompt of every held-out
    item (mean over its windows) and the attribution target of every query;
    :func:`~.audio_stages.effect_tables` makes the control-adjusted **learned** and
@@ -188,6 +190,12 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
     held = items[items["split"] == "heldout"].reset_index(drop=True)
     models = st.model_stage(runner, p, seed, train, tokens, threads, progress)
     queries, qtokens = st.query_stage(runner, p, seed, held, tokens, models, threads, progress)
+    # what can be heard of a query: the prompt, cut from its item's rendering (the generated
+    # continuation is semantic units, which have no decoder)
+    file_of = dict(zip(items["item_id"], items["file"], strict=True))
+    queries = queries.assign(media=[file_of[i] for i in queries["item_id"]], start=0.0,
+                             end=float(p.prompt_seconds),
+                             media_note="the prompt (the generated continuation has no audio)")
     eff = st.effects_stage(runner, p, seed, held, tokens, qtokens, models)
     learned, counterfactual = st.effect_tables(eff, held, queries, p, seed)
     for r in learned.itertuples():

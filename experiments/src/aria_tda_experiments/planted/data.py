@@ -62,7 +62,9 @@ class PlantedData:
         Aspect -> sorted row indices of its marked training items.
     queries : pandas.DataFrame
         One row per query (score-column order): ``query_id``, ``plant``, ``label`` and any
-        metadata.
+        metadata; ``media`` (absolute path of the query's MIDI or audio file, written into
+        the queries file relative to it) with ``start``/``end`` seconds where the query is a
+        window of that file.
     learned : pandas.DataFrame
         ``LEARNED_COLUMNS`` (see module docstring).
     counterfactual : pandas.DataFrame

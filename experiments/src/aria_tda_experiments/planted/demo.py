@@ -53,6 +53,10 @@ def _study(data: Any, results: Path, root: Path, *, B: int, n_boot: int, seed: i
     q = data.queries.reset_index(drop=True).copy()
     q.insert(0, "query", np.arange(len(q)))
     queries_csv = root / f"{data.modality}-queries.csv"
+    if "media" in q.columns:  # the queries file names them relative to its folder
+        from aria_tda_experiments.demo_media import query_media
+
+        q["media"] = query_media(q["media"], queries_csv)
     write_text(queries_csv, q.to_csv(index=False))
     spec = validate_study(StudySpec(
         path=None, name=f"ARIA planted aspects: {data.modality}", modality=data.modality,
@@ -230,7 +234,7 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
         if report:
             from aria_tda.report import write_report
 
-            written = write_report(results)
+            written = write_report(results, quiet=quiet, log=lambda m: _log(m, quiet))
             _log(f"{mod} report: {written.html}", quiet)
     top = root / "results"
     for t, parts in combined.items():

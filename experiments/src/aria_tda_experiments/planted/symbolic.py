@@ -28,7 +28,9 @@ Stages (each resumable through the demo runner, folders ``symbolic-*`` under the
    queries' rise under the same models (queries are likelier under the model that generated
    them, and removing data moves every loss; the difference cancels both);
 6. **attribution** — every method of the symbolic demo, target = the query's sequence loss;
-7. **features** — the five symbolic channels of every (planted) training window.
+7. **features** — the five symbolic channels of every (planted) training window; each window
+   decoded to its own MIDI file, named in the store's ``source`` (each query's MIDI lies in
+   ``symbolic-queries/midi``, named in the queries file's ``media``).
 
 Plant strength, decided before any run (the issue's rule): a plant counts as *learned* when the
 95 % interval of its seed-0 effect lies above 0. Sizes start at ``n_marked`` = 2.7 % of the
@@ -481,20 +483,26 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
 
         meta = plants["meta"]
         planted = dataclasses.replace(corpus, train_tokens=train_tokens, train_meta=meta)
-        build_feature_store(planted, d / "store")
+        # each (planted) window as trained on, one MIDI each, named in the store
+        build_feature_store(planted, d / "store", media_dir=d / "midi", media="window")
         return {}
 
-    feat_dir = runner.stage("symbolic-features", {"form": "paper"}, ["symbolic-plants"],
-                            _features)
+    from aria_tda_experiments.demo_media import MEDIA_VERSION, write_token_midis
+
+    feat_dir = runner.stage("symbolic-features", {"form": "paper", "media": MEDIA_VERSION},
+                            ["symbolic-plants"], _features)
 
     qids = [f"s{j:03d}" for j in range(len(plant_of))]
     src = pd.concat([plants["heldout"][plants["heldout"].aspect == a].head(sz.n_queries)
                      for a in (*ASPECTS, "control")], ignore_index=True)
+    # each query's MIDI (prompt + continuation decoded) beside its tokens
+    midis = write_token_midis(q_tokens, qids, q_dir / "midi")
     queries = pd.DataFrame({
         "query_id": qids, "plant": plant_of,
         "source_segment_id": src["source_segment_id"].to_numpy(str),
         "label": [f"{q} — {a} plant" if a != "control" else f"{q} — control (no plant)"
                   for q, a in zip(qids, plant_of, strict=True)],
+        "media": [str(m) for m in midis],
     })
     return PlantedData(
         modality="symbolic", aspects=ASPECTS,

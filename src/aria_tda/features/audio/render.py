@@ -211,10 +211,15 @@ def _fluidsynth() -> Any:
 class _Synth:
     """A FluidSynth synthesiser writing float32 stereo through ``fluid_synth_write_float``."""
 
-    def __init__(self, sr: int, soundfont: Path, gain: float, reverb: bool, chorus: bool) -> None:
+    def __init__(
+        self, sr: int, soundfont: Path, gain: float, reverb: bool, chorus: bool,
+        dynamic_samples: bool = False,
+    ) -> None:
         fs = _fluidsynth()
         # settings passed to the constructor are applied before the synthesiser is created
         effects = {"synth.reverb.active": int(reverb), "synth.chorus.active": int(chorus)}
+        if dynamic_samples:  # load only the samples of the presets the file selects
+            effects["synth.dynamic-sample-loading"] = 1
         self._synth = fs.Synth(gain=gain, samplerate=float(sr), **effects)
         self.sfid = self._synth.sfload(str(soundfont))
         if self.sfid == -1:
@@ -298,6 +303,7 @@ def render_midi(
     duration: float | None = None,
     reverb: bool = True,
     chorus: bool = True,
+    dynamic_samples: bool = False,
 ) -> np.ndarray:
     r"""Render a MIDI file to audio with FluidSynth.
 
@@ -318,6 +324,12 @@ def render_midi(
         Exact output length in seconds.
     reverb, chorus : bool
         FluidSynth's built-in effects.
+    dynamic_samples : bool
+        Load only the samples of the presets the file selects (FluidSynth's
+        ``synth.dynamic-sample-loading``): the General-MIDI soundfont opens in 0.06 s instead
+        of 0.45 s, for short clips (:func:`aria_tda.media.load_clip`). Deterministic, but a
+        program change mid-file can differ from the default by about -60 dB (measured
+        6.9e-6 on a clip of RMS 0.013); off by default so that corpora render as before.
 
     Returns
     -------
@@ -351,7 +363,7 @@ def render_midi(
     n_total = round(duration * sr) if duration is not None else round((t + tail) * sr)
     n_total = max(n_total, 1)
     out = np.zeros((n_total, 2), dtype=np.float32)
-    synth = _Synth(sr, sf, gain, reverb, chorus)
+    synth = _Synth(sr, sf, gain, reverb, chorus, dynamic_samples)
     try:
         pos = 0
         for at, msg in events:

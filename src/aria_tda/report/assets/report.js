@@ -41,6 +41,7 @@
   try { D = JSON.parse(dataNode.textContent); } catch (e) { root.appendChild(el('p', { 'class': 'error' }, 'Could not read the embedded data: ' + e)); return; }
   var E = D.evidence;
   if (!E || !E.blocks || !E.blocks.length) return;
+  var M = D.media || null, W = D.words || { templates: {}, units: {} };
 
   var status = byId('qv-status');
   var queries = E.queries.ids;
@@ -59,6 +60,88 @@
     var parts = ['query ' + queries[i], String(queries[i])];
     for (var key in qmeta) { if (Object.prototype.hasOwnProperty.call(qmeta, key)) parts.push(qmeta[key][i]); }
     haystack[i] = parts.join(' ').toLowerCase();
+  }
+
+  // ---- numbers in words (the templates of aria_tda.report.words) --------------------------
+  function fill(tpl, vals) { var out = tpl || ''; Object.keys(vals).forEach(function (k) { out = out.split('{' + k + '}').join(String(vals[k])); }); return out; }
+  function fPercent(p) {
+    if (!fin(p)) return '\u2014';
+    var v = 100 * Math.min(Math.max(p, 0), 1);
+    if (v >= 1 && v <= 99) return v.toFixed(0) + ' %';
+    if (v >= 99.95) return v < 100 ? '99.9 %' : '100 %';
+    return v.toFixed(1) + ' %';
+  }
+  function pairWords(channel, sim, contrib, k, mean) {
+    var t = W.templates, s = fin(sim) ? sim.toFixed(2) : '\u2014';
+    if (t.pair_short && fin(mean) && fin(contrib) && k !== null && k !== undefined) return fill(t.pair_short, { sim: s, mean: mean.toFixed(2), contrib: fSigned(contrib, 1), k: String(k) });
+    var text = fin(mean) ? fill(t.pair_mean, { channel: channel, sim: s, mean: mean.toFixed(2) }) : fill(t.pair_plain, { channel: channel, sim: s });
+    if (fin(contrib)) text += '; ' + fill(k !== null && k !== undefined ? t.contribution : t.contribution_nok, { contrib: fSigned(contrib, 1), k: k === null || k === undefined ? '' : String(k) });
+    return text;
+  }
+
+  // ---- the listening room (clips and pictures kept beside the report) ----------------------
+  var abState = null;
+  function mediaOf(q) { return M && M.queries ? M.queries[String(queries[q])] || null : null; }
+  function audioEl(src, label, role, clip) {
+    var w = clip && clip.window ? clip.window : [0, 0];
+    var a = el('audio', { controls: '', preload: 'none', src: src, 'aria-label': label, 'data-role': role, 'data-window': w[0] + ',' + w[1] });
+    a.addEventListener('play', function () { Array.prototype.forEach.call(root.querySelectorAll('audio'), function (o) { if (o !== a && !o.paused) o.pause(); }); });
+    return a;
+  }
+  function imgEl(src, alt) { return el('img', { src: src, alt: alt, loading: 'lazy', 'class': 'qv-pic' }); }
+  function abPlay(item) {
+    var qa = byId('qv-query-audio');
+    if (!qa || !item) return;
+    if (abState) { qa.removeEventListener('ended', abState); abState = null; }
+    var next = function () { qa.removeEventListener('ended', next); abState = null; item.currentTime = 0; root.setAttribute('data-played', (root.getAttribute('data-played') || '') + 'item,'); var p = item.play(); if (p && p.catch) p.catch(function () {}); };
+    abState = next;
+    qa.addEventListener('ended', next);
+    qa.currentTime = 0;
+    root.setAttribute('data-played', 'query,');
+    var p = qa.play(); if (p && p.catch) p.catch(function () {});
+  }
+  function renderMedia() {
+    var box = byId('qv-media');
+    if (!box) return;
+    clear(box);
+    var m = mediaOf(state.q);
+    if (!m) {
+      var lim = M && M.limits ? M.limits : null;
+      box.appendChild(el('p', { 'class': 'note' }, (M ? 'The report keeps clips and pictures for the first ' + (lim ? lim.queries : '?') + ' queries (top ' + (lim ? lim.top : '?') + ' items of each setting); this query is not one of them.' : 'This report was written without clips and pictures.') + ' Write its dossier with: aria-tda evidence RESULTS_DIR --query ' + queries[state.q] + ' --out dossier.html'));
+      return;
+    }
+    var qc = m.query;
+    if (qc.audio) {
+      var a = audioEl(qc.audio, 'query ' + queries[state.q], 'query', qc); a.id = 'qv-query-audio';
+      box.appendChild(el('div', { 'class': 'qv-player' }, 'Query ')).appendChild(a);
+      box.appendChild(el('p', { 'class': 'note' }, qc.source + '; attributed window ' + qc.window[0].toFixed(1) + '\u2013' + qc.window[1].toFixed(1) + ' s of the ' + qc.duration.toFixed(1) + ' s clip.'));
+      if (qc.picture) box.appendChild(imgEl(qc.picture, 'spectrogram, chroma, beats and chords of the query'));
+    } else {
+      box.appendChild(el('p', { 'class': 'missing-media' }, 'The query is not playable: ' + (qc.missing || 'no clip') + '.'));
+    }
+    (m.problems || []).forEach(function (p) { box.appendChild(el('p', { 'class': 'note' }, p)); });
+  }
+  function listenCell(code) {
+    var td = el('td', { 'class': 'txt listen' });
+    var m = mediaOf(state.q);
+    if (!m || code < 0) return td;
+    var id = tracks[code];
+    if (m.items.indexOf(id) < 0) return td;
+    var c = M.tracks[id];
+    if (!c) return td;
+    if (!c.audio) { td.appendChild(el('span', { 'class': 'missing-media' }, 'not playable: ' + (c.missing || 'no clip'))); return td; }
+    var a = audioEl(c.audio, 'item ' + id, 'item', c);
+    td.appendChild(a);
+    var qa = byId('qv-query-audio');
+    if (qa) {
+      var b = el('button', { type: 'button', 'class': 'qv-ab', title: 'play the query, then this item' }, 'A/B: query \u2192 item');
+      b.addEventListener('click', function () { abPlay(a); });
+      td.appendChild(b);
+    }
+    var roll = m.rolls ? m.rolls[id] : null;
+    if (roll) td.appendChild(imgEl(roll, 'piano roll of the query beside ' + id));
+    else if (c.picture) td.appendChild(imgEl(c.picture, 'spectrogram, chroma, beats and chords of ' + id));
+    return td;
   }
 
   // ---- decoding ----------------------------------------------------------------------
@@ -255,20 +338,23 @@
   function renderTopk(A) {
     var tb = byId('qv-topk'), body = tb.tBodies[0];
     clear(body);
-    if (!A.topk_idx) { body.appendChild(el('tr', null)).appendChild(el('td', { colspan: 3 }, 'No top-K table in these results.')); return; }
+    if (!A.topk_idx) { body.appendChild(el('tr', null)).appendChild(el('td', { colspan: 4 }, 'No top-K table in these results.')); return; }
     var n = A.topk_idx.shape[1], q = state.q;
     for (var r = 0; r < n; r++) {
       var code = A.topk_idx.data[q * n + r];
       if (code < 0) continue;
-      var tr = el('tr');
+      var tr = el('tr', { 'data-rank': String(r + 1), 'data-track': tracks[code], tabindex: '-1' });
       tr.appendChild(el('td', { 'class': 'num' }, String(r + 1)));
       tr.appendChild(trackCell(code));
       tr.appendChild(el('td', { 'class': 'num' }, fGen(A.topk_score.data[q * n + r])));
+      var lc = tr.appendChild(listenCell(code));
+      if (lc.childNodes.length) tr.classList.add('qv-item');
+      tr.addEventListener('click', function (ev) { var i = navRows().indexOf(ev.currentTarget); if (i >= 0) selectItem(i, false); });
       body.appendChild(tr);
     }
-    if (!body.rows.length) body.appendChild(el('tr')).appendChild(el('td', { colspan: 3 }, 'No attributed tracks for this query.'));
+    if (!body.rows.length) body.appendChild(el('tr')).appendChild(el('td', { colspan: 4 }, 'No attributed tracks for this query.'));
   }
-  function renderPairs(A) {
+  function renderPairs(A, block) {
     var box = byId('qv-pairs');
     clear(box);
     if (!A.pair_a) { box.appendChild(el('p', { 'class': 'note' }, 'No contributing-pair table in these results.')); return; }
@@ -277,7 +363,8 @@
       var h = el('h3'); h.appendChild(el('span', { 'class': 'swatch', style: 'background:' + COLORS[c % COLORS.length] })); h.appendChild(document.createTextNode(channels[c]));
       var table = el('table', { 'class': 'data compact', 'data-channel': channels[c] });
       var hr = el('tr');
-      ['Track A', 'Track B', 'Similarity', 'Contribution'].forEach(function (x) { hr.appendChild(el('th', null, x)); });
+      var kTxt = E.pairs_k !== null && E.pairs_k !== undefined ? ' (SD of a random group-of-' + E.pairs_k + ' mean)' : '';
+      [['Track A', ''], ['Track B', ''], ['Similarity (0\u20131)', W.units.similarity || ''], ['Standardised' + kTxt, W.units.contribution || ''], ['In words', '']].forEach(function (x) { hr.appendChild(el('th', x[1] ? { title: x[1] } : null, x[0])); });
       table.appendChild(el('thead')).appendChild(hr);
       var body = table.appendChild(el('tbody'));
       for (var p = 0; p < P; p++) {
@@ -286,8 +373,10 @@
         var tr = el('tr');
         tr.appendChild(trackCell(a));
         tr.appendChild(trackCell(A.pair_b.data[o]));
-        tr.appendChild(el('td', { 'class': 'num' }, fGen(A.pair_sim.data[o])));
-        tr.appendChild(el('td', { 'class': 'num' }, fSigned(A.pair_contrib.data[o], 3)));
+        var sim = A.pair_sim.data[o], con = A.pair_contrib.data[o];
+        tr.appendChild(el('td', { 'class': 'num' }, fin(sim) ? sim.toFixed(2) : '\u2014'));
+        tr.appendChild(el('td', { 'class': 'num' }, fSigned(con, 3)));
+        tr.appendChild(el('td', { 'class': 'txt words' }, pairWords(channels[c], sim, con, E.pairs_k, (block.random_mean || {})[channels[c]])));
         body.appendChild(tr);
       }
       if (!body.rows.length) continue;
@@ -309,13 +398,95 @@
     renderBanner(block);
     renderMeta();
     renderZ(A);
+    renderMedia();
     renderTopk(A);
-    renderPairs(A);
+    selectItem(0, false);
+    renderPairs(A, block);
     root.setAttribute('data-setting', block.setting);
     root.setAttribute('data-variant', block.variant);
     root.setAttribute('data-query', String(queries[state.q]));
     status.textContent = '';
   }
+
+  // ---- keyboard: the dossier's keys, for this query's items --------------------------------
+  // j / k: next / previous item (the rows with a clip, else every row); a: A/B (the query,
+  // then the selected item); t: switch between the query and the item at the same point of
+  // the attributed window; space: play / pause; n / p: next / previous query. Only while the
+  // per-query view is on screen (or holds the focus), never while typing in a field.
+  var sel = { index: -1 };
+  function navRows() {
+    var body = byId('qv-topk').tBodies[0];
+    var rows = Array.prototype.slice.call(body.querySelectorAll('tr.qv-item'));
+    return rows.length ? rows : Array.prototype.slice.call(body.querySelectorAll('tr[data-rank]'));
+  }
+  function selectItem(i, focus) {
+    var rows = navRows();
+    Array.prototype.forEach.call(byId('qv-topk').tBodies[0].rows, function (tr) { tr.classList.remove('qv-selected'); tr.removeAttribute('aria-current'); });
+    if (!rows.length) { sel.index = -1; root.removeAttribute('data-selected'); root.removeAttribute('data-selected-track'); return; }
+    sel.index = Math.max(0, Math.min(rows.length - 1, i));
+    var tr = rows[sel.index];
+    tr.classList.add('qv-selected');
+    tr.setAttribute('aria-current', 'true');
+    root.setAttribute('data-selected', String(sel.index));
+    root.setAttribute('data-selected-track', tr.getAttribute('data-track') || '');
+    if (focus) { tr.focus({ preventScroll: true }); tr.scrollIntoView({ block: 'nearest' }); }
+  }
+  function selectedAudio() { var tr = navRows()[sel.index]; return tr ? tr.querySelector('audio') : null; }
+  function say(text) { status.textContent = text; status.className = 'status'; }
+  function startAt(a, t) { try { a.currentTime = Math.max(0, t); } catch (e) { /* not seekable yet */ } }
+  function windowOf(a) { return (a.getAttribute('data-window') || '0,0').split(',').map(Number); }
+  function playIt(a, tag) {
+    root.setAttribute('data-played', (root.getAttribute('data-played') || '') + tag + ',');
+    var p = a.play(); if (p && p.catch) p.catch(function () { /* the user can press play */ });
+  }
+  function toggle(item) {
+    var qa = byId('qv-query-audio');
+    if (!qa || !item) return;
+    var from = !qa.paused ? qa : item, to = from === qa ? item : qa;
+    var wf = windowOf(from), wt = windowOf(to);
+    var rel = Math.max(0, from.currentTime - wf[0]);
+    startAt(to, Math.min(wt[0] + rel, Math.max(0, (to.duration || Infinity) - 0.05)));
+    playIt(to, to === qa ? 'query' : 'item');
+  }
+  function playPause() {
+    var playing = Array.prototype.filter.call(root.querySelectorAll('audio'), function (a) { return !a.paused; });
+    if (playing.length) { playing.forEach(function (a) { a.pause(); }); return; }
+    var a = selectedAudio() || byId('qv-query-audio');
+    if (a) playIt(a, a.id === 'qv-query-audio' ? 'query' : 'item');
+  }
+  function typing(t) {
+    if (!t || !t.tagName) return false;
+    return t.tagName === 'INPUT' || t.tagName === 'SELECT' || t.tagName === 'TEXTAREA' || t.isContentEditable;
+  }
+  function onScreen() {
+    if (root.contains(document.activeElement)) return true;
+    var r = root.getBoundingClientRect();
+    return r.bottom > 0 && r.top < (window.innerHeight || document.documentElement.clientHeight);
+  }
+  function stepQuery(d) {
+    var q = state.q + d;
+    if (q < 0 || q >= T) return;
+    state.q = q; syncList(); render();
+  }
+  document.addEventListener('keydown', function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+    var t = ev.target;
+    if (typing(t) || !onScreen()) return;
+    var k = ev.key, tag = t && t.tagName;
+    if (k === 'j') selectItem(sel.index + 1, true);
+    else if (k === 'k') selectItem(sel.index - 1, true);
+    else if (k === 'a' || k === 't') {
+      var item = selectedAudio();
+      if (!byId('qv-query-audio')) say('The query has no clip to play.');
+      else if (!item) say('The selected item has no clip to play.');
+      else if (k === 'a') abPlay(item);
+      else toggle(item);
+    } else if (k === ' ' && tag !== 'AUDIO' && tag !== 'BUTTON') playPause();
+    else if (k === 'n') stepQuery(1);
+    else if (k === 'p') stepQuery(-1);
+    else return;
+    ev.preventDefault();
+  });
 
   fillVariants();
   fillList();

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
-from aria_tda.report import _fmt
+from aria_tda.report import _fmt, words
 from aria_tda.report.evidence import EvidencePayload
 from aria_tda.report.html._cells import (
     Cell,
@@ -35,8 +35,12 @@ from aria_tda.report.tables import ReportTable
 
 __all__ = ["render_html"]
 
+#: Nothing from the network: inline style and script, ``data:`` images, and the listening
+#: room's clips and pictures from local files beside the page (``report_media/``; ``'self'``
+#: when the page is served from a folder, ``file:`` when it is opened from disk).
 CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+    "img-src data: 'self' file:; media-src 'self' file:; "
     "base-uri 'none'; form-action 'none'"
 )
 
@@ -200,6 +204,7 @@ def _query_view(payload: EvidencePayload | None) -> str:
             "show.</p>"
         )
     h = payload.header
+    units = "".join(f"<li>{_e(t)}</li>" for t in words.UNITS.values())
     k_txt = f"K = {h['k']}" if h.get("k") is not None else "—"
     pk_txt = f" (pairs at K = {h['pairs_k']})" if h.get("pairs_k") not in (None, h.get("k")) else ""
     return f"""
@@ -230,11 +235,19 @@ random groups; dashed line: z = 1.96.
 <th>reading</th></tr></thead><tbody></tbody></table></div>
    <h3>Track pairs contributing most per channel{_e(pk_txt)}</h3>
    <div id="qv-pairs"></div>
+   <ul class="units note" id="qv-units">{units}</ul>
   </div>
   <div>
+   <h3>Listen and see</h3>
+   <p class="note qv-keys" id="qv-keys">Keys, while this view is on screen: <kbd>j</kbd>/\
+<kbd>k</kbd> next/previous item, <kbd>a</kbd> A/B (query, then item), <kbd>t</kbd> toggle \
+query ⇄ item, <kbd>space</kbd> play/pause, <kbd>n</kbd>/<kbd>p</kbd> next/previous \
+query.</p>
+   <div id="qv-media"></div>
    <h3>Top attributed training tracks (first {int(h["top_n"])})</h3>
    <div class="tablewrap"><table class="data compact" id="qv-topk"><thead><tr><th>Rank</th>\
-<th>Track</th><th>Score</th></tr></thead><tbody></tbody></table></div>
+<th>Track</th><th title="{_e(words.UNITS["score"])}">Score</th><th>Listen</th></tr></thead>\
+<tbody></tbody></table></div>
   </div>
  </div>
 </div>"""
@@ -269,6 +282,7 @@ def render_html(
     evidence: EvidencePayload | None,
     planted_plots: Sequence[tuple[str, str, str]] = (),
     planted_plot_note: str | None = None,
+    media: Mapping[str, Any] | None = None,
 ) -> str:
     """The report page (a complete HTML document).
 
@@ -296,6 +310,10 @@ def render_html(
         aspects" section.
     planted_plot_note : str, optional
         Shown there under the panels (why there are none, or how many were left out).
+    media : Mapping, optional
+        The listening room's manifest (:func:`aria_tda.report.media_pack.write_report_media`):
+        clips and pictures of a bounded set of queries and items, as URLs relative to the page;
+        ``None``: the per-query view says there are none.
 
     Returns
     -------
@@ -374,9 +392,11 @@ def render_html(
         "Per-query evidence",
         "Per-query evidence",
         _query_view(evidence),
-        "For one query: its top attributed training tracks, its z-score per channel against the "
+        "For one query: its top attributed training tracks (with players and pictures for the "
+        "queries and items whose media the report keeps), its z-score per channel against the "
         "random-group null, and the pairs of attributed tracks that contribute most to each "
-        "channel's similarity.",
+        "channel's similarity, in words. 'aria-tda evidence RESULTS --query Q' writes one "
+        "query's full dossier.",
     )
     details = _run_details(data)
     t = tables.get("null")
@@ -414,7 +434,11 @@ def render_html(
     if data.meta.get("created"):
         sub.append(f"created {_e(data.meta['created'])}")
     sub.append(f"ARIA {_e(data.meta.get('aria_version', ''))}")
-    payload_json = {"evidence": None}
+    payload_json: dict[str, Any] = {
+        "evidence": None,
+        "media": _clean_json(media) if media is not None else None,
+        "words": {"templates": words.TEMPLATES, "units": words.UNITS, "sig": words.SIG_Z},
+    }
     blocks_html = ""
     if evidence is not None and not evidence.empty:
         payload_json["evidence"] = _clean_json(evidence.header)

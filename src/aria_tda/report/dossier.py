@@ -1,0 +1,408 @@
+r"""The evidence dossier: one self-contained HTML file for one query, to hear and to see.
+
+``write_dossier(results_dir, query, setting=..., top=5, out=...)`` (``aria-tda evidence``)
+writes a page that can be attached to an expert report:
+
+1. the setting's **verdict first** (``reliability.csv``); a collapsed setting's evidence is
+   labelled as such on every section;
+2. the query and its top-N attributed training items, each with its own player
+   (``<audio controls preload="metadata">``, loudness-matched Ogg/Vorbis), A/B in one click (the
+   query, then the item), keyboard navigation (``j``/``k`` move between items, ``a`` plays
+   A/B, ``space`` plays or pauses, ``1``-``9`` pick a channel);
+3. pictures: piano rolls of the query beside each item on the same scales (MIDI), or the
+   spectrogram, chroma, beats and chords of each clip (audio);
+4. per channel (a selector), the evidence drawn from the two clips
+   (:mod:`aria_tda.media.aspects`), the query's :math:`z_c(q)` and the attributed pairs that
+   contribute most, each number with its sentence (:mod:`aria_tda.report.words`).
+
+Media are embedded as ``data:`` URIs, so the file opens offline anywhere; its
+Content-Security-Policy allows nothing but the page's own inline style, script and ``data:``
+media. A missing file is named on the page and the numbers are kept.
+
+The page itself is written by :mod:`aria_tda.report.dossier_html`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aria_tda._checks import check_float, check_int, check_writable_path
+from aria_tda.errors import ParameterError, expected, one_line
+from aria_tda.report.load import ResultsData, choose_k, load_results
+
+__all__ = ["DossierData", "gather_dossier", "resolve_query", "write_dossier"]
+
+
+@dataclass
+class DossierData:
+    r"""What the dossier shows (numbers and media), gathered from a results folder.
+
+    Attributes
+    ----------
+    title : str
+        The study's title.
+    results : str
+        The results folder.
+    query : int
+        The query (value of the tables' ``query`` column).
+    query_label : str
+        Its label (``query_id`` / ``label`` of the queries table, when present).
+    query_meta : dict
+        Its row of the queries table.
+    setting : str
+    verdict, reason : str or None
+        The setting's collapse verdict and why.
+    reliability : dict
+        The setting's diagnostics (kappa, r1, r2_5, p) when known.
+    k, pairs_k : int or None
+        Group size of the z-scores, of the pairs.
+    channels : list of str
+    z : dict
+        channel -> :math:`z_c(q)` (NaN where absent).
+    items : list of dict
+        ``rank``, ``track_id``, ``score``, ``label`` of the top-N items.
+    pairs : dict
+        channel -> list of ``track_a``, ``track_b``, ``similarity``, ``contribution``.
+    random_mean : dict
+        channel -> a random pair's mean similarity (the null's per-feature :math:`\mu`).
+    channel : str
+        The channel shown first.
+    media : aria_tda.report.media_pack.QueryMedia or None
+    media_note : str or None
+        Why there are no media, when there are none.
+    timings : dict
+        Seconds per step.
+    """
+
+    title: str
+    results: str
+    query: int
+    query_label: str
+    query_meta: dict[str, str]
+    setting: str
+    verdict: str | None
+    reason: str | None
+    reliability: dict[str, float]
+    k: int | None
+    pairs_k: int | None
+    channels: list[str]
+    z: dict[str, float]
+    items: list[dict[str, Any]]
+    pairs: dict[str, list[dict[str, Any]]]
+    random_mean: dict[str, float]
+    channel: str
+    n_queries: int
+    media: Any = None
+    media_note: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _query_values(data: ResultsData) -> np.ndarray:
+    vals = []
+    for name in ("topk", "query_z", "pairs", "queries"):
+        t = data.table(name)
+        if t is not None and len(t) and "query" in t.columns:
+            vals.append(t["query"].to_numpy())
+    if not vals:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate(vals)).astype(np.int64)
+
+
+def resolve_query(data: ResultsData, query: Any) -> int:
+    """The query a user named: its id (``query`` value or ``query_id``) or its 0-based index.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder.
+    query : int or str
+        A value of the tables' ``query`` column, a ``query_id`` (or ``id``) of the queries
+        table, or a 0-based position among the queries (in increasing ``query`` order). An id
+        wins over a position when both match.
+
+    Returns
+    -------
+    int
+        The ``query`` value.
+
+    Raises
+    ------
+    ParameterError
+        ``query`` names no query; the message lists a few valid ids.
+    """
+    values = _query_values(data)
+    qt = data.table("queries")
+    text = str(query).strip()
+    if qt is not None and len(qt):
+        for col in ("query_id", "id", "label"):
+            if col in qt.columns:
+                hit = qt[qt[col].astype(str) == text]
+                if len(hit):
+                    return int(hit["query"].iloc[0])
+    try:
+        num = int(text)
+    except ValueError:
+        num = None
+    if num is not None and values.size:
+        if num in set(values.tolist()):
+            return num
+        if 0 <= num < values.size:
+            return int(values[num])
+    examples = [str(v) for v in values[:5].tolist()]
+    if qt is not None and "query_id" in qt.columns:
+        examples = [f"{v} ({i})" for v, i in zip(qt["query"].head(5), qt["query_id"].head(5),
+                                                  strict=True)]
+    what = (f"a query id or a 0-based index below {values.size} (e.g. {', '.join(examples)})"
+            if values.size else "a query of the results (this folder has no per-query tables)")
+    raise ParameterError(expected("query", what, query))
+
+
+def _setting(data: ResultsData, setting: str | None) -> str:
+    if not data.settings:
+        raise ParameterError(expected("setting", "a setting of the results", "a folder with none"))
+    if setting is None:
+        return data.settings[0]
+    if setting not in data.settings:
+        raise ParameterError(expected("setting", "one of " + ", ".join(map(repr, data.settings)),
+                                      setting))
+    return setting
+
+
+def _at_k(df: Any, k: int | None) -> tuple[Any, int | None]:
+    if df is None or df.empty:
+        return df, None
+    kk = k if k in set(df["K"]) else int(df["K"].max())
+    return df[df["K"].to_numpy() == kk], kk
+
+
+def _random_mean(data: ResultsData, setting: str, variant: str, k: int | None) -> dict[str, float]:
+    from aria_tda.report.evidence import random_pair_means
+
+    return random_pair_means(data, k).get((setting, variant), {})
+
+
+def gather_dossier(
+    data: ResultsData,
+    query: Any,
+    *,
+    setting: str | None = None,
+    top: int = 5,
+    channel: str | None = None,
+    k: int | None = None,
+    pairs: int = 5,
+) -> DossierData:
+    """The numbers of one query's dossier (no media yet).
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder (:func:`aria_tda.report.load.load_results`).
+    query : int or str
+        The query (see :func:`resolve_query`).
+    setting : str, optional
+        Default: the first setting.
+    top : int
+        Attributed items shown (>= 1).
+    channel : str, optional
+        The channel shown first (default: the query's highest z).
+    k : int, optional
+        Group size of the z-scores and pairs (default: as the report, :func:`choose_k`).
+    pairs : int
+        Contributing pairs shown per channel.
+
+    Returns
+    -------
+    DossierData
+    """
+    top = check_int("top", top, min_value=1)
+    pairs = check_int("pairs", pairs, min_value=0)
+    q = resolve_query(data, query)
+    s = _setting(data, setting)
+    kk = choose_k(data, k)
+    info = data.setting_info(s)
+    variant = "original"
+    channels = list(data.channels)
+    if channel is not None and channel not in channels:
+        raise ParameterError(expected("channel", "one of " + ", ".join(channels), channel))
+
+    qz, zk = _at_k(data.table("query_z"), kk)
+    z = {c: math.nan for c in channels}
+    if qz is not None and not qz.empty:
+        rows = qz[(qz["setting"] == s) & (qz["variant"] == variant) & (qz["query"] == q)]
+        for c, v in zip(rows["channel"], rows["z"], strict=True):
+            z[str(c)] = float(v)
+
+    topk = data.table("topk")
+    tracks = data.table("tracks")
+    labels: dict[str, str] = {}
+    if tracks is not None and "label" in tracks.columns:
+        labels = dict(zip(tracks["track_id"].astype(str), tracks["label"].astype(str),
+                          strict=True))
+    items: list[dict[str, Any]] = []
+    if topk is not None and not topk.empty:
+        rows = topk[(topk["setting"] == s) & (topk["variant"] == variant) & (topk["query"] == q)]
+        best = rows.sort_values("rank")[["rank", "track_id", "score"]].head(top)
+        for r, tid, sc in best.itertuples(index=False):
+            items.append({"rank": int(r), "track_id": str(tid), "score": float(sc),
+                          "label": labels.get(str(tid), "")})
+
+    pr, pk = _at_k(data.table("pairs"), kk)
+    pair_rows: dict[str, list[dict[str, Any]]] = {c: [] for c in channels}
+    if pr is not None and not pr.empty and pairs:
+        rows = pr[(pr["setting"] == s) & (pr["variant"] == variant) & (pr["query"] == q)]
+        rows = rows.sort_values("contribution", ascending=False, kind="stable")
+        for c, g in rows.groupby("channel", sort=False):
+            pair_rows.setdefault(str(c), [])
+            for a, b, sim, con in g[["track_a", "track_b", "similarity", "contribution"]].head(
+                pairs
+            ).itertuples(index=False):
+                pair_rows[str(c)].append({"track_a": str(a), "track_b": str(b),
+                                          "similarity": float(sim), "contribution": float(con)})
+
+    qt = data.table("queries")
+    meta: dict[str, str] = {}
+    if qt is not None and len(qt):
+        hit = qt[qt["query"] == q]
+        if len(hit):
+            meta = {str(c): "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
+                    for c, v in hit.iloc[0].items() if c != "query"}
+    label = meta.get("label") or meta.get("query_id") or ""
+    if channel is None:
+        finite = [(v, c) for c, v in z.items() if math.isfinite(v)]
+        channel = max(finite)[1] if finite else (channels[0] if channels else "")
+    rel = {}
+    rt = data.table("reliability")
+    if rt is not None and len(rt):
+        hit = rt[rt["setting"] == s]
+        if len(hit):
+            rel = {c: float(hit.iloc[0][c]) for c in ("kappa", "r1", "r2_5", "p")
+                   if c in hit.columns and np.isfinite(hit.iloc[0][c])}
+    return DossierData(
+        title=data.title, results=str(data.path), query=q, query_label=label, query_meta=meta,
+        setting=s, verdict=info.get("verdict"), reason=info.get("reason"), reliability=rel,
+        k=zk if zk is not None else kk, pairs_k=pk, channels=channels, z=z, items=items,
+        pairs=pair_rows, random_mean=_random_mean(data, s, variant, pk), channel=channel,
+        n_queries=int(_query_values(data).size),
+    )
+
+
+def write_dossier(
+    results_dir: str | os.PathLike[str],
+    query: Any,
+    *,
+    out: str | os.PathLike[str],
+    setting: str | None = None,
+    top: int = 5,
+    channel: str | None = None,
+    k: int | None = None,
+    context: float = 1.0,
+    max_seconds: float = 20.0,
+    bitrate_kbps: int = 32,
+    soundfont: str | None = None,
+    media: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> Path:
+    """Write the evidence dossier of one query: one self-contained HTML file.
+
+    Parameters
+    ----------
+    results_dir : path
+        A results folder (``aria-tda run`` / ``aria-tda demo``).
+    query : int or str
+        The query: its id (``query`` value or ``query_id``) or its 0-based index.
+    out : path
+        The HTML file to write (replaced atomically).
+    setting : str, optional
+        The setting whose attribution is shown (default: the first).
+    top : int
+        Attributed training items shown (>= 1).
+    channel : str, optional
+        The channel shown first (default: the query's highest z).
+    k : int, optional
+        Group size of the z-scores and pairs (default: as the report).
+    context : float
+        Seconds of context played each side of an attributed window (>= 0).
+    max_seconds : float
+        Longest clip in seconds (> 0).
+    bitrate_kbps : int
+        Bit rate of the embedded clips (Ogg/Vorbis, kb/s).
+    soundfont : str, optional
+        General-MIDI soundfont for MIDI (default: the one the set-up installs).
+    media : bool
+        Embed clips and pictures (``False``: numbers and words only).
+    log : callable, optional
+        Receives one line per step, with its time (the CLI prints them on stderr).
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``.
+
+    Raises
+    ------
+    FileFormatError
+        ``results_dir`` is not a results folder.
+    ParameterError
+        An unknown query, setting or channel (the message lists valid ones), or a bad number.
+    """
+    from aria_tda._io import write_text
+    from aria_tda.report.dossier_html import render_dossier
+
+    context = check_float("context", context, min_value=0.0)
+    max_seconds = check_float("max_seconds", max_seconds, min_value=0.0, min_inclusive=False)
+    bitrate_kbps = check_int("bitrate_kbps", bitrate_kbps, min_value=6, max_value=510)
+    out_path = check_writable_path("out", out)
+    say = log or (lambda _m: None)
+    t0 = time.perf_counter()
+    data = load_results(results_dir)
+    d = gather_dossier(data, query, setting=setting, top=top, channel=channel, k=k)
+    d.timings["read results"] = time.perf_counter() - t0
+    say(f"query {d.query}{' (' + d.query_label + ')' if d.query_label else ''}, setting "
+        f"{d.setting} ({d.verdict or 'no verdict'}), {len(d.items)} items "
+        f"[{d.timings['read results']:.1f} s]")
+    if media:
+        t1 = time.perf_counter()
+        d.media, d.media_note = _media(data, d, context=context, max_seconds=max_seconds,
+                                       bitrate_kbps=bitrate_kbps, soundfont=soundfont)
+        d.timings["clips, pictures and evidence"] = time.perf_counter() - t1
+        n_ok = 0 if d.media is None else sum(
+            v.audio is not None for v in [d.media.query, *d.media.items])
+        say(f"media: {n_ok} of {1 + len(d.items)} clips playable "
+            f"[{d.timings['clips, pictures and evidence']:.1f} s]")
+    else:
+        d.media_note = "Media were left out of this dossier (media=False / --no-media)."
+    t2 = time.perf_counter()
+    page = render_dossier(d)
+    write_text(out_path, page)
+    d.timings["page"] = time.perf_counter() - t2
+    say(f"wrote {out_path} ({len(page.encode('utf-8')) / 1e6:.2f} MB) "
+        f"[{time.perf_counter() - t0:.1f} s in all]")
+    return out_path
+
+
+def _media(data: ResultsData, d: DossierData, *, context: float, max_seconds: float,
+           bitrate_kbps: int, soundfont: str | None) -> tuple[Any, str | None]:
+    """The query's media (clips, pictures, evidence), or ``None`` and why not."""
+    from aria_tda.report.media_pack import build_query_media
+
+    try:
+        from aria_tda.media import resolve_media
+
+        index = resolve_media(data, setting=d.setting)
+    except ImportError as exc:  # pragma: no cover - the media package is part of the library
+        return None, f"media support is not available: {one_line(exc)}"
+    except Exception as exc:
+        return None, f"media could not be located: {one_line(exc)}"
+    ids: Sequence[str] = [it["track_id"] for it in d.items]
+    qm = build_query_media(index, str(d.query), ids, channels=d.channels, context=context,
+                           max_seconds=max_seconds, bitrate_kbps=bitrate_kbps,
+                           soundfont=soundfont)
+    return qm, None

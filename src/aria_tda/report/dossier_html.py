@@ -1,0 +1,266 @@
+"""The dossier page: one self-contained HTML document for one query (see :mod:`.dossier`).
+
+Every text that comes from the results (ids, labels, metadata, file names) is escaped; every
+picture is an ``<img>`` with a ``data:`` URI (an SVG drawn from a hostile label cannot run or
+inject anything); the Content-Security-Policy (:data:`DOSSIER_CSP`) allows only the page's own
+inline style and script and ``data:`` images and media, so nothing is fetched from anywhere.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from importlib import resources
+from typing import Any
+
+from aria_tda.report import words
+from aria_tda.report.html._cells import _e
+
+__all__ = ["DOSSIER_CSP", "render_dossier"]
+
+DOSSIER_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; "
+    "media-src data:; base-uri 'none'; form-action 'none'"
+)
+
+_COLLAPSED = ("Collapsed setting: its top-K group is (nearly) the same for every query, so this "
+              "evidence describes that fixed group, not what this query drew on.")
+
+
+def _asset(name: str) -> str:
+    return resources.files("aria_tda.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _num(x: Any, fmt: str = ".3g") -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "\u2014"
+    return format(v, fmt) if math.isfinite(v) else "\u2014"
+
+
+def _label(d: Any) -> str:
+    return _COLLAPSED_HTML if d.verdict == "collapsed" else ""
+
+
+_COLLAPSED_HTML = f'<p class="collapsed-label" role="note">\u26a0 {_e(_COLLAPSED)}</p>'
+
+
+def _verdict(d: Any) -> str:
+    v = d.verdict or "unknown"
+    rel = ", ".join(f"{_e(k)} = {_num(val)}" for k, val in d.reliability.items())
+    meaning = {
+        "ok": "The score matrix is query-dependent: each query's attributed items are its own.",
+        "suspect": "Read this evidence with care: the score matrix is partly shared across "
+                   "queries.",
+        "collapsed": _COLLAPSED,
+    }.get(v, "No reliability verdict is recorded for this setting.")
+    return (
+        f'<section id="verdict" class="verdict {_e(v)}" data-verdict="{_e(v)}">'
+        f"<h2>Verdict of the setting {_e(d.setting)}: "
+        f'<span class="badge {_e(v)}">{_e(v)}</span></h2>'
+        f'<p class="verdict-text">{_e(meaning)}</p>'
+        + (f'<p class="note">Why: {_e(d.reason)}</p>' if d.reason else "")
+        + (f'<p class="note">Reliability of the score matrix: {rel} (lower = more '
+           "query-dependent).</p>" if rel else "")
+        + "</section>"
+    )
+
+
+def _audio(v: Any, aid: str, label: str) -> str:
+    if v is None:
+        return ""
+    if v.audio is None:
+        why = v.missing or "no clip"
+        return f'<p class="missing-media" data-missing="{_e(aid)}">Not playable: {_e(why)}</p>'
+    w0, w1 = v.window
+    return (
+        f'<audio id="{_e(aid)}" controls preload="metadata" aria-label="{_e(label)}" '
+        f'data-window="{w0:.3f},{w1:.3f}" src="{v.audio.data_uri()}"></audio>'
+        f'<p class="note clip-source">{_e(v.source)}; attributed window '
+        f"{w0:.1f}\u2013{w1:.1f} s of this {v.duration:.1f} s clip (the rest is context).</p>"
+    )
+
+
+def _img(asset: Any, alt: str, cls: str = "pic") -> str:
+    if asset is None:
+        return ""
+    return f'<img class="{cls}" alt="{_e(alt)}" src="{asset.data_uri()}">'
+
+
+def _query_section(d: Any) -> str:
+    m = d.media
+    meta = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in d.query_meta.items() if v)
+    body = [_label(d)]
+    if m is None:
+        body.append(f'<p class="missing-media">No media: {_e(d.media_note or "none")}</p>')
+    else:
+        body.append(_audio(m.query, "player-query", f"query {d.query}"))
+        body.append(_img(m.query.picture,
+                         f"spectrogram, chroma, beats and chords of query {d.query}"))
+    if meta:
+        body.append(f'<dl class="kv">{meta}</dl>')
+    return f'<section id="query-section"><h2>The query</h2>{"".join(body)}</section>'
+
+
+def _z_section(d: Any) -> str:
+    rows, sentences = [], []
+    for c in d.channels:
+        z = d.z.get(c, math.nan)
+        sentences.append(f'<li data-channel="{_e(c)}">{_e(words.describe_z(c, z, k=d.k))}</li>')
+        rows.append(
+            f'<tr data-channel="{_e(c)}"><td class="txt">{_e(c)}</td>'
+            f'<td class="num">{_e(words.format_signed(z))}</td>'
+            f'<td class="num">{_e(words.format_percent(words.above_chance(z)))}</td>'
+            f'<td class="txt">{_e(words.reading_of_z(z))}</td></tr>'
+        )
+    return (
+        '<section id="channels"><h2>How alike its attributed group is, per channel</h2>'
+        + _label(d)
+        + f'<ul class="sentences">{"".join(sentences)}</ul>'
+        '<table class="data compact" id="z-table"><thead><tr><th>Channel</th><th>z</th>'
+        "<th>above random groups</th><th>reading</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
+def _items_section(d: Any) -> str:
+    m = d.media
+    lis = []
+    for i, it in enumerate(d.items):
+        tid = it["track_id"]
+        v = None if m is None else m.items[i]
+        head = (f'<span class="rank">#{it["rank"]}</span> <span class="tid">{_e(tid)}</span>'
+                + (f' <span class="sub">{_e(it["label"])}</span>' if it["label"] else ""))
+        player = _audio(v, f"player-{i}", f"item {tid}") if m is not None else ""
+        buttons = ""
+        if v is not None and v.audio is not None:
+            buttons = (
+                f'<button type="button" class="ab" data-index="{i}" title="play the query, '
+                'then this item (key a)">A/B: query \u2192 item</button>'
+                f'<button type="button" class="toggle" data-index="{i}" title="switch between '
+                'the query and this item at the same point (key t)">\u21c4 toggle</button>'
+            )
+        pics = ""
+        if m is not None:
+            pics = _img(m.rolls.get(tid), f"piano roll of the query beside item {tid}", "pic roll")
+            pics += _img(v.picture if v is not None else None,
+                         f"spectrogram, chroma, beats and chords of item {tid}")
+        lis.append(
+            f'<li class="item" data-index="{i}" data-item="{_e(tid)}" tabindex="-1">'
+            f'<div class="item-head">{head}</div>'
+            f'<p class="score">{_e(words.describe_score(it["score"], it["rank"]))}</p>'
+            f'{player}<div class="buttons">{buttons}</div>{pics}</li>'
+        )
+    if not lis:
+        lis.append('<li class="note">No attributed items for this query in these results.</li>')
+    return (
+        f'<section id="items"><h2>Top {len(d.items)} attributed training items</h2>'
+        + _label(d)
+        + '<p class="note keys">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous item, '
+        "<kbd>a</kbd> A/B (query, then item), <kbd>t</kbd> toggle query \u21c4 item, "
+        "<kbd>space</kbd> play/pause, <kbd>1</kbd>\u2013<kbd>9</kbd> channel.</p>"
+        f'<ol id="item-list">{"".join(lis)}</ol></section>'
+    )
+
+
+def _evidence_section(d: Any) -> str:
+    opts = "".join(
+        f'<option value="{_e(c)}"{" selected" if c == d.channel else ""}>{_e(c)} (z = '
+        f"{_e(words.format_signed(d.z.get(c, math.nan)))})</option>"
+        for c in d.channels
+    )
+    blocks = []
+    m = d.media
+    for i, it in enumerate(d.items):
+        tid = it["track_id"]
+        per = {} if m is None else m.aspects.get(tid, {})
+        for c in d.channels:
+            a = per.get(c)
+            if a is None:
+                why = d.media_note or ("; ".join(m.problems) if m is not None and m.problems
+                                       else "not computed")
+                inner = f'<p class="missing-media">No drawn evidence: {_e(why)}</p>'
+            elif a.missing:
+                inner = f'<p class="missing-media">{_e(a.missing)}</p>'
+            else:
+                inner = (_img(a.picture, f"{c} evidence: query against item {tid}", "pic aspect")
+                         + f'<p class="sentence">{_e(a.sentence)}</p>'
+                         + f'<p class="note">{_e(words.describe_similarity(c, a.similarity))}</p>')
+            blocks.append(f'<div class="aspect" data-index="{i}" data-channel="{_e(c)}" hidden>'
+                          f'<h3>{_e(c)}: the query against item #{it["rank"]} '
+                          f"{_e(tid)}</h3>{inner}</div>")
+    pairs = []
+    for c in d.channels:
+        rows = []
+        for p in d.pairs.get(c, []):
+            sentence = words.describe_pair(c, p["similarity"], p["contribution"], k=d.pairs_k,
+                                           random_mean=d.random_mean.get(c))
+            rows.append(f'<tr><td class="txt">{_e(p["track_a"])}</td>'
+                        f'<td class="txt">{_e(p["track_b"])}</td>'
+                        f'<td class="txt">{_e(sentence)}</td></tr>')
+        body = ("<table class=\"data compact\"><thead><tr><th>Track A</th><th>Track B</th>"
+                f"<th>In words</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+                if rows else '<p class="note">No contributing pairs recorded for this channel.</p>')
+        pairs.append(f'<div class="pairs" data-channel="{_e(c)}" hidden><h3>Pairs of the '
+                     f"top-{_e(d.pairs_k)} group contributing most to {_e(c)}</h3>{body}</div>")
+    return (
+        '<section id="evidence"><h2>Evidence by channel</h2>' + _label(d)
+        + f'<p><label for="channel">Channel</label> <select id="channel">{opts}</select> '
+        '<span class="note">for the item selected above</span></p>'
+        + "".join(blocks) + "".join(pairs) + "</section>"
+    )
+
+
+def _units_section(d: Any) -> str:
+    items = "".join(f"<li>{_e(t)}</li>" for t in words.UNITS.values())
+    timing = "; ".join(f"{_e(k)} {v:.1f} s" for k, v in d.timings.items())
+    problems = ""
+    if d.media is not None and d.media.problems:
+        problems = ("<h3>Could not be shown</h3><ul>"
+                    + "".join(f"<li>{_e(p)}</li>" for p in d.media.problems) + "</ul>")
+    return (f'<section id="units"><h2>How to read the numbers</h2><ul class="units">{items}</ul>'
+            f"{problems}"
+            + (f'<p class="note">Built in: {timing}.</p>' if timing else "") + "</section>")
+
+
+def render_dossier(d: Any) -> str:
+    """The dossier page of :class:`aria_tda.report.dossier.DossierData` ``d``.
+
+    Parameters
+    ----------
+    d : DossierData
+        The query's numbers and media.
+
+    Returns
+    -------
+    str
+        A complete HTML document, media embedded, no external reference.
+    """
+    from aria_tda._version import __version__
+
+    title = f"Evidence dossier: query {d.query}"
+    if d.query_label:
+        title += f" \u2014 {d.query_label}"
+    sub = [_e(d.title), f"setting {_e(d.setting)}", f"K = {_e(d.k)}",
+           f"{d.n_queries} queries in the study",
+           _e(_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))]
+    dot = " \u00b7 "
+    cls = "dossier collapsed" if d.verdict == "collapsed" else "dossier"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_e(DOSSIER_CSP)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<meta name="generator" content="aria-tda {_e(__version__)}">'
+        f"<title>{_e(title)}</title><style>{_asset('report.css')}{_asset('dossier.css')}</style>"
+        f'</head>\n<body class="{cls}" data-query="{_e(d.query)}" data-setting="{_e(d.setting)}" '
+        f'data-channel="{_e(d.channel)}">'
+        f'<header class="top"><h1>{_e(title)}</h1><p class="sub">{dot.join(sub)}</p>'
+        "</header><main>"
+        + _verdict(d) + _query_section(d) + _z_section(d) + _items_section(d)
+        + _evidence_section(d) + _units_section(d)
+        + f"</main><footer>Written by ARIA {_e(__version__)} from {_e(d.results)}. This file is "
+        "self-contained: the clips and pictures are embedded; it opens offline and makes no "
+        f"network requests.</footer>\n<script>{_asset('dossier.js')}</script></body></html>\n"
+    )
