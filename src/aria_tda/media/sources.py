@@ -480,6 +480,29 @@ class MediaIndex:
             where += f" nor a segment of the segment map {maps}"
         return _ref(item, "train", None, problem=f"training item {item!r} is {where}")
 
+    def train_window(self, track_id: str, window_row: Mapping[str, Any], *,
+                     segment_id: str | None = None) -> MediaRef:
+        """The media of a track, cut to the window of one segment-map row.
+
+        For the segment that scored highest for a query (:class:`aria_tda.media.attributed.
+        SegmentPicker`); the file is the track's (or the row's own media column).
+
+        Parameters
+        ----------
+        track_id : str
+            The track.
+        window_row : mapping
+            The segment map's row (``start``/``end``, ``unit``, ``start_tick``/``end_tick``).
+        segment_id : str, optional
+            The segment, for the messages.
+        """
+        track = str(track_id)
+        meta, problem = self._store()
+        trow = _row(meta, track) if meta is not None and track in meta.index else {}
+        where = f"the segment map (segment {segment_id or track})"
+        return self._train_ref(track, track, trow, dict(window_row), where,
+                               store_problem=problem)
+
     def _train_ref(
         self,
         item: str,

@@ -401,8 +401,16 @@ def _media(data: ResultsData, d: DossierData, *, context: float, max_seconds: fl
         return None, f"media support is not available: {one_line(exc)}"
     except Exception as exc:
         return None, f"media could not be located: {one_line(exc)}"
+    from aria_tda.media.attributed import segment_pickers, segment_refs
+
     ids: Sequence[str] = [it["track_id"] for it in d.items]
+    # a segment-level setting: play each track's segment that scored highest for this query
+    pickers = segment_pickers(data, [d.query], settings=[d.setting])
+    refs = segment_refs(index, pickers, d.query, [(t, d.setting) for t in ids])
     qm = build_query_media(index, str(d.query), ids, channels=d.channels, context=context,
                            max_seconds=max_seconds, bitrate_kbps=bitrate_kbps,
-                           soundfont=soundfont)
+                           soundfont=soundfont, refs=refs)
+    for p in pickers.values():
+        if p.problem:
+            qm.problems.append(p.problem)
     return qm, None

@@ -29,7 +29,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,6 +96,8 @@ class ClipView:
         Clip length in seconds.
     window : tuple of float
         The attributed window within the clip, in seconds from its start.
+    segment : str or None
+        The key of the segment played (a track's best segment for a query), else ``None``.
     """
 
     item_id: str
@@ -107,6 +109,7 @@ class ClipView:
     picture: Asset | None = None
     duration: float = 0.0
     window: tuple[float, float] = (0.0, 0.0)
+    segment: str | None = None
     clip: Any = field(default=None, repr=False)
 
 
@@ -222,7 +225,7 @@ def _encode(views: Sequence[ClipView], *, bitrate_kbps: int, pictures: bool,
         v.clip = c
         v.duration = float(len(c.samples)) / float(c.sr)
         v.window = (float(c.window[0]), float(c.window[1]))
-        stem = ("q/" if v.role == "query" else "t/") + slug(v.item_id)
+        stem = ("q/" if v.role == "query" else "t/") + slug(v.segment or v.item_id)
         try:
             v.audio = Asset(stem + ".ogg", _MIMES["ogg"], encode_clip(c, bitrate_kbps=bitrate_kbps))
         except Exception as exc:
@@ -303,6 +306,7 @@ def build_query_media(
     soundfont: str | None = None,
     pictures: bool = True,
     cache: dict[str, ClipView] | None = None,
+    refs: Mapping[str, Any] | None = None,
 ) -> QueryMedia:
     """Clips, pictures and drawn evidence of one query and its attributed items.
 
@@ -329,8 +333,11 @@ def build_query_media(
     pictures : bool
         Draw piano rolls / audio panels.
     cache : dict, optional
-        item id -> :class:`ClipView` of training items already built (the report reuses a
-        track's clip across queries); filled with the new ones.
+        item id (with its window) -> :class:`ClipView` of training items already built (the
+        report reuses a track's clip across queries); filled with the new ones.
+    refs : mapping, optional
+        item id -> :class:`aria_tda.media.MediaRef` to play instead of the item's own entry
+        (the segment that scored highest for this query, :mod:`aria_tda.media.attributed`).
 
     Returns
     -------
@@ -343,14 +350,16 @@ def build_query_media(
     items: list[ClipView] = []
     for tid in item_ids:
         tid = str(tid)
-        if cache is not None and tid in cache:
-            items.append(cache[tid])
+        ref = None if refs is None else refs.get(tid)
+        key = tid if ref is None else f"{tid}\x00{ref.start}\x00{ref.end}\x00{ref.unit}"
+        if cache is not None and key in cache:
+            items.append(cache[key])
             continue
-        v = ClipView(tid, "train")
-        _load(index.train(tid), v, **opts)
+        v = ClipView(tid, "train", segment=None if ref is None else key)
+        _load(index.train(tid) if ref is None else ref, v, **opts)
         items.append(v)
         if cache is not None:
-            cache[tid] = v
+            cache[key] = v
     _encode([qv, *items], bitrate_kbps=bitrate_kbps, pictures=pictures, problems=problems)
     qm = QueryMedia(qv, items, problems=problems)
     for v in items:
@@ -382,7 +391,10 @@ class MediaStats:
     seconds: float
 
 
-def select_media_items(data: Any, query_ids: Sequence[Any], *, top: int) -> dict[str, list[str]]:
+def select_media_items(
+    data: Any, query_ids: Sequence[Any], *, top: int,
+    first_setting: dict[tuple[str, str], str] | None = None,
+) -> dict[str, list[str]]:
     """The training items whose media the report keeps, per query.
 
     For each query, the union over every setting (original scores, then residual) of its
@@ -396,6 +408,9 @@ def select_media_items(data: Any, query_ids: Sequence[Any], *, top: int) -> dict
         The queries kept (values of the tables' ``query`` column).
     top : int
         Items per query and setting.
+    first_setting : dict, optional
+        Filled with (str(query), track id) -> the first setting that lists the track (whose
+        best segment the report plays).
 
     Returns
     -------
@@ -413,11 +428,14 @@ def select_media_items(data: Any, query_ids: Sequence[Any], *, top: int) -> dict
     sel = sel.assign(_v=sel["variant"].map(var_order).fillna(99),
                      _s=sel["setting"].map(set_order).fillna(999))
     sel = sel.sort_values(["_v", "_s", "rank"], kind="stable")
-    for q, tid in zip(sel["query"], sel["track_id"], strict=True):
+    for q, tid, st in zip(sel["query"], sel["track_id"], sel["setting"], strict=True):
         lst = out[str(q)]
         if str(tid) not in lst:
             lst.append(str(tid))
+            if first_setting is not None:
+                first_setting[(str(q), str(tid))] = str(st)
     return out
+
 
 
 def _clip_json(v: ClipView, prefix: str) -> dict[str, Any]:
@@ -477,12 +495,14 @@ def write_report_media(
     """
     from aria_tda._io import atomic_path
     from aria_tda.media import resolve_media
+    from aria_tda.media.attributed import segment_pickers, segment_refs
 
     t0 = time.perf_counter()
     folder = Path(folder)
     prefix = folder.name
     ids = _query_order(data)[:max(int(queries), 0)]
-    chosen = select_media_items(data, ids, top=top)
+    first: dict[tuple[str, str], str] = {}
+    chosen = select_media_items(data, ids, top=top, first_setting=first)
     manifest: dict[str, Any] = {"folder": prefix, "queries": {}, "tracks": {},
                                 "limits": {"queries": int(queries), "top": int(top)}}
     if not ids:
@@ -495,6 +515,7 @@ def write_report_media(
         return manifest, MediaStats(None, 0, 0, 0, 0, 0, time.perf_counter() - t0)
     cache: dict[str, ClipView] = {}
     assets: dict[str, Asset] = {}
+    pickers = segment_pickers(data, ids)  # one pass over each segment-level matrix
     n_missing = 0
     say = _Lines(log, len(ids), _query_names(data, ids))
     say.start(f"media: clips and pictures of {len(ids)} queries (top {int(top)} items of "
@@ -503,15 +524,20 @@ def write_report_media(
                    leave=False) as bar:
         for i, q in enumerate(ids):
             tq = time.perf_counter()
+            refs = segment_refs(index, pickers, q, [
+                (t, first.get((str(q), t), "")) for t in chosen[str(q)]])
             qm = build_query_media(index, str(q), chosen[str(q)], context=context,
                                    max_seconds=max_seconds, bitrate_kbps=bitrate_kbps,
-                                   soundfont=soundfont, cache=cache)
+                                   soundfont=soundfont, cache=cache, refs=refs)
             entry: dict[str, Any] = {"query": _clip_json(qm.query, prefix), "items": chosen[str(q)],
-                                     "rolls": {}, "problems": qm.problems}
+                                     "rolls": {}, "clips": {}, "problems": qm.problems}
             n_missing += qm.query.missing is not None
             found = [qm.query.audio, qm.query.picture]
             for v in qm.items:
-                if v.item_id not in manifest["tracks"]:
+                if v.segment is not None:  # this query's best segment of the track
+                    entry["clips"][v.item_id] = _clip_json(v, prefix)
+                    n_missing += v.missing is not None
+                elif v.item_id not in manifest["tracks"]:
                     manifest["tracks"][v.item_id] = _clip_json(v, prefix)
                     n_missing += v.missing is not None
                 found += [v.audio, v.picture]

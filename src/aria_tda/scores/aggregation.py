@@ -60,7 +60,7 @@ from aria_tda.scores.writers import (
     check_output_space,
 )
 
-__all__ = ["aggregate", "read_segment_table", "segment_codes"]
+__all__ = ["aggregate", "read_segment_table", "segment_codes", "table_rows"]
 
 TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".parquet", ".pq", ".npy"}
 TRACK_COLUMNS = ("track_id", "track")
@@ -249,41 +249,8 @@ def _rows_from_table(
             )
         track_col = df.columns[0]
     tracks = _ids(df[track_col].to_numpy(), "segments")
-    row_col = _pick(df, ROW_COLUMNS)
-    seg_col = _pick(df, SEGMENT_COLUMNS)
-    if row_col is not None:
-        try:
-            rows = np.asarray(df[row_col].to_numpy(), dtype=np.int64)
-        except (TypeError, ValueError):
-            raise DataError(
-                expected(
-                    "segments", "integer row indices in column 'row'", df[row_col].iloc[:3].tolist()
-                )
-            ) from None
-    elif seg_col is not None and row_ids is None:
-        # no row ids to match against: integer segment values are row indices, others an error
-        try:
-            rows = np.asarray(df[seg_col].to_numpy(), dtype=np.int64)
-        except (TypeError, ValueError):
-            raise DataError(
-                f"segments: column {seg_col!r} holds segment ids but the score matrix has no "
-                "row ids to match them against; give a 'row' column (0-based score row) or "
-                "save the scores with row ids"
-            ) from None
-    elif seg_col is not None and row_ids is not None:
-        seg = _ids(df[seg_col].to_numpy(), "segments.segment_id")
-        order = np.argsort(row_ids, kind="stable")
-        srt = row_ids[order]
-        pos = np.minimum(np.searchsorted(srt, seg), srt.size - 1)
-        bad = srt[pos] != seg
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise DataError(
-                f"segments: segment {str(seg[i])!r} (table row {i}) is not a row id of the "
-                "score matrix"
-            )
-        rows = order[pos]
-    else:
+    rows = table_rows(df, row_ids=row_ids)
+    if rows is None:
         return tracks
     if n_cols is not None:
         check_orientation(
@@ -302,6 +269,67 @@ def _rows_from_table(
     per_row = np.empty(n_rows, dtype=tracks.dtype)
     per_row[rows] = tracks
     return per_row
+
+
+def table_rows(df: Any, *, row_ids: Any = None) -> np.ndarray | None:
+    """The score row of each row of a segment table, or ``None`` when rows go by position.
+
+    The rules of the module docstring: a ``row`` column; else a ``segment_id``/``segment``
+    column matched against the score matrix's ``row_ids`` (integer values are row indices
+    when it has none); else the table's own order (``None``).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table (:func:`read_segment_table`).
+    row_ids : array-like of str, optional
+        The score matrix's row (segment) ids.
+
+    Returns
+    -------
+    numpy.ndarray [shape=(len(df),)] of int64 or None
+
+    Raises
+    ------
+    DataError
+        Non-integer rows, or segment ids that are not row ids.
+    """
+    row_ids = None if row_ids is None else np.asarray(row_ids).astype(str)
+    row_col = _pick(df, ROW_COLUMNS)
+    seg_col = _pick(df, SEGMENT_COLUMNS)
+    if row_col is not None:
+        try:
+            return np.asarray(df[row_col].to_numpy(), dtype=np.int64)
+        except (TypeError, ValueError):
+            raise DataError(
+                expected(
+                    "segments", "integer row indices in column 'row'", df[row_col].iloc[:3].tolist()
+                )
+            ) from None
+    if seg_col is not None and row_ids is None:
+        # no row ids to match against: integer segment values are row indices, others an error
+        try:
+            return np.asarray(df[seg_col].to_numpy(), dtype=np.int64)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"segments: column {seg_col!r} holds segment ids but the score matrix has no "
+                "row ids to match them against; give a 'row' column (0-based score row) or "
+                "save the scores with row ids"
+            ) from None
+    if seg_col is not None and row_ids is not None:
+        seg = _ids(df[seg_col].to_numpy(), "segments.segment_id")
+        order = np.argsort(row_ids, kind="stable")
+        srt = row_ids[order]
+        pos = np.minimum(np.searchsorted(srt, seg), srt.size - 1)
+        bad = srt[pos] != seg
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(
+                f"segments: segment {str(seg[i])!r} (table row {i}) is not a row id of the "
+                "score matrix"
+            )
+        return np.asarray(order[pos], dtype=np.int64)
+    return None
 
 
 def _check_transpose_space(src: ScoreSource, tmp_dir: Any) -> None:

@@ -127,7 +127,7 @@
     if (!m || code < 0) return td;
     var id = tracks[code];
     if (m.items.indexOf(id) < 0) return td;
-    var c = M.tracks[id];
+    var c = (m.clips && m.clips[id]) || M.tracks[id];
     if (!c) return td;
     if (!c.audio) { td.appendChild(el('span', { 'class': 'missing-media' }, 'not playable: ' + (c.missing || 'no clip'))); return td; }
     var a = audioEl(c.audio, 'item ' + id, 'item', c);
