@@ -87,6 +87,11 @@ def register(subparsers: Any) -> None:
         help="... and their N best items in every setting (default: 3)",
     )
     p.add_argument(
+        "--media-max-items", type=int, default=120, metavar="N",
+        help="at most N training items with clips in all, the first settings' first "
+        "(default: 120)",
+    )
+    p.add_argument(
         "--quiet", action="store_true",
         help="no progress lines (or bar) on stderr while the clips and pictures are built",
     )
@@ -119,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             media=args.media,
             media_queries=args.media_queries,
             media_top=args.media_top,
+            media_max_items=args.media_max_items,
             quiet=args.quiet,
             progress=args.progress,
         )

@@ -265,6 +265,7 @@ def write_report(
     media: bool = True,
     media_queries: int = 20,
     media_top: int = 3,
+    media_max_items: int = 120,
     quiet: bool = False,
     progress: bool | None = None,
     log: Callable[[str], None] | None = None,
@@ -303,6 +304,9 @@ def write_report(
         Keep media for the first ``media_queries`` queries (>= 0).
     media_top : int
         ... and their ``media_top`` best-ranked items in every setting (>= 0).
+    media_max_items : int
+        At most this many training items in all (>= 0; the first settings' first), so that a
+        study with many settings keeps a bounded folder and build time.
     quiet : bool
         No progress lines and no bar while the media are built.
     progress : bool or None
@@ -332,6 +336,8 @@ def write_report(
     media_opts = {"media": bool(media),
                   "media_queries": check_int("media_queries", media_queries, min_value=0),
                   "media_top": check_int("media_top", media_top, min_value=0),
+                  "media_max_items": check_int("media_max_items", media_max_items,
+                                               min_value=0),
                   "media_progress": False if quiet else progress_enabled(progress),
                   "media_log": None if quiet else (log if log is not None else _stderr_line)}
     out_path = Path(results_dir) / REPORT_FILE if out is None else Path(out)
@@ -364,6 +370,7 @@ def _write_report(
     media: bool,
     media_queries: int,
     media_top: int,
+    media_max_items: int,
     media_progress: bool,
     media_log: Callable[[str], None] | None,
 ) -> ReportOutput:
@@ -395,6 +402,7 @@ def _write_report(
 
         manifest, stats = write_report_media(data, media_folder(out_path),
                                              queries=media_queries, top=media_top,
+                                             max_items=media_max_items,
                                              log=media_log, progress=media_progress)
     page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence,
                        planted_plots=planted_svgs, planted_plot_note=planted_note,

@@ -394,6 +394,7 @@ class MediaStats:
 def select_media_items(
     data: Any, query_ids: Sequence[Any], *, top: int,
     first_setting: dict[tuple[str, str], str] | None = None,
+    max_items: int | None = None,
 ) -> dict[str, list[str]]:
     """The training items whose media the report keeps, per query.
 
@@ -411,6 +412,9 @@ def select_media_items(
     first_setting : dict, optional
         Filled with (str(query), track id) -> the first setting that lists the track (whose
         best segment the report plays).
+    max_items : int, optional
+        At most this many distinct tracks in all, taken in the order above across queries
+        (the original scores' best ranks of the first settings first); ``None``: no cap.
 
     Returns
     -------
@@ -428,8 +432,12 @@ def select_media_items(
     sel = sel.assign(_v=sel["variant"].map(var_order).fillna(99),
                      _s=sel["setting"].map(set_order).fillna(999))
     sel = sel.sort_values(["_v", "_s", "rank"], kind="stable")
+    kept: set[str] = set()
     for q, tid, st in zip(sel["query"], sel["track_id"], sel["setting"], strict=True):
         lst = out[str(q)]
+        if max_items is not None and str(tid) not in kept and len(kept) >= max_items:
+            continue
+        kept.add(str(tid))
         if str(tid) not in lst:
             lst.append(str(tid))
             if first_setting is not None:
@@ -456,6 +464,7 @@ def write_report_media(
     *,
     queries: int = 20,
     top: int = 3,
+    max_items: int | None = 120,
     context: float = 1.0,
     max_seconds: float = 20.0,
     bitrate_kbps: int = 32,
@@ -475,6 +484,9 @@ def write_report_media(
         Keep media for the first ``queries`` queries (the order of the per-query view).
     top : int
         ... and their ``top`` best items in every setting.
+    max_items : int, optional
+        At most this many distinct training items in all (original scores before residual,
+        settings in report order, best ranks first); ``None``: no cap.
     context, max_seconds, bitrate_kbps, soundfont
         As for :func:`build_query_media`.
     log : callable, optional
@@ -502,7 +514,7 @@ def write_report_media(
     prefix = folder.name
     ids = _query_order(data)[:max(int(queries), 0)]
     first: dict[tuple[str, str], str] = {}
-    chosen = select_media_items(data, ids, top=top, first_setting=first)
+    chosen = select_media_items(data, ids, top=top, first_setting=first, max_items=max_items)
     manifest: dict[str, Any] = {"folder": prefix, "queries": {}, "tracks": {},
                                 "limits": {"queries": int(queries), "top": int(top)}}
     if not ids:
