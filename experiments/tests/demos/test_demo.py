@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from aria_tda.errors import ParameterError
 from aria_tda.results import read_results_meta, read_table
 from aria_tda_experiments.demo import agreement_table, run_demo
+from demo_medialib import check_queries_media, check_resolves, check_store_sources, top_items
 
 
 def test_agreement_table_perfect_and_reversed():
@@ -109,6 +112,12 @@ def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     )
     assert (results / "report.html").is_file()
     assert any((out / "queries" / "queries" / "midi").glob("*.mid"))
+    # media for the listening room: each query's MIDI, each window's work and span in it
+    q = check_queries_media(out / "queries.csv")
+    assert [f.name for f in q["file"]] == [f"{i}.mid" for i in q["query_id"]]
+    store = check_store_sources(out / "features" / "store", windows="within")
+    assert all(Path(s).is_relative_to(out / "features" / "midi") for s in store["source"])
+    check_resolves(results, top_items(results, "TRAK"), setting="TRAK")
     # a rerun reuses every stage
     assert (
         main(
@@ -131,6 +140,18 @@ def test_tiny_demo_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     for stage in ("corpus", "models", "queries", "attribution", "lds", "features"):
         assert f"{stage}: reusing finished stage" in log
     assert "reusing cached results" in log
+    # a folder made before the demos wrote media rebuilds its features (only) once
+    record = out / "features" / "stage.json"
+    rec = json.loads(record.read_text())
+    rec["params"]["params"].pop("media")
+    record.write_text(json.dumps(rec))
+    shutil.rmtree(out / "features" / "midi")
+    (out / "queries" / "queries" / "midi" / "q0000.mid").unlink()
+    assert main([*base, "--no-report"]) == 0
+    log = capsys.readouterr().out
+    assert "features: running" in log and "lds: reusing finished stage" in log
+    check_store_sources(out / "features" / "store", windows="within")
+    check_queries_media(out / "queries.csv")
     assert read_results_meta(results)["demo"]["stage_devices"] == {
         "models": "cpu", "attribution": "cpu", "lds": "cpu"}
     # a changed attribution setting in the copied folder retrains the missing member
@@ -208,3 +229,39 @@ def test_custom_preset_trak_k_and_seed_averaged_lds(tmp_path):
     assert not np.allclose(outs[0], outs[1])
     np.testing.assert_allclose(np.load(out / "lds" / "outputs.npy"), (outs[0] + outs[1]) / 2,
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def listening_demo(tmp_path_factory):
+    """A tiny demo run (three methods, no report of its own) for the listening room in
+    Chromium; skipped, before the run, where there is no browser."""
+    from demo_browser import NO_BROWSER
+
+    if NO_BROWSER is not None:
+        pytest.skip(NO_BROWSER)
+    out = tmp_path_factory.mktemp("listening-demo") / "demo"
+    return run_demo(out, preset="tiny", methods=["TRAK", "GradCos", "GradDot"], threads=1,
+                    B=20, n_bootstrap=50, report=False, quiet=True)
+
+
+@pytest.mark.slow
+def test_tiny_demo_dossier_and_report_media_in_chromium(listening_demo, tmp_path):
+    """The dossier of query 0 (first setting, top 3) and the report's per-query view (media for
+    2 queries x top 2, loaded from report_media/ when a query's panel opens) in Chromium,
+    offline: every player decodes, every picture renders, the piano rolls are there, no
+    console error, no request but the page and its own media."""
+    from aria_tda.report import write_report
+    from aria_tda.report.dossier import write_dossier
+    from demo_browser import check_dossier, check_report, chromium
+
+    results = listening_demo
+    first = read_results_meta(results)["settings"][0]["name"]
+    dossier = write_dossier(results, 0, top=3, out=tmp_path / "dossier.html")
+    assert f"setting {first}" in dossier.read_text(encoding="utf-8")
+    rep = write_report(results, out=tmp_path / "report.html", plots=False, media_queries=2,
+                       media_top=2, quiet=True)
+    assert rep.media is not None and rep.media.files > 0
+    with chromium(tmp_path / "chromium-profile") as ctx:
+        seen = check_dossier(ctx, dossier, kind="midi", top=3, shot="dossier-symbolic-demo.png")
+        assert not seen["spectra"]  # MIDI clips are drawn as piano rolls
+        check_report(ctx, rep.html, kind="midi", queries=2, top=2)

@@ -96,6 +96,34 @@ def test_query_audio_is_the_generated_tokens(tiny_run):
     assert sr == 24_000 and len(y) == 4 * sr and np.abs(y).max() > 0
 
 
+def test_queries_and_training_items_name_their_audio(tiny_run):
+    import pandas as pd
+
+    from demo_medialib import (
+        TOL,
+        check_queries_media,
+        check_resolves,
+        check_store_sources,
+        media_seconds,
+        top_items,
+    )
+
+    out, results = tiny_run
+    # each query's media is its generated audio; prompt_source the rendering it was prompted from
+    q = check_queries_media(out / "queries.csv")
+    assert all(f.parent == (out / "query_audio" / "wav").resolve() for f in q["file"])
+    assert all(media_seconds(out / p) > 0 for p in q["prompt_source"])
+    store = check_store_sources(out / "features" / "store", windows="none")
+    length = {t: media_seconds(s) for t, s in store["source"].items()}
+    # every segment's window lies within its track's file
+    for st in ("semantic", "coarse", "fine"):
+        seg = pd.read_csv(out / f"segments_{st}.csv", dtype={"track_id": str})
+        assert (seg["start"] >= 0).all() and (seg["start"] < seg["end"]).all()
+        assert (seg["end"] <= seg["track_id"].map(length) + TOL).all()
+    for setting in ("TRAK/fine", "clap-style"):
+        check_resolves(results, top_items(results, setting), setting=setting)
+
+
 def test_text_tables_have_the_paper_layouts(tiny_run):
     from aria_tda_experiments.audio.tables import table2_text, table3_text
 
@@ -178,3 +206,26 @@ def test_published_checkpoint_replaces_its_demo_trained_encoder(tiny_run, tmp_pa
     assert demo["embeddings"]["mert"]["checkpoint"] == "trained here"
     # the attribution stage and the two demo-trained encoders were reused, not recomputed
     assert mtimes == [p.stat().st_mtime_ns for p in kept]
+
+
+def test_dossier_and_report_media_in_chromium(tiny_run, tmp_path, capsys):
+    """``aria-tda evidence`` for query 0 (first setting, top 3) and the demo's own report (its
+    per-query view loads clips from report_media/ when a query's panel opens) in Chromium,
+    offline: every player decodes, every picture renders, the spectrogram panels are there,
+    no console error, no request but the page and its own media."""
+    from demo_browser import NO_BROWSER, check_dossier, check_report, chromium
+
+    if NO_BROWSER is not None:
+        pytest.skip(NO_BROWSER)
+    _, results = tiny_run
+    first = read_results_meta(results)["settings"][0]["name"]
+    out = tmp_path / "dossier.html"
+    assert main(["evidence", str(results), "--query", "0", "--top", "3", "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert f"setting {first}" in out.read_text(encoding="utf-8")
+    report = results / "report.html"
+    assert (results / "report_media").is_dir()  # the demo's report keeps its listening room
+    with chromium(tmp_path / "chromium-profile") as ctx:
+        seen = check_dossier(ctx, out, kind="audio", top=3, shot="dossier-audio-demo.png")
+        assert not seen["rolls"]  # audio clips are drawn as spectrogram panels
+        check_report(ctx, report, kind="audio", queries=2, top=3)
