@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tracemalloc
 import warnings
 
@@ -63,10 +64,14 @@ def test_tiled_float32_input_agrees_to_float32_rounding(tmp_path):
 
 def test_tiled_budget_too_small_for_the_eigensolver_is_refused_before_any_pass(tmp_path):
     s = planted(0, 600, 400)
-    with pytest.raises(ParameterError, match=r"memory: expected at least .* MB more for the "
-                       r"eigenvalues of the 400-column Gram"):
+    with pytest.raises(ParameterError, match=r"memory: expected at least ([0-9.]+) MB for the "
+                       r"exact-tiled pass of 400 columns") as err:
         diagnose(s, mode="exact-tiled", memory="1MB", spill_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []  # refused before the spill file was made
+    least = float(re.search(r"at least ([0-9.]+) MB", str(err.value)).group(1))
+    assert 1.0 < least < 2.0  # and the least it names is enough:
+    d = diagnose(s, mode="exact-tiled", memory=f"{least + 0.01}MB", spill_dir=tmp_path)
+    assert d.mode == "exact-tiled"
 
 
 @pytest.mark.slow

@@ -122,6 +122,33 @@ def krylov_plan(t: int, n_energy: int, memory: int) -> tuple[int, int]:
     return blk, max(n_energy + 2 * blk, min(12 * blk, fit))
 
 
+def _tiled_budget(
+    src: Any, n_energy: int, total: int, acc: Any, compute_dtype: str | None,
+    chunk_rows: int | None,
+) -> tuple[int, int | None, int, int] | None:
+    """``(tiles, chunk_rows, block, max_dim)`` of the tiled pass within ``total`` bytes, or
+    ``None`` when it does not fit (see :func:`_diagnose_tiled`)."""
+    from aria_tda.diagnostics.tiled import gram_read_bytes, pass_rows
+
+    t = src.n_cols
+    tiles, heaps = total, 0
+    if acc is not None:
+        heaps = acc.memory_bytes(1)
+        rows = pass_rows(src, max(1, total - heaps), compute_dtype=compute_dtype,
+                         chunk_rows=chunk_rows)
+        # the top-K heaps and the kernel's per-block buckets share the budget with the tiles
+        tiles = total - acc.memory_bytes(rows)
+        if tiles <= 0:
+            return None
+        chunk_rows = rows
+    fixed = 8 * 8 * t + min(2**20, tiles // 16)
+    try:
+        blk, dim = krylov_plan(t, n_energy, total - heaps - fixed - gram_read_bytes(t, tiles))
+    except ParameterError:
+        return None
+    return tiles, chunk_rows, blk, dim
+
+
 def _diagnose_tiled(
     src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
     compute_dtype: str | None, n_threads: int | None, progress: bool | None,
@@ -135,25 +162,23 @@ def _diagnose_tiled(
     per-column sums and the Gram read leave (:func:`krylov_plan`), checked before any pass.
     """
     from aria_tda.diagnostics.krylov import block_krylov_eigs
-    from aria_tda.diagnostics.tiled import gram_read_bytes, parse_memory, pass_rows, tiled_gram
+    from aria_tda.diagnostics.tiled import parse_memory, tiled_gram
 
     t = src.n_cols
     total = parse_memory(_default_memory() if memory is None else memory)
-    tiles, heaps = total, 0
     if acc is not None:
         src = observe_first_pass(src, (acc,))
-        heaps = acc.memory_bytes(1)
-        rows = pass_rows(src, max(1, total - heaps), compute_dtype=compute_dtype,
-                         chunk_rows=chunk_rows)
-        # the top-K heaps and the kernel's per-block buckets share the budget with the tiles
-        tiles = total - acc.memory_bytes(rows)
-        if tiles <= 0:
-            raise ParameterError(expected_text(
-                "memory", f"more than {acc.memory_bytes(rows) / 2**20:.2f} MB (the top-K "
-                f"heaps of {t} queries alone)", f"{total / 2**20:.2f} MB"))
-        chunk_rows = rows
-    fixed = 8 * 8 * t + min(2**20, tiles // 16)
-    blk, dim = krylov_plan(t, n_energy, total - heaps - fixed - gram_read_bytes(t, tiles))
+    plan = _tiled_budget(src, n_energy, total, acc, compute_dtype, chunk_rows)
+    if plan is None:
+        least = total
+        while plan is None and least < 2**50:
+            least = int(least * 1.05) + 1
+            plan = _tiled_budget(src, n_energy, least, acc, compute_dtype, chunk_rows)
+        raise ParameterError(expected_text(
+            "memory", f"at least {least / 2**20:.2f} MB for the exact-tiled pass of {t} "
+            "columns (the eigensolver's basis, the top-K heaps and one row block)",
+            f"{total / 2**20:.2f} MB"))
+    tiles, chunk_rows, blk, dim = plan
     with tiled_gram(
         src, memory=tiles, spill_dir=spill_dir, chunk_rows=chunk_rows,
         compute_dtype=compute_dtype, n_threads=n_threads, progress=progress, ulps=CONST_ULPS,
