@@ -106,14 +106,9 @@ class DossierData:
 
 
 def _query_values(data: ResultsData) -> np.ndarray:
-    vals = []
-    for name in ("topk", "query_z", "pairs", "queries"):
-        t = data.table(name)
-        if t is not None and len(t) and "query" in t.columns:
-            vals.append(t["query"].to_numpy())
-    if not vals:
-        return np.zeros(0, dtype=np.int64)
-    return np.unique(np.concatenate(vals)).astype(np.int64)
+    from aria_tda.report.media_pack import _query_order  # one home: the per-query view's order
+
+    return np.asarray(_query_order(data), dtype=np.int64)
 
 
 def resolve_query(data: ResultsData, query: Any) -> int:
