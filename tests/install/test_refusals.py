@@ -144,10 +144,11 @@ def test_report_without_matplotlib_degrades_with_a_note(hide, capsys, tmp_path, 
     assert main(["run", str(study), "--no-progress"]) == 0  # the study says report = false
     assert note not in capsys.readouterr().err
     out = tmp_path / "results"
-    assert main(["report", str(out)]) == 0
+    # (--no-media: this study has no media, whose progress lines would share stderr)
+    assert main(["report", str(out), "--no-media"]) == 0
     assert capsys.readouterr().err.strip().splitlines() == [f"aria-tda report: {note}"]
     assert "K-sweep plots need matplotlib" in (out / "report.html").read_text()
-    assert main(["report", str(out), "--no-plots"]) == 0
+    assert main(["report", str(out), "--no-plots", "--no-media"]) == 0
     assert capsys.readouterr().err == ""
     assert main(["run", str(study), "--out", str(tmp_path / "r2"), "--no-progress"]) == 0
     assert "note:" not in capsys.readouterr().err  # no report written: nothing to say

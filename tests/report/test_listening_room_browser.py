@@ -149,7 +149,9 @@ def test_dossier_ab_plays_query_then_item(browser, study):
     pg = p.page
     _wait_metadata(pg)
     pg.locator("button.ab[data-index='1']").click()
-    pg.wait_for_function("() => !document.getElementById('player-query').paused", timeout=10000)
+    pg.wait_for_function("() => { const q = document.getElementById('player-query'); "
+                         "return !q.paused && isFinite(q.duration) && q.duration > 0; }",
+                         timeout=10000)
     # skip to the end of the query: the item must follow on its own
     pg.evaluate("() => { const q = document.getElementById('player-query'); "
                 "q.currentTime = Math.max(0, q.duration - 0.3); }")
@@ -244,7 +246,10 @@ def test_report_ab_and_missing_media(browser, study):
     pg = p.page
     pg.wait_for_selector("#qv-topk tbody tr", timeout=15000)
     pg.locator("#qv-topk button.qv-ab").first.click()
-    pg.wait_for_function("() => !document.getElementById('qv-query-audio').paused", timeout=10000)
+    # playing, and its metadata loaded (play() unpauses before the duration is known)
+    pg.wait_for_function("() => { const q = document.getElementById('qv-query-audio'); "
+                         "return !q.paused && isFinite(q.duration) && q.duration > 0; }",
+                         timeout=10000)
     pg.evaluate("() => { const q = document.getElementById('qv-query-audio'); "
                 "q.currentTime = Math.max(0, q.duration - 0.3); }")
     pg.wait_for_function("() => document.getElementById('query-view').dataset.played "
@@ -320,7 +325,8 @@ def test_report_keyboard_moves_selection_and_ab(browser, study, tmp_path):
     pg.keyboard.press("a")  # A/B starts with the query
     pg.wait_for_function("() => document.getElementById('query-view').dataset.played "
                          "=== 'query,'", timeout=10000)
-    pg.wait_for_function("() => !document.getElementById('qv-query-audio').paused",
+    pg.wait_for_function("() => { const q = document.getElementById('qv-query-audio'); "
+                         "return !q.paused && isFinite(q.duration) && q.duration > 0; }",
                          timeout=10000)
     pg.evaluate("() => { const q = document.getElementById('qv-query-audio'); "
                 "q.currentTime = Math.max(0, q.duration - 0.3); }")
