@@ -24,6 +24,7 @@ import os
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,14 +40,15 @@ _held: dict[str, tuple[int, int]] = {}  # resolved folder -> (fd, depth)
 _guard = threading.Lock()
 
 
-def _holder_text(fd: int) -> str:
+def _holder_text(fd: int) -> str | None:
+    """The holder's name as written in the lock file; None while the file names nobody."""
     try:
         raw = os.pread(fd, 4096, 0).decode("utf-8", "replace")
         info = json.loads(raw) if raw.strip() else {}
     except (OSError, ValueError):
         info = {}
     if not isinstance(info, dict) or not info:
-        return "another process"
+        return None
     parts = [f"pid {info.get('pid', '?')}"]
     if info.get("host"):
         parts[0] += f" on {info['host']}"
@@ -153,9 +155,20 @@ def output_lock(path: str | os.PathLike[str], what: str = "output") -> Any:
     return writer_lock(p.parent, what, lock_name=f".{p.name}.aria-lock", subject=p)
 
 
+#: How long a refused writer waits for a holder that has just taken the lock to write its name
+#: (between its ``flock`` and its ``pwrite``), retrying the lock meanwhile.
+_NAME_WAIT_S = 2.0
+
+
 def _acquire(d: Path, lock_name: str, what: str, subject: Path) -> int:
-    """Open and flock ``d/lock_name``; retry when the file was unlinked under us."""
+    """Open and flock ``d/lock_name``; retry when the file was unlinked under us.
+
+    A holder writes its name into the file just after its ``flock``; a writer refused in that
+    instant would name "another process". It retries the lock for up to ``_NAME_WAIT_S``
+    instead, until the holder's name is there (or the holder is gone and the lock is free).
+    """
     path = d / lock_name
+    deadline = time.monotonic() + _NAME_WAIT_S
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -165,8 +178,11 @@ def _acquire(d: Path, lock_name: str, what: str, subject: Path) -> int:
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
+            if text is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+                continue
             raise LockedError(
-                f"{subject}: this {what} is being written by {text}; wait for it to finish or stop "
+                f"{subject}: this {what} is being written by {text or 'another process'}; wait for it to finish or stop "
                 "it (a lock of a process that has ended is taken over by itself)"
             ) from None
         try:

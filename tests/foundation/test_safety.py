@@ -123,6 +123,58 @@ def test_a_second_process_is_refused_naming_the_holder(tmp_path):
     assert not (tmp_path / LOCK_NAME).exists()  # removed on release
 
 
+def _bare_flock(folder):
+    """Hold ``folder``'s lock as a holder does in the instant between its flock and its
+    writing its name: locked, the file still empty."""
+    import fcntl
+
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def test_a_writer_refused_before_the_holder_wrote_its_name_still_names_it(tmp_path):
+    """The race that CI met: the loser came between the winner's flock and its pwrite and
+    named "another process". It now waits for the name."""
+    import json
+    import threading
+
+    fd = _bare_flock(tmp_path)
+    name = json.dumps({"pid": 4242, "host": "h", "command": "aria-tda features"}).encode()
+    timer = threading.Timer(0.3, os.pwrite, (fd, name, 0))
+    timer.start()
+    try:
+        with pytest.raises(LockedError, match="being written by process pid 4242 on h"), \
+                writer_lock(tmp_path, "feature store"):
+            pass
+    finally:
+        timer.join()
+        os.close(fd)
+
+
+def test_a_lock_released_while_waiting_for_the_name_is_taken(tmp_path):
+    import threading
+
+    fd = _bare_flock(tmp_path)
+    timer = threading.Timer(0.3, os.close, (fd,))
+    timer.start()
+    try:
+        with writer_lock(tmp_path, "feature store"):
+            assert f"{os.getpid()}" in (tmp_path / LOCK_NAME).read_text()
+    finally:
+        timer.join()
+
+
+def test_a_holder_that_never_names_itself_is_another_process(tmp_path):
+    fd = _bare_flock(tmp_path)
+    try:
+        with pytest.raises(LockedError, match="being written by another process"), \
+                writer_lock(tmp_path, "feature store"):
+            pass
+    finally:
+        os.close(fd)
+
+
 def test_the_lock_is_reentrant_within_a_process(tmp_path):
     with writer_lock(tmp_path), writer_lock(tmp_path / "." ), writer_lock(tmp_path):
         pass
