@@ -182,8 +182,9 @@ def _acquire(d: Path, lock_name: str, what: str, subject: Path) -> int:
                 time.sleep(0.01)
                 continue
             raise LockedError(
-                f"{subject}: this {what} is being written by {text or 'another process'}; wait for it to finish or stop "
-                "it (a lock of a process that has ended is taken over by itself)"
+                f"{subject}: this {what} is being written by {text or 'another process'}; wait "
+                "for it to finish or stop it (a lock of a process that has ended is taken over "
+                "by itself)"
             ) from None
         try:
             same = os.stat(path).st_ino == os.fstat(fd).st_ino

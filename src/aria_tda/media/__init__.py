@@ -5,7 +5,7 @@
   file, the feature store's metadata, the segment map); missing media named, never raised.
 - :mod:`aria_tda.media.clips` — :func:`load_clip` (the window, with context, cut from audio
   or rendered from MIDI), :func:`loudness_match` (ITU-R BS.1770 integrated loudness),
-  :func:`encode_clip` (Ogg/Opus or WAV bytes for a web page).
+  :func:`encode_clip` (Ogg/Vorbis, Ogg/Opus or WAV bytes for a web page).
 """
 
 from aria_tda.media.clips import (

@@ -362,7 +362,9 @@ def audio_panels_png(
     spans = [_span(c) for c in chords]
     hop = 512
     n_bins = int(min(84, 12 * math.floor(math.log2(sr / 2 / FMIN))))
-    with warnings.catch_warnings():
+    from aria_tda.features.audio.jit import in_process
+
+    with warnings.catch_warnings(), in_process():
         warnings.simplefilter("ignore", UserWarning)  # librosa on very short or quiet input
         c = np.abs(
             librosa.cqt(y, sr=sr, hop_length=hop, fmin=FMIN, n_bins=n_bins, bins_per_octave=12)

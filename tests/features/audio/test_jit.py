@@ -85,6 +85,76 @@ def test_a_probe_that_keeps_failing_warns_and_goes_on(tmp_path, monkeypatch, num
     assert not (jit.numba_cache_dir() / jit._STAMP).exists()
 
 
+_TRY_LOCK = """
+import fcntl, sys
+with open(sys.argv[1], "a+") as fh:
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        print("held")
+    else:
+        print("free")
+"""
+
+
+def _lock_state(cache: Path) -> str:
+    lock = cache.with_name(cache.name + ".lock")
+    return subprocess.run([sys.executable, "-c", _TRY_LOCK, str(lock)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def first_use(tmp_path, monkeypatch, numba_config):
+    """A process whose first in-process use is still to come, with a cache of its own that a
+    (stand-in) probe warms."""
+    monkeypatch.setenv("ARIA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.delenv(jit._PROBE, raising=False)
+    monkeypatch.setitem(jit._state, "ready", False)
+    probes = []
+
+    def probe(path):
+        probes.append(path)
+        (path / "kernel.nbc").write_bytes(b"compiled")
+        return 0, ""
+
+    monkeypatch.setattr(jit, "_probe", probe)
+    return jit.numba_cache_dir(), probes
+
+
+def test_the_first_in_process_use_compiles_under_the_cache_lock(first_use):
+    """Two processes compiling one kernel's signatures at once can cross their machine code in
+    the cache (a segfault for whoever loads it): the first use in a process holds the lock that
+    probes and other processes' first uses take, after a probe has warmed the cache."""
+    cache, probes = first_use
+    with jit.in_process():
+        assert len(probes) == 1  # the cache was warmed (and stamped) first
+        assert _lock_state(cache) == "held"
+        with jit.in_process():  # nested: no second lock (it would wait on itself)
+            assert _lock_state(cache) == "held"
+    assert _lock_state(cache) == "free" and jit._state["ready"]
+    with jit.in_process():  # later uses run freely
+        assert _lock_state(cache) == "free"
+    assert len(probes) == 1
+
+
+def test_a_failed_first_use_leaves_the_next_one_under_the_lock(first_use):
+    cache, _ = first_use
+    with pytest.raises(ValueError, match="bad clip"), jit.in_process():
+        raise ValueError("bad clip")
+    assert not jit._state["ready"]
+    with jit.in_process():
+        assert _lock_state(cache) == "held"
+
+
+def test_in_the_probe_itself_nothing_waits_on_the_parents_lock(first_use, monkeypatch):
+    cache, probes = first_use
+    monkeypatch.setenv(jit._PROBE, "1")
+    with jit._locked(cache), jit.in_process():  # the parent's lock, held: no deadlock
+        pass
+    assert probes == [] and not jit._state["ready"]
+
+
 # --------------------------------------------------------------------------- real cold starts
 
 needs_librosa = pytest.mark.skipif(

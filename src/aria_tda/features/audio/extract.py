@@ -20,6 +20,7 @@ import numpy as np
 from aria_tda._optional import require
 from aria_tda.errors import DataError
 from aria_tda.features.audio.chords import ChordSegment, cqt_chroma, decode_chords, root_motions
+from aria_tda.features.audio.jit import in_process
 from aria_tda.features.audio.params import (
     _BASS_HZ,
     _C2,
@@ -232,6 +233,13 @@ def _mean_std(x: np.ndarray) -> np.ndarray:
 
 
 def _analyze(
+    y: np.ndarray, p: AudioFeatureParams, timings: dict[str, float] | None
+) -> AudioAnalysis:
+    with in_process():  # this process's first analysis compiles under the JIT cache's lock
+        return _analyze_now(y, p, timings)
+
+
+def _analyze_now(
     y: np.ndarray, p: AudioFeatureParams, timings: dict[str, float] | None
 ) -> AudioAnalysis:
     clock = _Clock(timings)

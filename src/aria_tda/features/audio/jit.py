@@ -14,7 +14,13 @@ corrupt, and every later process then crashes (segfault) when it loads them. ARI
    any extraction worker starts (:func:`prepare_workers`), so that concurrent ARIA processes
    never compile at the same time and workers only ever read the cache;
 3. treats a probe that crashes or raises as a corrupt cache: the directory is wiped and the
-   kernels recompiled (once), with a warning, instead of a crash that never goes away.
+   kernels recompiled (once), with a warning, instead of a crash that never goes away;
+4. runs the first use of the kernels *in* a process (the listening room's pictures and
+   evidence, an extraction on one core, a worker's first file) under the same lock, after the
+   same probe (:func:`in_process`): a kernel the probe did not compile (another dtype's) is
+   then compiled by one process at a time. Two processes compiling different signatures of
+   one kernel at once can each write their machine code under the other's index entry; a
+   process that loads such an entry crashes.
 
 A stamp file in the cache directory (``aria-warm.json``) records the cache files after a
 successful warm-up; while they are unchanged later runs skip the probe (no cost), and any
@@ -30,6 +36,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -37,12 +44,14 @@ from typing import Any
 
 from aria_tda.errors import AriaWarning
 
-__all__ = ["configure_numba_cache", "numba_cache_dir", "prepare_workers"]
+__all__ = ["configure_numba_cache", "in_process", "numba_cache_dir", "prepare_workers"]
 
 #: environment variable remembering the NUMBA_CACHE_DIR that ARIA (not the user) set
 _MARK = "_ARIA_NUMBA_CACHE_DIR"
 _STAMP = "aria-warm.json"
 _NOT_APPLICABLE = 3  # probe exit status: librosa is not installed, nothing to warm
+#: set in the probe's environment: its parent holds the lock (in_process must not wait on it)
+_PROBE = "_ARIA_NUMBA_PROBE"
 _PROBE_TIMEOUT = 900.0
 
 
@@ -112,7 +121,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _probe(path: Path) -> tuple[int, str]:
     """Warm the kernels in a child process; ``(exit status, last line of its stderr)``."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(path), **{_MARK: str(path)})
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(path), **{_MARK: str(path), _PROBE: "1"})
     try:
         proc = subprocess.run(
             [sys.executable, "-c", "from aria_tda.features.audio.jit import _warm; _warm()"],
@@ -206,6 +215,41 @@ def prepare_workers(params: Mapping[str, Any] | None = None, *, force: bool = Fa
                 return False
         stamp.write_text(json.dumps({"files": _listing(path)}))
         return True
+
+
+_here = threading.RLock()  # this process's first use: one thread at a time
+_state = {"ready": False, "depth": 0}
+
+
+@contextlib.contextmanager
+def in_process() -> Iterator[None]:
+    """Around a use of librosa's kernels in this process: the first use runs under the lock.
+
+    The first time in a process, the cache is made warm and loadable (:func:`prepare_workers`:
+    free while its stamp holds, else a probe that also recovers a corrupt cache) and the body
+    runs holding the cache's lock, so that whatever it compiles beyond the probe is compiled
+    by one process at a time. Once a body has finished, later uses run freely. Re-entrant; a
+    no-op in the probe itself.
+
+    Yields
+    ------
+    None
+    """
+    if _state["ready"] or os.environ.get(_PROBE):
+        yield
+        return
+    with _here:
+        if _state["ready"] or _state["depth"]:  # ready meanwhile, or nested in the first use
+            yield
+            return
+        prepare_workers()
+        _state["depth"] += 1
+        try:
+            with _locked(configure_numba_cache()):
+                yield
+        finally:
+            _state["depth"] -= 1
+        _state["ready"] = True
 
 
 def _warm() -> None:  # pragma: no cover - runs in the probe process
