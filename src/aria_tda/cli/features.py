@@ -258,23 +258,23 @@ def _checked_options(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     params = dict(args.param)
     if args.features_command != "symbolic":
         return params, None
-    positive = {"min_value": 0.0, "min_inclusive": False}
     if args.fps is not None:
-        check_float("--fps", args.fps, **positive)
+        check_float("--fps", args.fps, min_value=0.0, min_inclusive=False)
     for key in ("form", "fps", "boundary"):
         value = getattr(args, key)
         if value is not None:
             params[key] = value
     if args.segment_seconds is not None:
-        check_float("--segment-seconds", args.segment_seconds, **positive)
+        check_float("--segment-seconds", args.segment_seconds, min_value=0.0,
+                    min_inclusive=False)
         if args.hop is not None:
-            check_float("--hop", args.hop, **positive)
+            check_float("--hop", args.hop, min_value=0.0, min_inclusive=False)
         return params, {"seconds": args.segment_seconds, "hop": args.hop}
     if args.segment_notes is not None:
         check_int("--segment-notes", args.segment_notes, min_value=1)
         if args.hop is None:
             return params, {"n_notes": args.segment_notes, "hop": None}
-        check_float("--hop", args.hop, **positive)
+        check_float("--hop", args.hop, min_value=0.0, min_inclusive=False)
         if int(args.hop) != args.hop:
             raise ParameterError(
                 expected("--hop", "a whole number of notes with --segment-notes", args.hop)

@@ -139,8 +139,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote LaTeX and CSV tables to {out.exports}")
     if out.missing:
         print("missing from the results folder (the report says so):")
-        for m in out.missing:
-            print(f"  - {m}")
+        for what in out.missing:
+            print(f"  - {what}")
     return 0
 
 

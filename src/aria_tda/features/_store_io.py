@@ -413,6 +413,7 @@ def _read_ids(path: Path, man: Mapping[str, Any]) -> list[str]:
         except (OSError, pa.ArrowInvalid, KeyError) as exc:
             raise _unreadable(path, f, exc) from None
         _check_part(path, f, man, table)
+        assert table is not None  # _check_part raised for a missing part
         ids.extend(table.column("track_id").to_pylist())
     return ids
 

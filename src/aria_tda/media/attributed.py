@@ -110,6 +110,8 @@ class SegmentPicker:
         want = sorted({int(q) for q in queries} - set(self._columns))
         if not self.active or not want:
             return
+        # active: __init__ found a segment map (``problem`` is never reset to None)
+        assert self._segments is not None
         from aria_tda.scores.aggregation import read_segment_table, table_rows
         from aria_tda.scores.readers import as_source
 

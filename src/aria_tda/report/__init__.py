@@ -40,6 +40,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from aria_tda._checks import check_int, check_writable_path
 from aria_tda._io import atomic_path, sweep_leftovers, write_text
@@ -333,13 +334,14 @@ def write_report(
     """
     top_n = check_int("top_n", top_n, min_value=1)
     pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
-    media_opts = {"media": bool(media),
-                  "media_queries": check_int("media_queries", media_queries, min_value=0),
-                  "media_top": check_int("media_top", media_top, min_value=0),
-                  "media_max_items": check_int("media_max_items", media_max_items,
-                                               min_value=0),
-                  "media_progress": False if quiet else progress_enabled(progress),
-                  "media_log": None if quiet else (log if log is not None else _stderr_line)}
+    media_opts: _MediaOptions = {
+        "media": bool(media),
+        "media_queries": check_int("media_queries", media_queries, min_value=0),
+        "media_top": check_int("media_top", media_top, min_value=0),
+        "media_max_items": check_int("media_max_items", media_max_items, min_value=0),
+        "media_progress": False if quiet else progress_enabled(progress),
+        "media_log": None if quiet else (log if log is not None else _stderr_line),
+    }
     out_path = Path(results_dir) / REPORT_FILE if out is None else Path(out)
     results_path = Path(results_dir)
     if not (results_path / RESULTS_FILE).is_file() or (
@@ -355,6 +357,17 @@ def write_report(
         return _write_report(results_dir, out_path, latex=latex, k=k, top_n=top_n,
                              pairs_per_channel=pairs_per_channel, tables_dir=tables_dir,
                              plots=plots, **media_opts)
+
+
+class _MediaOptions(TypedDict):
+    """The media keywords that :func:`write_report` passes on to :func:`_write_report`."""
+
+    media: bool
+    media_queries: int
+    media_top: int
+    media_max_items: int
+    media_progress: bool
+    media_log: Callable[[str], None] | None
 
 
 def _write_report(

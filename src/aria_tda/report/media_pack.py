@@ -344,9 +344,9 @@ def build_query_media(
     QueryMedia
     """
     problems: list[str] = []
-    opts = {"context": context, "max_seconds": max_seconds, "sr": sr, "soundfont": soundfont}
     qv = ClipView(str(query_id), "query")
-    _load(index.query(str(query_id)), qv, **opts)
+    _load(index.query(str(query_id)), qv, context=context, max_seconds=max_seconds, sr=sr,
+          soundfont=soundfont)
     items: list[ClipView] = []
     for tid in item_ids:
         tid = str(tid)
@@ -356,7 +356,8 @@ def build_query_media(
             items.append(cache[key])
             continue
         v = ClipView(tid, "train", segment=None if ref is None else key)
-        _load(index.train(tid) if ref is None else ref, v, **opts)
+        _load(index.train(tid) if ref is None else ref, v, context=context,
+              max_seconds=max_seconds, sr=sr, soundfont=soundfont)
         items.append(v)
         if cache is not None:
             cache[key] = v

@@ -36,7 +36,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    from _typeshed import ConvertibleToFloat
 
 __all__ = [
     "SIG_Z",
@@ -97,7 +100,9 @@ UNITS: dict[str, str] = {
 }
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[ConvertibleToFloat]:
+    # True only for a value that float() accepts (not None), so the guard narrows ``x`` for the
+    # float(x) calls that follow it
     try:
         return x is not None and math.isfinite(float(x))
     except (TypeError, ValueError):
