@@ -124,7 +124,7 @@ def _probe(path: Path) -> tuple[int, str]:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(path), **{_MARK: str(path), _PROBE: "1"})
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", "from aria_tda.features.audio.jit import _warm; _warm()"],
+            [sys.executable, "-c", "from aria_tda.features.audio._jit_probe import warm; warm()"],
             env=env,
             capture_output=True,
             text=True,
@@ -250,21 +250,3 @@ def in_process() -> Iterator[None]:
         finally:
             _state["depth"] -= 1
         _state["ready"] = True
-
-
-def _warm() -> None:  # pragma: no cover - runs in the probe process
-    """Probe body: extract a 3 s synthetic clip (compiles/loads every kernel)."""
-    import numpy as np
-
-    from aria_tda.errors import MissingDependencyError
-
-    try:
-        from aria_tda.features.audio.extract import extract_audio
-
-        sr = 48000
-        t = np.arange(3 * sr) / sr
-        pulse = (np.sin(2 * np.pi * 2.0 * t) > 0.9).astype(np.float64)
-        y = 0.2 * np.sin(2 * np.pi * 220.0 * t) + 0.2 * np.sin(2 * np.pi * 330.0 * t) + 0.3 * pulse
-        extract_audio(y.astype(np.float32), sr)
-    except MissingDependencyError:
-        sys.exit(_NOT_APPLICABLE)
