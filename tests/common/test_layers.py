@@ -83,7 +83,8 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
          "aria_tda.media.draw", "aria_tda.media.aspects", "aria_tda.media.kernels",
          "aria_tda.media._svg", "aria_tda.media._evidence", "aria_tda.media._harmony",
          # where the music lies and clips of it to hear (issue 27)
-         "aria_tda.media", "aria_tda.media.sources", "aria_tda.media.clips")),
+         "aria_tda.media", "aria_tda.media.sources", "aria_tda.media.clips",
+         "aria_tda.media.cache")),
     (5, ("aria_tda.study",)),
     (6, ("aria_tda.attribution", "aria_tda.embed")),
     (8, ("aria_tda.cli", "aria_tda.__main__", "aria_tda")),

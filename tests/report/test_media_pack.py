@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pandas as pd
+import pytest
 
 from aria_tda.report.media_pack import select_media_items
 
@@ -36,3 +37,51 @@ def test_the_cap_keeps_the_first_settings_best_items_across_queries():
     # original scores first, setting A before B, best ranks first, queries in turn
     assert out["0"] == ["Ao0-0", "Ao0-1", "Bo0-0"] and out["1"] == ["Ao1-0", "Ao1-1"]
     assert select_media_items(_data(), [0], top=2, max_items=0) == {"0": []}
+
+
+@pytest.mark.slow
+def test_a_rebuilt_report_reuses_its_clips_and_rebuilds_what_changed(tmp_path, monkeypatch):
+    """The second build of the same results loads and renders no clip (the disk cache) and
+    writes the same bytes; a training file whose content changed is built again, alone."""
+    import soundfile as sf
+
+    from aria_tda.report import media_pack
+    from aria_tda.report.load import load_results
+
+    from ._listening import make_user_study
+
+    monkeypatch.setenv("ARIA_CACHE_DIR", str(tmp_path / "cache"))
+    res = make_user_study(tmp_path / "study")
+    loads: list[str] = []
+    real_load = media_pack._load
+
+    def counting_load(ref, view, **kw):
+        if not ref.missing:  # a missing file is looked for again each time (not cached)
+            loads.append(str(ref.path))
+        return real_load(ref, view, **kw)
+
+    monkeypatch.setattr(media_pack, "_load", counting_load)
+
+    def build(name):  # the same folder each time, as a rebuilt report replaces it
+        folder = tmp_path / "report_media"
+        manifest, _ = media_pack.write_report_media(load_results(res), folder, queries=6,
+                                                    top=3)
+        files = {p.relative_to(folder).as_posix(): p.read_bytes()
+                 for p in folder.rglob("*") if p.is_file()}
+        return manifest, files
+
+    m1, first = build("m1")
+    n_first = len(loads)
+    assert n_first > 6 and any(n.endswith(".ogg") for n in first)
+    assert any(n.endswith(".png") for n in first) and any(n.endswith(".svg") for n in first)
+    m2, second = build("m2")
+    assert len(loads) == n_first  # nothing loaded, rendered or encoded again
+    assert second == first and m2 == m1
+    wav = tmp_path / "study" / "media" / "train_001.wav"
+    y, sr = sf.read(wav)
+    sf.write(wav, 0.5 * y[::-1], sr)  # other music in the same file
+    _, third = build("m3")
+    rebuilt = loads[n_first:]
+    assert rebuilt and set(rebuilt) == {str(wav)}
+    changed = {n for n in third if third[n] != first.get(n)}
+    assert changed == {n for n in first if n.startswith("t/t001_")}, changed  # track t001's

@@ -207,6 +207,43 @@ def _load(ref: Any, view: ClipView, *, context: float, max_seconds: float, sr: i
         view.missing = f"could not load {ref.path}: {one_line(exc)}"
 
 
+def _stem(v: ClipView) -> str:
+    """The asset name of a view's clip and picture, without the extension."""
+    return ("q/" if v.role == "query" else "t/") + slug(v.segment or v.item_id)
+
+
+def _reuse(ref: Any, view: ClipView, opts: Mapping[str, Any]) -> str | None:
+    """Fill ``view`` from the disk cache when its clip was built before; return its key
+    (``None``: not cacheable)."""
+    from aria_tda.media import cache as media_cache
+
+    key = media_cache.clip_key(ref, **opts)
+    hit = media_cache.load(key)
+    if hit is None or hit.kind != getattr(ref, "kind", None):
+        return key
+    view.kind, view.source = hit.kind, _describe_source(ref)
+    stem = _stem(view)
+    view.audio = Asset(stem + ".ogg", _MIMES["ogg"], hit.audio)
+    if hit.picture is not None:
+        view.picture = Asset(stem + ".png", _MIMES["png"], hit.picture)
+    view.duration, view.window = hit.duration, hit.window
+    view.clip = _NotesOnly(hit.notes)  # the piano rolls draw its notes
+    return key
+
+
+def _keep(key: str, v: ClipView, *, pictures: bool) -> None:
+    """Put a clip built here into the disk cache (not a failed one: it is tried again)."""
+    from aria_tda.media import cache as media_cache
+
+    if v.audio is None or v.missing is not None or v.kind is None:
+        return
+    if pictures and v.kind == "audio" and v.picture is None:
+        return  # its picture failed: draw it again next time
+    media_cache.store(key, media_cache.CachedClip(
+        v.kind, v.audio.data, None if v.picture is None else v.picture.data, v.duration,
+        v.window, getattr(v.clip, "notes", None) if v.kind == "midi" else None))
+
+
 def _encode(views: Sequence[ClipView], *, bitrate_kbps: int, pictures: bool,
             problems: list[str]) -> None:
     """Loudness-match the loaded clips together, encode them, draw the audio panels."""
@@ -225,7 +262,7 @@ def _encode(views: Sequence[ClipView], *, bitrate_kbps: int, pictures: bool,
         v.clip = c
         v.duration = float(len(c.samples)) / float(c.sr)
         v.window = (float(c.window[0]), float(c.window[1]))
-        stem = ("q/" if v.role == "query" else "t/") + slug(v.segment or v.item_id)
+        stem = _stem(v)
         try:
             v.audio = Asset(stem + ".ogg", _MIMES["ogg"], encode_clip(c, bitrate_kbps=bitrate_kbps))
         except Exception as exc:
@@ -344,9 +381,22 @@ def build_query_media(
     QueryMedia
     """
     problems: list[str] = []
+    # built clips are kept on disk (aria_tda.media.cache) and reused by the next build; the
+    # drawn evidence needs the samples themselves, so a build with channels loads every clip
+    opts = {"context": context, "max_seconds": max_seconds, "sr": sr, "soundfont": soundfont,
+            "bitrate_kbps": bitrate_kbps, "pictures": pictures}
+    built: dict[int, str] = {}  # id(view) -> disk cache key of a clip built here
+
+    def load(ref: Any, view: ClipView) -> None:
+        key = None if channels else _reuse(ref, view, opts)
+        if view.audio is None:
+            _load(ref, view, context=context, max_seconds=max_seconds, sr=sr,
+                  soundfont=soundfont)
+            if key is not None:
+                built[id(view)] = key
+
     qv = ClipView(str(query_id), "query")
-    _load(index.query(str(query_id)), qv, context=context, max_seconds=max_seconds, sr=sr,
-          soundfont=soundfont)
+    load(index.query(str(query_id)), qv)
     items: list[ClipView] = []
     for tid in item_ids:
         tid = str(tid)
@@ -356,12 +406,14 @@ def build_query_media(
             items.append(cache[key])
             continue
         v = ClipView(tid, "train", segment=None if ref is None else key)
-        _load(index.train(tid) if ref is None else ref, v, context=context,
-              max_seconds=max_seconds, sr=sr, soundfont=soundfont)
+        load(index.train(tid) if ref is None else ref, v)
         items.append(v)
         if cache is not None:
             cache[key] = v
     _encode([qv, *items], bitrate_kbps=bitrate_kbps, pictures=pictures, problems=problems)
+    for v in (qv, *items):
+        if id(v) in built:
+            _keep(built[id(v)], v, pictures=pictures)
     qm = QueryMedia(qv, items, problems=problems)
     for v in items:
         if pictures and qv.kind == "midi" and v.kind == "midi":
@@ -588,6 +640,9 @@ def write_report_media(
                        time.perf_counter() - t0)
     # no build time here: the page embeds the manifest and must not change between builds
     manifest["stats"] = {"files": n_files, "bytes": n_bytes}
+    from aria_tda.media.cache import prune
+
+    prune()  # the clips kept for the next build stay within their size
     say.end(summary_line(stats))
     return manifest, stats
 
