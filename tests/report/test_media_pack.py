@@ -85,3 +85,18 @@ def test_a_rebuilt_report_reuses_its_clips_and_rebuilds_what_changed(tmp_path, m
     assert rebuilt and set(rebuilt) == {str(wav)}
     changed = {n for n in third if third[n] != first.get(n)}
     assert changed == {n for n in first if n.startswith("t/t001_")}, changed  # track t001's
+
+
+def test_with_a_segment_map_each_query_s_segment_counts_toward_the_cap():
+    """A segment-level setting plays each query's own best segment of a track: the cap counts
+    those clips, not distinct tracks (the audio demo's 15 settings made 499 clips of 120)."""
+    rows = [{"setting": "S", "variant": "original", "query": q, "rank": r, "track_id": f"t{r}",
+             "score": 1.0 - r} for q in range(3) for r in range(3)]
+    topk = pd.DataFrame(rows)
+    data = SimpleNamespace(table=lambda name: topk if name == "topk" else None,
+                           settings=["S"], variants=["original"])
+    tracks = select_media_items(data, [0, 1, 2], top=3, max_items=4)
+    assert tracks == {"0": ["t0", "t1", "t2"], "1": ["t0", "t1", "t2"], "2": ["t0", "t1", "t2"]}
+    segments = select_media_items(data, [0, 1, 2], top=3, max_items=4, per_query={"S"})
+    # best ranks first, queries in turn: every query's best segment, then the next rank
+    assert segments == {"0": ["t0", "t1"], "1": ["t0"], "2": ["t0"]}

@@ -88,8 +88,8 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--media-max-items", type=int, default=120, metavar="N",
-        help="at most N training items with clips in all, the first settings' first "
-        "(default: 120)",
+        help="at most N training clips in all, the first settings' first; with a segment "
+        "map each query's segment of a track counts as one (default: 120)",
     )
     p.add_argument(
         "--quiet", action="store_true",

@@ -306,8 +306,9 @@ def write_report(
     media_top : int
         ... and their ``media_top`` best-ranked items in every setting (>= 0).
     media_max_items : int
-        At most this many training items in all (>= 0; the first settings' first), so that a
-        study with many settings keeps a bounded folder and build time.
+        At most this many training clips in all (>= 0; the first settings' first; with a
+        segment map, each query's segment of a track is a clip of its own), so that a study
+        with many settings keeps a bounded folder and build time.
     quiet : bool
         No progress lines and no bar while the media are built.
     progress : bool or None

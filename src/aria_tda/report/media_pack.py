@@ -29,7 +29,7 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -448,6 +448,7 @@ def select_media_items(
     data: Any, query_ids: Sequence[Any], *, top: int,
     first_setting: dict[tuple[str, str], str] | None = None,
     max_items: int | None = None,
+    per_query: Collection[str] = (),
 ) -> dict[str, list[str]]:
     """The training items whose media the report keeps, per query.
 
@@ -466,8 +467,13 @@ def select_media_items(
         Filled with (str(query), track id) -> the first setting that lists the track (whose
         best segment the report plays).
     max_items : int, optional
-        At most this many distinct tracks in all, taken in the order above across queries
-        (the original scores' best ranks of the first settings first); ``None``: no cap.
+        At most this many training clips in all, taken in the order above across queries
+        (the original scores' best ranks of the first settings first); ``None``: no cap. A
+        track listed by several queries is one clip, except where the setting that lists it
+        first for a query is in ``per_query``: each such (query, track) is a clip of its own.
+    per_query : collection of str
+        Settings with a segment map: a query plays its own best segment of each listed track
+        (:mod:`aria_tda.media.attributed`), so each (query, track) is a clip of its own.
 
     Returns
     -------
@@ -485,12 +491,15 @@ def select_media_items(
     sel = sel.assign(_v=sel["variant"].map(var_order).fillna(99),
                      _s=sel["setting"].map(set_order).fillna(999))
     sel = sel.sort_values(["_v", "_s", "rank"], kind="stable")
-    kept: set[str] = set()
+    kept: set[tuple[str, str]] = set()  # the clips: ("", track) or (query, track)
     for q, tid, st in zip(sel["query"], sel["track_id"], sel["setting"], strict=True):
         lst = out[str(q)]
-        if max_items is not None and str(tid) not in kept and len(kept) >= max_items:
+        if str(tid) in lst:
             continue
-        kept.add(str(tid))
+        clip = (str(q) if str(st) in per_query else "", str(tid))
+        if max_items is not None and clip not in kept and len(kept) >= max_items:
+            continue
+        kept.add(clip)
         if str(tid) not in lst:
             lst.append(str(tid))
             if first_setting is not None:
@@ -538,8 +547,9 @@ def write_report_media(
     top : int
         ... and their ``top`` best items in every setting.
     max_items : int, optional
-        At most this many distinct training items in all (original scores before residual,
-        settings in report order, best ranks first); ``None``: no cap.
+        At most this many training clips in all (original scores before residual, settings
+        in report order, best ranks first; with a segment map, each query's segment of a
+        track is a clip of its own: :func:`select_media_items`); ``None``: no cap.
     context, max_seconds, bitrate_kbps, soundfont
         As for :func:`build_query_media`.
     log : callable, optional
@@ -567,7 +577,10 @@ def write_report_media(
     prefix = folder.name
     ids = _query_order(data)[:max(int(queries), 0)]
     first: dict[tuple[str, str], str] = {}
-    chosen = select_media_items(data, ids, top=top, first_setting=first, max_items=max_items)
+    segmented = {str(r.get("name")) for r in data.meta.get("settings") or []
+                 if isinstance(r, Mapping) and r.get("segments")}
+    chosen = select_media_items(data, ids, top=top, first_setting=first, max_items=max_items,
+                                per_query=segmented)
     manifest: dict[str, Any] = {"folder": prefix, "queries": {}, "tracks": {},
                                 "limits": {"queries": int(queries), "top": int(top)}}
     if not ids:
