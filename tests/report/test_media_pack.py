@@ -100,3 +100,15 @@ def test_with_a_segment_map_each_query_s_segment_counts_toward_the_cap():
     segments = select_media_items(data, [0, 1, 2], top=3, max_items=4, per_query={"S"})
     # best ranks first, queries in turn: every query's best segment, then the next rank
     assert segments == {"0": ["t0", "t1"], "1": ["t0"], "2": ["t0"]}
+
+
+def test_captions_name_the_file_without_dot_dot_parts(tmp_path):
+    from aria_tda.report.media_pack import _tidy
+
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "features").mkdir()
+    wav = tmp_path / "corpus" / "a.wav"
+    wav.write_bytes(b"RIFF")
+    assert _tidy(tmp_path / "features" / ".." / "corpus" / "a.wav") == str(wav)
+    gone = tmp_path / "features" / ".." / "gone.wav"  # not there: shown as named
+    assert _tidy(gone) == str(gone)

@@ -181,6 +181,7 @@ def _describe_source(ref: Any) -> str:
     path = getattr(ref, "path", None)
     if path is None:
         return ""
+    path = _tidy(path)
     start, end = getattr(ref, "start", None), getattr(ref, "end", None)
     unit = getattr(ref, "unit", "s")
     if start is None and end is None:
@@ -188,6 +189,15 @@ def _describe_source(ref: Any) -> str:
     a = "start" if start is None else f"{start:g}"
     b = "end" if end is None else f"{end:g}"
     return f"{path} [{a}\u2013{b} {'s' if unit == 's' else unit}]"
+
+
+def _tidy(path: Any) -> str:
+    """``path`` without ``..`` and ``.`` parts, for the caption, when that is the same file."""
+    text = os.path.normpath(str(path))
+    try:
+        return text if text == str(path) or os.path.samefile(text, path) else str(path)
+    except OSError:
+        return str(path)
 
 
 def _load(ref: Any, view: ClipView, *, context: float, max_seconds: float, sr: int,
