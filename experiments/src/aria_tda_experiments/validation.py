@@ -222,6 +222,10 @@ def compare_methods(
     )
 
 
+#: Diagnostics are compared at this many decimals: closer values are ties (rank by noise).
+TIE_DECIMALS = 12
+
+
 def agreement_table(
     lds: Mapping[str, float],
     diagnostics: Mapping[str, Mapping[str, float]],
@@ -250,7 +254,9 @@ def agreement_table(
     names : sequence of str
         The diagnostics to rank (default :data:`DIAGNOSTICS`; any key of ``diagnostics``,
         lower = more reliable, e.g. the verdict's ``topk_excess``). Intervals need
-        ``comparison`` replicates of the diagnostic.
+        ``comparison`` replicates of the diagnostic. Values are compared at
+        :data:`TIE_DECIMALS` decimals: a diagnostic that is the same for every method to
+        rounding (``p`` of column-centred matrices) gets NaN, not a ranking of noise.
 
     Returns
     -------
@@ -271,7 +277,10 @@ def agreement_table(
         y = np.array([lds[m] for m in methods], dtype=np.float64)
         idx = comparison.index(methods) if comparison is not None else None
         for d in names:
-            x = -np.array([diagnostics[m][d] for m in methods], dtype=np.float64)
+            # values that differ only in rounding are ties (every diagnostic lies in [-1, 1]):
+            # a column-centred matrix has p = 0 to ~1e-33, whose order is noise
+            x = -np.round(np.array([diagnostics[m][d] for m in methods], dtype=np.float64),
+                          TIE_DECIMALS)
             row: dict[str, Any] = {"diagnostic": d}
             n_boot = 0
             for stat in ("spearman", "kendall"):

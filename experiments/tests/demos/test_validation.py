@@ -98,3 +98,15 @@ def test_paired_contrast_reads_either_order_and_names_a_missing_pair():
     assert r1["diff"] == 0.2 and (r1["lo"], r1["hi"]) == (-0.1, 0.3) and not r1["separated"]
     with pytest.raises(DataError, match="TracIn"):
         paired_contrast(paired, "TracIn", "TRAK")
+
+
+def test_a_diagnostic_equal_to_rounding_for_every_method_is_not_ranked():
+    """p of column-centred matrices is 0 to ~1e-33 for every method: its order is noise, so
+    no agreement is reported for it (the planted audio study once ranked such values)."""
+    lds = {"A": 0.3, "B": 0.2, "C": 0.1, "D": 0.05}
+    diag = {m: {"r1": r, "r2_5": 0.2, "kappa": r / 2, "p": noise}
+            for (m, r), noise in zip({"A": 0.1, "B": 0.2, "C": 0.3, "D": 0.4}.items(),
+                                     (1.4e-33, 2.2e-33, 1.7e-33, 1.5e-33), strict=True)}
+    t = agreement_table(lds, diag).set_index("diagnostic")
+    assert math.isnan(t.loc["p", "spearman"]) and math.isnan(t.loc["p", "kendall"])
+    assert t.loc["r1", "spearman"] == pytest.approx(1.0)

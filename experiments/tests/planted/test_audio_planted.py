@@ -355,6 +355,22 @@ def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path):
         assert src.to_numpy().shape == (n, t)
         assert [str(x) for x in src.row_ids] == [str(x) for x in data.track_ids]
         assert np.isfinite(src.to_numpy()).all()
+    # the raw segment matrices the study diagnoses aggregate (z-score, track mean) to exactly
+    # the track matrices that are scored
+    import pandas as pd
+
+    from aria_tda.scores import aggregate
+
+    assert set(data.segment_scores) == set(data.scores)
+    seg_map = pd.read_csv(data.segment_map, dtype={"track_id": str})
+    assert list(seg_map["segment"]) == list(range(len(seg_map)))
+    assert (seg_map["start"] < seg_map["end"]).all()
+    for m, seg in data.segment_scores.items():
+        again = aggregate(seg, segments=seg_map["track_id"].to_numpy(),
+                          tracks=[str(x) for x in data.track_ids], normalize="zscore",
+                          out=tmp_path / f"again-{m}.npy")
+        np.testing.assert_array_equal(again.to_numpy(),
+                                      open_scores(data.scores[m]).to_numpy())
     from aria_tda.features.store import FeatureStore
 
     assert list(FeatureStore.open(data.feature_store).track_ids) == list(data.track_ids)

@@ -141,3 +141,27 @@ def test_tiny_symbolic_run_end_to_end(tmp_path):
     again = run_planted_demo(tmp_path / "run", modality="symbolic", sizes="tiny", quiet=True,
                              progress=False, report=False)
     pd.testing.assert_frame_equal(read_table(again, "planted_aspects"), df)
+
+
+def test_a_method_scoring_segments_is_studied_on_its_raw_segment_matrix(tmp_path):
+    """The study diagnoses what the method produced (segment scores, raw), and aggregates it
+    with the map to the track matrix that is scored; a track-level method stays as it is."""
+    from pathlib import Path
+
+    from aria_tda.study.config import SettingSpec
+    from aria_tda_experiments.planted.data import PlantedData
+    from aria_tda_experiments.planted.demo import _setting
+
+    data = PlantedData(
+        modality="audio", aspects=("rhythm",), scores={"TRAK": Path("t/TRAK.npy"),
+                                                       "clap": Path("t/clap.npy")},
+        methods={"TRAK": "TRAK", "clap": "embedding"}, feature_store=tmp_path,
+        track_ids=np.array(["a"]), marked={"rhythm": np.array([0])}, queries=pd.DataFrame(),
+        learned=pd.DataFrame(), counterfactual=pd.DataFrame(),
+        segment_scores={"TRAK": Path("s/TRAK.npy")}, segment_map=Path("map.csv"))
+    seg = _setting(data, "TRAK", data.scores["TRAK"], SettingSpec)
+    assert (seg.scores, seg.segments, seg.normalize) == (Path("s/TRAK.npy"), Path("map.csv"),
+                                                         "zscore")
+    track = _setting(data, "clap", data.scores["clap"], SettingSpec)
+    assert (track.scores, track.segments, track.normalize) == (Path("t/clap.npy"), None, "none")
+    assert track.method == "embedding"

@@ -210,6 +210,15 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
                                   progress)
     marked = {a: np.flatnonzero(train.set_index("item_id").loc[track_ids, "plant"].to_numpy()
                                 == a) for a in AUDIO_ASPECTS}
+    # the segment matrices the track matrices aggregate, with their map (and windows, which
+    # the listening room plays): the study diagnoses the raw scores
+    from aria_tda._io import write_text
+
+    seg = models.data.segment_table()
+    segment_map = root / "audio-segments.csv"
+    write_text(segment_map, pd.DataFrame({
+        "segment": seg["row"], "track_id": seg["track_id"], "segment_id": seg["segment_id"],
+        "start": seg["start_s"], "end": seg["end_s"]}).to_csv(index=False))
     return PlantedData(
         modality="audio", aspects=AUDIO_ASPECTS, scores=scores,
         methods={s: s for s in scores}, feature_store=store, track_ids=np.asarray(track_ids),
@@ -219,6 +228,9 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
               "n_heldout_items": len(held), "n_queries": len(queries),
               "marked_share": {a: round(len(v) / len(train), 4) for a, v in marked.items()},
               "seeds": list(range(seed, seed + p.n_seeds))},
+        segment_scores={m: Path(path).parent.parent / "segments" / f"{m}.npy"
+                        for m, path in scores.items()},
+        segment_map=segment_map,
     )
 
 

@@ -73,6 +73,14 @@ class PlantedData:
         Wall seconds per stage.
     info : dict
         Sizes and settings to record in ``results.json``.
+    segment_scores : dict of str to Path
+        Setting name -> the raw segment-level matrix that ``scores`` aggregates (z-scored
+        per query, averaged per track), where the method scores segments: the study reads
+        these with ``segment_map``, so that the diagnostics see the raw scores, as the method
+        prescribes (a column-centred track matrix has ``p`` = 0 to rounding, whatever the
+        method did).
+    segment_map : Path or None
+        The segment → track map of ``segment_scores`` (``segment, track_id, start, end``).
     """
 
     modality: str
@@ -87,3 +95,5 @@ class PlantedData:
     counterfactual: pd.DataFrame
     stage_seconds: dict[str, float] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    segment_scores: dict[str, Path] = field(default_factory=dict)
+    segment_map: Path | None = None

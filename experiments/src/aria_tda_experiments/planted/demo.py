@@ -61,9 +61,7 @@ def _study(data: Any, results: Path, root: Path, *, B: int, n_boot: int, seed: i
     spec = validate_study(StudySpec(
         path=None, name=f"ARIA planted aspects: {data.modality}", modality=data.modality,
         feature_store=data.feature_store, output=results,
-        settings=(*(SettingSpec(name=s, method=data.methods.get(s, s), stage="-",
-                                scores=path, normalize="none")
-                    for s, path in data.scores.items()),
+        settings=(*(_setting(data, s, path, SettingSpec) for s, path in data.scores.items()),
                   SettingSpec(name=ORACLE, method=ORACLE, stage="-", scores=oracle,
                               normalize="none")),
         K=tuple(study_ks(len(data.track_ids), k)), K_report=k, B=B, seed=seed,
@@ -75,6 +73,18 @@ def _study(data: Any, results: Path, root: Path, *, B: int, n_boot: int, seed: i
     run_study(spec, report=False, progress=progress, quiet=quiet,
               command="aria-tda demo planted")
     return oracle
+
+
+def _setting(data: Any, name: str, path: Path, spec: Any) -> Any:
+    """A method's setting: its raw segment matrix with the segment map where it has one (the
+    study z-scores and averages it to the same track matrix ``path`` holds, and diagnoses the
+    raw scores), else its track matrix as it is."""
+    seg = data.segment_scores.get(name)
+    if seg is not None and data.segment_map is not None:
+        return spec(name=name, method=data.methods.get(name, name), stage="-", scores=seg,
+                    segments=data.segment_map, normalize="zscore")
+    return spec(name=name, method=data.methods.get(name, name), stage="-", scores=path,
+                normalize="none")
 
 
 def write_oracle(data: Any, path: Path, *, seed: int) -> Path:
