@@ -165,3 +165,25 @@ def test_a_method_scoring_segments_is_studied_on_its_raw_segment_matrix(tmp_path
     track = _setting(data, "clap", data.scores["clap"], SettingSpec)
     assert (track.scores, track.segments, track.normalize) == (Path("t/clap.npy"), None, "none")
     assert track.method == "embedding"
+
+
+def test_a_run_of_one_modality_keeps_the_other_modality_s_rows(tmp_path):
+    """``--modality audio`` after a run of both: the combined ``planted_*`` tables keep the
+    symbolic rows the first run left in ``results/symbolic`` (symbolic first)."""
+    from aria_tda.results import TABLES, write_table
+    from aria_tda_experiments.planted.demo import combined_tables
+
+    def table(modality, aspects):
+        cols = {c: 0 for c in TABLES["planted_aspects"].columns}
+        return pd.DataFrame({**cols, "modality": modality, "aspect": aspects})
+
+    sym = table("symbolic", ["melody", "control"])
+    write_table(tmp_path / "symbolic", "planted_aspects", sym)
+    write_table(tmp_path / "audio", "planted_aspects", table("audio", ["old"]))
+    new_audio = table("audio", ["rhythm", "control"])
+    out = combined_tables(tmp_path, {"planted_aspects": {"audio": new_audio},
+                                     "planted_effects": {"audio": new_audio}})
+    assert out["planted_aspects"]["aspect"].tolist() == ["melody", "control", "rhythm",
+                                                         "control"]
+    # a table the earlier run did not leave: this run's rows alone
+    assert out["planted_effects"]["aspect"].tolist() == ["rhythm", "control"]

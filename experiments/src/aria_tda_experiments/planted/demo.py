@@ -14,6 +14,7 @@ and the other ``planted_*.csv``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import platform
@@ -28,7 +29,7 @@ from aria_tda._checks import check_choice, check_int
 from aria_tda._io import write_text
 from aria_tda.errors import ParameterError
 
-__all__ = ["MODALITIES", "ORACLE", "run_planted_demo", "write_oracle"]
+__all__ = ["MODALITIES", "ORACLE", "combined_tables", "run_planted_demo", "write_oracle"]
 
 MODALITIES = ("symbolic", "audio")
 #: The setting whose scores rank each plant query's marked set first (ARIA's reading of the
@@ -116,6 +117,42 @@ def write_oracle(data: Any, path: Path, *, seed: int) -> Path:
                             overwrite=True))
 
 
+def combined_tables(top: Path, fresh: dict[str, dict[str, pd.DataFrame]]
+                    ) -> dict[str, pd.DataFrame]:
+    """The tables of ``top`` (``OUT/results``): each planted table over every modality.
+
+    Parameters
+    ----------
+    top : Path
+        The demo's results folder, holding one study folder per modality.
+    fresh : dict
+        Table name -> modality -> this run's table.
+
+    Returns
+    -------
+    dict
+        Table name -> the rows of every modality, symbolic first: this run's, and those a
+        run of another modality left in ``top/<modality>`` (``--modality audio`` after a
+        run of both keeps the symbolic rows). An unreadable earlier table is left out.
+    """
+    from aria_tda.errors import AriaError
+    from aria_tda.results import read_table
+
+    out = {}
+    for t, by_run in fresh.items():
+        by_mod = dict(by_run)
+        for mod in MODALITIES:
+            if mod not in by_run and (top / mod).is_dir():
+                with contextlib.suppress(AriaError, OSError, ValueError):
+                    earlier = read_table(top / mod, t)
+                    if earlier is not None:
+                        by_mod[mod] = earlier
+        kept = [by_mod[m] for m in MODALITIES if m in by_mod and len(by_mod[m])]
+        if kept:
+            out[t] = pd.concat(kept, ignore_index=True)
+    return out
+
+
 def _summary(df: pd.DataFrame) -> str:
     lines = [f"{'modality':<9}{'setting':<11}{'aspect':<9}{'recall@k':>9} {'[95% CI]':<16}"
              f"{'chance':>7}{'AP':>7}{'learned':>8}{'cf effect':>10}  leading channel (z̄)"]
@@ -196,7 +233,7 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
     t0 = time.perf_counter()
     _log(f"sizes {name!r}, seed {seed}, {n_threads} thread(s), modalities {', '.join(which)}, "
          f"folder {root}", quiet)
-    combined: dict[str, list[pd.DataFrame]] = {t: [] for t in PLANTED_TABLES}
+    combined: dict[str, dict[str, pd.DataFrame]] = {t: {} for t in PLANTED_TABLES}
     for mod in which:
         kw = {"quick": name == "quick", "seed": seed, "threads": n_threads,
               "progress": progress, "quiet": quiet}
@@ -224,7 +261,7 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
         tables = score_planted(scored, results, n_boot=n_boot, seed=seed)
         for t, df in tables.items():
             write_table(results, t, df)
-            combined[t].append(df)
+            combined[t][mod] = df
         runner.timings[f"{mod}-aria"] = round(time.perf_counter() - t1, 2)
         meta = read_results_meta(results)
         meta = {k: v for k, v in meta.items() if k not in {"kind", "aria_version", "created"}}
@@ -247,10 +284,8 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
             written = write_report(results, quiet=quiet, log=lambda m: _log(m, quiet))
             _log(f"{mod} report: {written.html}", quiet)
     top = root / "results"
-    for t, parts in combined.items():
-        parts = [p for p in parts if len(p)]
-        if parts:
-            write_table(top, t, pd.concat(parts, ignore_index=True))
+    for t, df in combined_tables(top, combined).items():
+        write_table(top, t, df)
     runner.timings["total"] = round(time.perf_counter() - t0, 2)
     write_text(top / "stage_seconds.csv",
                pd.DataFrame([{"stage": k, "seconds": v} for k, v in runner.timings.items()]
@@ -258,7 +293,7 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
     if not quiet:
         print("\nPlanted ground truth per aspect (k = marked-set size; ✓/✗: ARIA's leading "
               "channel is / is not the planted aspect):")
-        print(_summary(pd.concat(combined["planted_aspects"], ignore_index=True)))
+        print(_summary(pd.concat(combined["planted_aspects"].values(), ignore_index=True)))
         print("\nStage wall times (s): " + ", ".join(f"{k} {v:.1f}"
                                                      for k, v in runner.timings.items()))
         print(f"Results: {top}")
