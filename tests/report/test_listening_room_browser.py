@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+#: How long a wait for the page or a player may take: generous, as a loaded CI machine starts
+#: Chromium's audio and decodes slowly (a passing test never waits this long).
+WAIT_MS = 30_000
 CHROMIUM = Path("/usr/bin/chromium")  # as in test_html (imported there only with playwright)
 try:
     from playwright import sync_api
@@ -108,13 +111,13 @@ def _audio_state(pg, selector="audio"):
 def _wait_metadata(pg, selector="audio"):
     pg.wait_for_function(
         f"() => Array.from(document.querySelectorAll('{selector}')).every("
-        "e => e.readyState >= 1 || e.error)", timeout=20000)
+        "e => e.readyState >= 1 || e.error)", timeout=WAIT_MS)
 
 
 def _images(pg, selector="img"):
     pg.wait_for_function(
         f"() => Array.from(document.querySelectorAll('{selector}')).every(i => i.complete)",
-        timeout=20000)
+        timeout=WAIT_MS)
     return pg.eval_on_selector_all(
         selector, "els => els.map(i => ({alt: i.alt, w: i.naturalWidth, src: i.src.slice(0, 30)}))")
 
@@ -151,12 +154,12 @@ def test_dossier_ab_plays_query_then_item(browser, study):
     pg.locator("button.ab[data-index='1']").click()
     pg.wait_for_function("() => { const q = document.getElementById('player-query'); "
                          "return !q.paused && isFinite(q.duration) && q.duration > 0; }",
-                         timeout=10000)
+                         timeout=WAIT_MS)
     # skip to the end of the query: the item must follow on its own
     pg.evaluate("() => { const q = document.getElementById('player-query'); "
                 "q.currentTime = Math.max(0, q.duration - 0.3); }")
-    pg.wait_for_function("() => document.body.dataset.played === 'query,item-1'", timeout=15000)
-    pg.wait_for_function("() => !document.getElementById('player-1').paused", timeout=10000)
+    pg.wait_for_function("() => document.body.dataset.played === 'query,item-1'", timeout=WAIT_MS)
+    pg.wait_for_function("() => !document.getElementById('player-1').paused", timeout=WAIT_MS)
     assert pg.evaluate("() => document.getElementById('player-query').paused")
     assert pg.locator("body").get_attribute("data-selected") == "1"
     p.clean()
@@ -185,10 +188,10 @@ def test_dossier_keyboard_moves_selection_and_channel(browser, study):
     assert pg.locator("#evidence .aspect:not([hidden]) img").evaluate("i => i.naturalWidth") > 0
     pg.keyboard.press("a")  # A/B of the selected item starts the query
     pg.wait_for_function("() => (document.body.dataset.played || '').startsWith('query')",
-                         timeout=10000)
+                         timeout=WAIT_MS)
     pg.keyboard.press(" ")  # pauses what plays
     pg.wait_for_function("() => Array.from(document.querySelectorAll('audio'))"
-                         ".every(a => a.paused)", timeout=5000)
+                         ".every(a => a.paused)", timeout=WAIT_MS)
     p.clean()
     p.close()
 
@@ -215,7 +218,7 @@ def test_report_listening_room_loads_local_media_only(browser, study):
     assert rep.media.folder == rep.html.parent / "report_media"
     p = Page(browser, rep.html)
     pg = p.page
-    pg.wait_for_selector("#qv-topk tbody tr", timeout=15000)
+    pg.wait_for_selector("#qv-topk tbody tr", timeout=WAIT_MS)
     csp = pg.locator('meta[http-equiv="Content-Security-Policy"]').get_attribute("content")
     assert "default-src 'none'" in csp and "media-src 'self' file:" in csp
     assert "http" not in csp
@@ -244,16 +247,16 @@ def test_report_listening_room_loads_local_media_only(browser, study):
 def test_report_ab_and_missing_media(browser, study):
     p = Page(browser, study["report"].html)
     pg = p.page
-    pg.wait_for_selector("#qv-topk tbody tr", timeout=15000)
+    pg.wait_for_selector("#qv-topk tbody tr", timeout=WAIT_MS)
     pg.locator("#qv-topk button.qv-ab").first.click()
     # playing, and its metadata loaded (play() unpauses before the duration is known)
     pg.wait_for_function("() => { const q = document.getElementById('qv-query-audio'); "
                          "return !q.paused && isFinite(q.duration) && q.duration > 0; }",
-                         timeout=10000)
+                         timeout=WAIT_MS)
     pg.evaluate("() => { const q = document.getElementById('qv-query-audio'); "
                 "q.currentTime = Math.max(0, q.duration - 0.3); }")
     pg.wait_for_function("() => document.getElementById('query-view').dataset.played "
-                         "=== 'query,item,'", timeout=15000)
+                         "=== 'query,item,'", timeout=WAIT_MS)
     # query 2's file does not exist: the view says so and keeps the numbers
     pg.locator("#qv-list").select_option("2")
     sync_api.expect(pg.locator("#query-view")).to_have_attribute("data-query", "2")
@@ -273,7 +276,7 @@ def _selected(pg):
 def test_report_keyboard_moves_selection_and_ab(browser, study, tmp_path):
     p = Page(browser, study["report"].html)
     pg = p.page
-    pg.wait_for_selector("#qv-topk tbody tr.qv-item", timeout=15000)
+    pg.wait_for_selector("#qv-topk tbody tr.qv-item", timeout=WAIT_MS)
     view = pg.locator("#query-view")
     assert _selected(pg) == "0"
     assert pg.locator("#qv-topk tbody tr.qv-selected").count() == 1
@@ -324,22 +327,22 @@ def test_report_keyboard_moves_selection_and_ab(browser, study, tmp_path):
     assert pg.locator("#qv-topk tbody tr.qv-selected audio").count() == 1
     pg.keyboard.press("a")  # A/B starts with the query
     pg.wait_for_function("() => document.getElementById('query-view').dataset.played "
-                         "=== 'query,'", timeout=10000)
+                         "=== 'query,'", timeout=WAIT_MS)
     pg.wait_for_function("() => { const q = document.getElementById('qv-query-audio'); "
                          "return !q.paused && isFinite(q.duration) && q.duration > 0; }",
-                         timeout=10000)
+                         timeout=WAIT_MS)
     pg.evaluate("() => { const q = document.getElementById('qv-query-audio'); "
                 "q.currentTime = Math.max(0, q.duration - 0.3); }")
     pg.wait_for_function("() => document.getElementById('query-view').dataset.played "
-                         "=== 'query,item,'", timeout=15000)
+                         "=== 'query,item,'", timeout=WAIT_MS)
     pg.wait_for_function("() => !document.querySelector('#qv-topk tr.qv-selected audio').paused",
-                         timeout=10000)
+                         timeout=WAIT_MS)
     pg.keyboard.press(" ")  # pauses what plays
     pg.wait_for_function("() => Array.from(document.querySelectorAll('#query-view audio'))"
-                         ".every(a => a.paused)", timeout=5000)
+                         ".every(a => a.paused)", timeout=WAIT_MS)
     pg.keyboard.press("t")  # toggle: the query, at the item's point of the window
     pg.wait_for_function("() => !document.getElementById('qv-query-audio').paused",
-                         timeout=10000)
+                         timeout=WAIT_MS)
     pg.keyboard.press(" ")
     pg.keyboard.press("n")  # the next query; the selection starts again at its first item
     sync_api.expect(view).to_have_attribute("data-query", "1")

@@ -53,14 +53,14 @@ def test_a_rebuilt_report_reuses_its_clips_and_rebuilds_what_changed(tmp_path, m
     monkeypatch.setenv("ARIA_CACHE_DIR", str(tmp_path / "cache"))
     res = make_user_study(tmp_path / "study")
     loads: list[str] = []
-    real_load = media_pack._load
+    real_load = media_pack.load_view
 
     def counting_load(ref, view, **kw):
         if not ref.missing:  # a missing file is looked for again each time (not cached)
             loads.append(str(ref.path))
         return real_load(ref, view, **kw)
 
-    monkeypatch.setattr(media_pack, "_load", counting_load)
+    monkeypatch.setattr(media_pack, "load_view", counting_load)
 
     def build(name):  # the same folder each time, as a rebuilt report replaces it
         folder = tmp_path / "report_media"
@@ -103,7 +103,7 @@ def test_with_a_segment_map_each_query_s_segment_counts_toward_the_cap():
 
 
 def test_captions_name_the_file_without_dot_dot_parts(tmp_path):
-    from aria_tda.report.media_pack import _tidy
+    from aria_tda.report.media_clips import _tidy
 
     (tmp_path / "corpus").mkdir()
     (tmp_path / "features").mkdir()

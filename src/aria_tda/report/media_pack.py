@@ -23,10 +23,7 @@ Conventions
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
-import re
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -36,6 +33,17 @@ from typing import Any
 
 from aria_tda._progress import progress as _progress
 from aria_tda.errors import AriaWarning, one_line
+from aria_tda.report.media_clips import (
+    MIMES,
+    Asset,
+    ClipView,
+    NotesOnly,
+    encode_views,
+    keep_view,
+    load_view,
+    reuse_view,
+    slug,
+)
 
 __all__ = [
     "MEDIA_DIR",
@@ -55,62 +63,6 @@ __all__ = [
 MEDIA_DIR = "report_media"
 
 _MARK = "README.txt"  # marks a media folder ARIA wrote
-_MIMES = {"ogg": "audio/ogg", "svg": "image/svg+xml", "png": "image/png"}
-
-
-@dataclass(frozen=True)
-class Asset:
-    """One media file: its name inside the media folder, its MIME type and its bytes."""
-
-    name: str
-    mime: str
-    data: bytes
-
-    def data_uri(self) -> str:
-        """The asset as a ``data:`` URI (base64)."""
-        return f"data:{self.mime};base64," + base64.b64encode(self.data).decode("ascii")
-
-
-@dataclass
-class ClipView:
-    """One playable thing (the query or a training item) as the page shows it.
-
-    Attributes
-    ----------
-    item_id : str
-        The query id or training item id, as in the results tables.
-    role : str
-        ``"query"`` or ``"train"``.
-    kind : str or None
-        ``"audio"`` or ``"midi"``; ``None`` when there is no file.
-    source : str
-        The file (and window) the clip was cut from, for the page's caption.
-    missing : str or None
-        ``None`` when playable; else the sentence saying what is missing.
-    audio : Asset or None
-        The encoded clip.
-    picture : Asset or None
-        Spectrogram / chroma / beats / chords of an audio clip (PNG); MIDI clips are drawn
-        beside the query instead (:attr:`QueryMedia.rolls`).
-    duration : float
-        Clip length in seconds.
-    window : tuple of float
-        The attributed window within the clip, in seconds from its start.
-    segment : str or None
-        The key of the segment played (a track's best segment for a query), else ``None``.
-    """
-
-    item_id: str
-    role: str
-    kind: str | None = None
-    source: str = ""
-    missing: str | None = None
-    audio: Asset | None = None
-    picture: Asset | None = None
-    duration: float = 0.0
-    window: tuple[float, float] = (0.0, 0.0)
-    segment: str | None = None
-    clip: Any = field(default=None, repr=False)
 
 
 @dataclass
@@ -160,135 +112,6 @@ def media_folder(page: str | os.PathLike[str]) -> Path:
     return p.with_name(f"{p.stem}_media")
 
 
-def slug(item_id: str) -> str:
-    """An ASCII file stem for an item id: a readable part and 8 hex digits of its SHA-1.
-
-    Parameters
-    ----------
-    item_id : str
-        Any id.
-
-    Returns
-    -------
-    str
-        E.g. ``"haydn_opus74no1_movement1.mxl_11968-3f2a9c01"``.
-    """
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", str(item_id)).strip("._")[:40] or "item"
-    return f"{readable}-{hashlib.sha1(str(item_id).encode('utf-8')).hexdigest()[:8]}"
-
-
-def _describe_source(ref: Any) -> str:
-    path = getattr(ref, "path", None)
-    if path is None:
-        return ""
-    path = _tidy(path)
-    start, end = getattr(ref, "start", None), getattr(ref, "end", None)
-    unit = getattr(ref, "unit", "s")
-    if start is None and end is None:
-        return f"{path} (whole file)"
-    a = "start" if start is None else f"{start:g}"
-    b = "end" if end is None else f"{end:g}"
-    return f"{path} [{a}\u2013{b} {'s' if unit == 's' else unit}]"
-
-
-def _tidy(path: Any) -> str:
-    """``path`` without ``..`` and ``.`` parts, for the caption, when that is the same file."""
-    text = os.path.normpath(str(path))
-    try:
-        return text if text == str(path) or os.path.samefile(text, path) else str(path)
-    except OSError:
-        return str(path)
-
-
-def _load(ref: Any, view: ClipView, *, context: float, max_seconds: float, sr: int,
-          soundfont: str | None) -> None:
-    """Fill ``view.clip`` from ``ref`` or mark the view missing (never raises for the file)."""
-    from aria_tda.media import load_clip
-
-    view.kind = getattr(ref, "kind", None)
-    view.source = _describe_source(ref)
-    if getattr(ref, "missing", None):
-        view.missing = str(ref.missing)
-        return
-    try:
-        view.clip = load_clip(ref, context=context, sr=sr, max_seconds=max_seconds,
-                              soundfont=soundfont)
-    except Exception as exc:  # an unreadable file, FluidSynth absent: the page says so
-        view.missing = f"could not load {ref.path}: {one_line(exc)}"
-
-
-def _stem(v: ClipView) -> str:
-    """The asset name of a view's clip and picture, without the extension."""
-    return ("q/" if v.role == "query" else "t/") + slug(v.segment or v.item_id)
-
-
-def _reuse(ref: Any, view: ClipView, opts: Mapping[str, Any]) -> str | None:
-    """Fill ``view`` from the disk cache when its clip was built before; return its key
-    (``None``: not cacheable)."""
-    from aria_tda.media import cache as media_cache
-
-    key = media_cache.clip_key(ref, **opts)
-    hit = media_cache.load(key)
-    if hit is None or hit.kind != getattr(ref, "kind", None):
-        return key
-    view.kind, view.source = hit.kind, _describe_source(ref)
-    stem = _stem(view)
-    view.audio = Asset(stem + ".ogg", _MIMES["ogg"], hit.audio)
-    if hit.picture is not None:
-        view.picture = Asset(stem + ".png", _MIMES["png"], hit.picture)
-    view.duration, view.window = hit.duration, hit.window
-    view.clip = _NotesOnly(hit.notes)  # the piano rolls draw its notes
-    return key
-
-
-def _keep(key: str, v: ClipView, *, pictures: bool) -> None:
-    """Put a clip built here into the disk cache (not a failed one: it is tried again)."""
-    from aria_tda.media import cache as media_cache
-
-    if v.audio is None or v.missing is not None or v.kind is None:
-        return
-    if pictures and v.kind == "audio" and v.picture is None:
-        return  # its picture failed: draw it again next time
-    media_cache.store(key, media_cache.CachedClip(
-        v.kind, v.audio.data, None if v.picture is None else v.picture.data, v.duration,
-        v.window, getattr(v.clip, "notes", None) if v.kind == "midi" else None))
-
-
-def _encode(views: Sequence[ClipView], *, bitrate_kbps: int, pictures: bool,
-            problems: list[str]) -> None:
-    """Loudness-match the loaded clips together, encode them, draw the audio panels."""
-    from aria_tda.media import encode_clip, loudness_match
-
-    loaded = [v for v in views
-              if v.clip is not None and v.audio is None and v.missing is None]
-    if not loaded:
-        return
-    try:
-        matched = loudness_match([v.clip for v in loaded])
-    except Exception as exc:
-        problems.append(f"loudness matching failed ({one_line(exc)}); clips play as recorded")
-        matched = [v.clip for v in loaded]
-    for v, c in zip(loaded, matched, strict=True):
-        v.clip = c
-        v.duration = float(len(c.samples)) / float(c.sr)
-        v.window = (float(c.window[0]), float(c.window[1]))
-        stem = _stem(v)
-        try:
-            v.audio = Asset(stem + ".ogg", _MIMES["ogg"], encode_clip(c, bitrate_kbps=bitrate_kbps))
-        except Exception as exc:
-            v.missing = f"could not encode the clip of {v.item_id}: {one_line(exc)}"
-            problems.append(v.missing)
-            continue
-        if pictures and v.kind == "audio":
-            try:
-                from aria_tda.media.draw import audio_panels_png
-
-                png = audio_panels_png(c.samples, c.sr, v.window)
-                v.picture = Asset(stem + ".png", _MIMES["png"], png)
-            except Exception as exc:
-                problems.append(f"could not draw {v.item_id}: {one_line(exc)}")
-
-
 def _roll(query: ClipView, item: ClipView, problems: list[str]) -> Asset | None:
     """Piano roll of the query beside an item, on the same time and pitch scales."""
     qn = getattr(query.clip, "notes", None)
@@ -307,7 +130,7 @@ def _roll(query: ClipView, item: ClipView, problems: list[str]) -> Asset | None:
     except Exception as exc:
         problems.append(f"could not draw the piano roll of {item.item_id}: {one_line(exc)}")
         return None
-    return Asset(f"r/{slug(query.item_id)}__{slug(item.item_id)}.svg", _MIMES["svg"],
+    return Asset(f"r/{slug(query.item_id)}__{slug(item.item_id)}.svg", MIMES["svg"],
                  svg.encode("utf-8"))
 
 
@@ -335,7 +158,7 @@ def _aspects(query: ClipView, item: ClipView, channels: Iterable[str],
         pic = None
         if svg:
             pic = Asset(f"a/{slug(query.item_id)}__{slug(item.item_id)}__{slug(ch)}.svg",
-                        _MIMES["svg"], svg.encode("utf-8"))
+                        MIMES["svg"], svg.encode("utf-8"))
         out[ch] = AspectView(ch, float(ev.similarity), str(ev.sentence), pic)
     return out
 
@@ -398,9 +221,9 @@ def build_query_media(
     built: dict[int, str] = {}  # id(view) -> disk cache key of a clip built here
 
     def load(ref: Any, view: ClipView) -> None:
-        key = None if channels else _reuse(ref, view, opts)
+        key = None if channels else reuse_view(ref, view, opts)
         if view.audio is None:
-            _load(ref, view, context=context, max_seconds=max_seconds, sr=sr,
+            load_view(ref, view, context=context, max_seconds=max_seconds, sr=sr,
                   soundfont=soundfont)
             if key is not None:
                 built[id(view)] = key
@@ -420,10 +243,10 @@ def build_query_media(
         items.append(v)
         if cache is not None:
             cache[key] = v
-    _encode([qv, *items], bitrate_kbps=bitrate_kbps, pictures=pictures, problems=problems)
+    encode_views([qv, *items], bitrate_kbps=bitrate_kbps, pictures=pictures, problems=problems)
     for v in (qv, *items):
         if id(v) in built:
-            _keep(built[id(v)], v, pictures=pictures)
+            keep_view(built[id(v)], v, pictures=pictures)
     qm = QueryMedia(qv, items, problems=problems)
     for v in items:
         if pictures and qv.kind == "midi" and v.kind == "midi":
@@ -640,8 +463,8 @@ def write_report_media(
             bar.update(1)
             qm.query.clip = None  # free the samples; a cached track keeps only its notes
             for v in qm.items:
-                if v.clip is not None and not isinstance(v.clip, _NotesOnly):
-                    v.clip = _NotesOnly(getattr(v.clip, "notes", None))
+                if v.clip is not None and not isinstance(v.clip, NotesOnly):
+                    v.clip = NotesOnly(getattr(v.clip, "notes", None))
     n_files, n_bytes = len(assets), sum(len(x.data) for x in assets.values())
     if assets:
         with atomic_path(folder) as tmp:
@@ -732,13 +555,6 @@ def _query_names(data: Any, ids: Sequence[Any]) -> dict[Any, str]:
     want = set(ids)
     return {q: f"{q} {qid}" for q, qid in zip(t["query"], t["query_id"], strict=True)
             if q in want and isinstance(qid, str) and qid and qid != str(q)}
-
-
-@dataclass(frozen=True)
-class _NotesOnly:
-    """What the report keeps of a cached track's clip once encoded: its notes (for rolls)."""
-
-    notes: Any
 
 
 def _query_order(data: Any) -> list[Any]:
