@@ -169,7 +169,7 @@ def store(key: str | None, clip: CachedClip) -> None:
     """
     if key is None:
         return
-    from aria_tda._io import temp_name
+    from aria_tda._io import atomic_path
 
     arrays: dict[str, np.ndarray] = {"audio": np.frombuffer(clip.audio, dtype=np.uint8)}
     if clip.picture is not None:
@@ -185,20 +185,10 @@ def store(key: str | None, clip: CachedClip) -> None:
     meta = {"kind": clip.kind, "duration": clip.duration, "window": list(clip.window),
             "notes": cols if clip.notes is not None else None}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    path = _entry(key)
     buf = io.BytesIO()
     np.savez(buf, **cast(Any, arrays))  # names only: nothing here is allow_pickle
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(temp_name(path.name))
-        try:
-            tmp.write_bytes(buf.getvalue())
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-    except OSError:
-        return
+    with contextlib.suppress(OSError), atomic_path(_entry(key)) as tmp:  # full disk: not kept
+        tmp.write_bytes(buf.getvalue())
 
 
 def prune(max_bytes: int = MAX_BYTES) -> int:

@@ -80,7 +80,6 @@ class ClipView:
     clip: Any = field(default=None, repr=False)
 
 
-
 def slug(item_id: str) -> str:
     """An ASCII file stem for an item id: a readable part and 8 hex digits of its SHA-1.
 
@@ -122,7 +121,7 @@ def _tidy(path: Any) -> str:
 
 
 def load_view(ref: Any, view: ClipView, *, context: float, max_seconds: float, sr: int,
-          soundfont: str | None) -> None:
+              soundfont: str | None) -> None:
     """Fill ``view.clip`` from ``ref`` or mark the view missing (never raises for the file)."""
     from aria_tda.media import load_clip
 
@@ -176,7 +175,7 @@ def keep_view(key: str, v: ClipView, *, pictures: bool) -> None:
 
 
 def encode_views(views: Sequence[ClipView], *, bitrate_kbps: int, pictures: bool,
-            problems: list[str]) -> None:
+                 problems: list[str]) -> None:
     """Loudness-match the loaded clips together, encode them, draw the audio panels."""
     from aria_tda.media import encode_clip, loudness_match
 

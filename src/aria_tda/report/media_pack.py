@@ -224,7 +224,7 @@ def build_query_media(
         key = None if channels else reuse_view(ref, view, opts)
         if view.audio is None:
             load_view(ref, view, context=context, max_seconds=max_seconds, sr=sr,
-                  soundfont=soundfont)
+                      soundfont=soundfont)
             if key is not None:
                 built[id(view)] = key
 
