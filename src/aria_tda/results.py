@@ -206,6 +206,38 @@ _SPECS = (
         "z_c(q) for every query (paper Eq. z_c).",
     ),
     TableSpec(
+        "aspects",
+        "aspects.csv",
+        ("setting", "variant", "K", "anchor", "channel", "baseline", "baseline_lo",
+         "baseline_hi", "named_share", "none_share", "n_queries", "method_aspect"),
+        "The distinctive reading per setting, variant and channel at K = K_report "
+        "(aria_tda.homogeneity.distinctive): baseline = the median over queries of the channel "
+        "z of each query's distinctive group (anchor 'query': its similarity to the query; "
+        "'group': its within-group homogeneity) with a bootstrap interval — what the method "
+        "shows for every query; method_aspect = the largest baseline whose interval lies "
+        "above 0, or 'none'; named_share = the share of the queries whose distinctive aspect "
+        "is the channel, none_share = the share with no distinctive aspect; alpha, threshold.",
+        ("alpha", "threshold"),
+    ),
+    TableSpec(
+        "query_aspects",
+        "query_aspects.parquet",
+        ("setting", "variant", "query", "channel", "z", "delta", "named"),
+        "Per query and channel: z of the query's distinctive group, delta = its distinctive "
+        "score against the method's other queries, and the query's answer (named: a channel "
+        "or 'none', the same on every row of the query).",
+    ),
+    TableSpec(
+        "set_aspects",
+        "set_aspects.csv",
+        ("setting", "variant", "variable", "value", "n_queries", "channel", "z", "delta", "p",
+         "named"),
+        "The distinctive reading of each set of queries sharing a value of a confound column: "
+        "z and delta per channel, the p-value of the set's leading channel against random sets "
+        "of the other queries (Bonferroni over the channels), and the answer (a channel or "
+        "'none').",
+    ),
+    TableSpec(
         "null",
         "null.csv",
         ("K", "channel", "feature", "mu", "sigma", "B"),
@@ -321,8 +353,12 @@ _SPECS = (
         "(ap_chance = its expectation under a random ranking); whether the plant was learned "
         "and its counterfactual effect (rise of the plant queries' loss when the marked set is "
         "left out of training); ARIA's leading channel (highest z-bar over the plant queries "
-        "at K = k) and its z-bar, on the original matrix and the residual. aspect = control: "
-        "the control queries against the union of the marked sets.",
+        "at K = k) and its z-bar, on the original matrix and the residual; the distinctive "
+        "reading's answer for the plant's queries (named_channel: a channel or 'none', "
+        "named_right, its p-value named_p and delta named_delta; _residual: on the residual). "
+        "aspect = control: the control queries against the union of the marked sets.",
+        ("named_channel", "named_right", "named_p", "named_delta", "named_channel_residual",
+         "named_right_residual"),
     ),
     TableSpec(
         "planted_confusion",
@@ -335,8 +371,23 @@ _SPECS = (
         "planted_naming",
         "planted_naming.csv",
         ("modality", "setting", "variant", "n_found", "n_right_found", "right_when_found"),
-        "How often ARIA's leading channel is the planted aspect, over the plant queries whose "
-        "top-k holds at least half of the marked set (found), per setting and variant.",
+        "How often ARIA names the planted aspect, per setting, variant and reading (reading = "
+        "paper: the leading channel; distinctive: the distinctive reading's answer): over the "
+        "plant queries (n_right of n_queries), over those whose top-k holds at least half of "
+        "the marked set (found), over the (setting, plant) rows whose recall interval lies "
+        "above chance (n_rows_right of n_rows_found), and the share of the control queries "
+        "answered 'none' (control_none_share; the paper's reading always names a channel).",
+        ("reading", "n_queries", "n_right", "share_right", "n_rows_found", "n_rows_right",
+         "rows_right_share", "n_control", "control_none_share"),
+    ),
+    TableSpec(
+        "planted_queries",
+        "planted_queries.csv",
+        ("modality", "setting", "variant", "query", "aspect", "recall_at_k", "paper"),
+        "Every planted-demo query's answers: its plant (aspect; control for an unplanted "
+        "prompt), its recall@k of the marked set, found (recall at least one half), the paper "
+        "reading's leading channel (paper) and the distinctive reading's answer (distinctive), "
+        "each with whether it is the planted aspect (_right).",
     ),
     TableSpec(
         "planted_effects",
@@ -388,7 +439,7 @@ TABLES: Mapping[str, TableSpec] = {s.name: s for s in _SPECS}
 #: a demo or a sweep) are added by other writers.
 RUN_TABLES: tuple[str, ...] = ("reliability", "homogeneity", "query_z", "pairs", "topk",
                                "ranking", "alignment", "null", "queries", "confound", "tracks",
-                               "paired")
+                               "paired", "aspects", "query_aspects", "set_aspects")
 
 
 def _spec(name: str) -> TableSpec:

@@ -45,6 +45,29 @@ def _notes(rng):
     return (notes,), {"start": 0.5, "duration": 5.0}
 
 
+def _chords(rng):
+    # onsets on a quarter-second grid, chords of 1-5 notes: many onset groups per segment
+    groups = int(rng.integers(0, 30))
+    sizes = rng.integers(1, 6, groups)
+    times = np.sort(rng.choice(np.arange(28) * 0.25, groups, replace=False)) if groups else []
+    start = np.repeat(np.asarray(times, dtype=float), sizes)
+    n = start.size
+    notes = NoteArray.from_arrays(
+        start=start,
+        end=start + np.round(rng.exponential(0.4, n) / 0.05) * 0.05,
+        pitch=rng.integers(48, 84, n),
+        velocity=rng.integers(1, 128, n),
+        channel=rng.choice([0, 1, 9], n, p=[0.45, 0.45, 0.1]),
+        track=rng.integers(0, 2, n),
+    )
+    return (notes,), {"start": 0.0, "duration": 7.5}
+
+
+def _chords_jsymbolic(rng):
+    args, kwargs = _chords(rng)
+    return args, {**kwargs, "form": "jsymbolic"}
+
+
 def _midi(rng):
     from features._midifiles import random_midi
 
@@ -61,5 +84,13 @@ TWINS = [
     ),
     Twin("viterbi", viterbi, viterbi_reference, _viterbi),
     Twin("symbolic_features", symbolic_features, symbolic_features_reference, _notes),
+    # the onset-group (pattern) features need notes that share onsets
+    Twin("symbolic_features[chords]", symbolic_features, symbolic_features_reference, _chords),
+    Twin(
+        "symbolic_features[chords,jsymbolic]",
+        symbolic_features,
+        symbolic_features_reference,
+        _chords_jsymbolic,
+    ),
     Twin("jsymbolic_features", jsymbolic_features, jsymbolic_features_reference, _midi),
 ]

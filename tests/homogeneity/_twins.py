@@ -12,13 +12,21 @@ import numpy as np
 from aria_tda.alignment import alignment, alignment_reference
 from aria_tda.features.registry import FeatureSpec
 from aria_tda.homogeneity import homogeneity, null_distribution, top_k_groups
+from aria_tda.homogeneity.anchor import anchored_z, anchored_z_reference
 from aria_tda.homogeneity.core import homogeneity_reference
+from aria_tda.homogeneity.distinctive import (
+    read_queries,
+    read_queries_reference,
+    read_sets,
+    read_sets_reference,
+)
 from aria_tda.homogeneity.groups import (
     constant_queries,
     constant_queries_reference,
     top_k_groups_reference,
 )
 from aria_tda.homogeneity.null import null_distribution_reference
+from aria_tda.homogeneity.profiles import distinctive_groups, distinctive_groups_reference
 from aria_tda.homogeneity.sweep import group_sums, group_sums_reference
 from aria_tda.similarity import prepare_feature
 from twinlib import Inputs, Twin
@@ -91,6 +99,14 @@ def _null_inputs(rng: np.random.Generator) -> Inputs:
     return (_features(rng, 45),), {"ks": [3, 8], "B": 7, "seed": int(rng.integers(100))}
 
 
+def _matched_null_inputs(rng: np.random.Generator) -> Inputs:
+    """A segment-matched null: tracks of 1-4 segments, ranked (ties in mean rank happen)."""
+    args, kwargs = _null_inputs(rng)
+    pool = rng.random(45) < 0.9
+    return args, {**kwargs, "pool": pool, "segment_counts": rng.integers(1, 5, 45),
+                  "normalize": "rank"}
+
+
 # ----------------------------------------------------------------------------- homogeneity
 
 
@@ -139,6 +155,52 @@ def _permute_tracks(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dic
     return (u1[perm], {k: v[perm] for k, v in groups.items()}), kwargs, lambda res: res
 
 
+# -------------------------------------------------------------------- distinctive reading
+
+
+def _profiles_inputs(rng: np.random.Generator) -> Inputs:
+    s = rng.standard_normal((60, 10))
+    s[:, 4] = 2.0  # a constant column: no group
+    pool = rng.random(60) < 0.85
+    sets = [np.array([0, 1, 2]), np.array([3, 4, 5, 6]), np.array([4])]
+    exclude = np.zeros(10, dtype=bool)
+    exclude[9] = True
+    return (s, 7), {"pool": pool, "sets": sets, "n_reference": 5, "seed": 3,
+                    "exclude": exclude}
+
+
+def _anchor_inputs(rng: np.random.Generator) -> Inputs:
+    prepared = _features(rng, 50)
+    t = 6
+    values = {"onset": rng.standard_normal((t, 3)), "chroma": rng.standard_normal((t, 4)),
+              "chords": [rng.integers(0, 12, rng.integers(0, 20)) for _ in range(t)]}
+    values["chroma"][2] = np.nan  # a query without one of harmony's features
+    values["onset"][4] = np.nan  # ... and one without rhythm
+    pool = np.ones(50, dtype=bool)
+    pool[[7, 8]] = False
+    rows = np.flatnonzero(pool)
+    evals = [(rng.choice(rows, 8, replace=False), np.array([q])) for q in range(t)]
+    evals.append((rng.choice(rows, 8, replace=False), np.array([1, 2, 4])))
+    return (prepared, values, evals, 8), {"pool": pool, "n_queries": t, "n_null": 6,
+                                           "n_sample": 3, "seed": 2}
+
+
+def _read_queries_inputs(rng: np.random.Generator) -> Inputs:
+    z = rng.standard_normal((4, 30)) * rng.uniform(0.5, 3, (4, 1))
+    z[:, 5] += np.array([6.0, 0, 0, 0])
+    z[2, 7] = np.nan
+    valid = rng.random(30) < 0.9
+    return (z, valid, 2.2), {}
+
+
+def _read_sets_inputs(rng: np.random.Generator) -> Inputs:
+    z_ref = rng.standard_normal((4, 40)) * rng.uniform(0.5, 3, (4, 1))
+    z_sets = rng.standard_normal((4, 3))
+    z_sets[1, 0] += 8.0
+    z_ref[3, 2] = np.nan
+    return (z_sets, z_ref, 0.05), {}
+
+
 TWINS = [
     Twin("homogeneity.top_k_groups", top_k_groups, top_k_groups_reference, _scores,
          chunk=("chunk_rows", (1, 7, 1000)), permute=_permute_queries),
@@ -148,8 +210,17 @@ TWINS = [
          permute=_permute_groups),
     Twin("homogeneity.null_distribution", null_distribution, null_distribution_reference,
          _null_inputs),
+    Twin("homogeneity.null_distribution[segment-matched]", null_distribution,
+         null_distribution_reference, _matched_null_inputs),
     Twin("homogeneity.homogeneity", homogeneity, homogeneity_reference, _homogeneity_inputs,
          permute=_permute_homogeneity, rtol=1e-9, atol=1e-11),
     Twin("alignment.alignment", alignment, alignment_reference, _alignment_inputs, rtol=1e-8,
          atol=1e-12),
+    Twin("homogeneity.distinctive_groups", distinctive_groups, distinctive_groups_reference,
+         _profiles_inputs, chunk=("chunk_rows", (1, 7, 1000))),
+    Twin("homogeneity.anchored_z", anchored_z, anchored_z_reference, _anchor_inputs,
+         chunk=("block", (1, 4, 100)), rtol=1e-9, atol=1e-10),
+    Twin("homogeneity.read_queries", read_queries, read_queries_reference,
+         _read_queries_inputs),
+    Twin("homogeneity.read_sets", read_sets, read_sets_reference, _read_sets_inputs),
 ]

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from aria_tda.features.registry import FeatureSpec
 from aria_tda.similarity import lcs_length, lcs_similarity, pairwise, prepare_feature
+from aria_tda.similarity.cross import cross_similarity, cross_similarity_reference
 from aria_tda.similarity.lcs import lcs_length_reference, lcs_similarity_reference
 from aria_tda.similarity.prepare import pairwise_reference
 from twinlib import Inputs, Twin
@@ -48,6 +50,35 @@ def _permute_idx(rng: np.random.Generator, args: tuple[Any, ...], kwargs: dict[s
     return (pf, idx[perm], values), kwargs, lambda block: block[np.ix_(perm, perm)]
 
 
+def _vector_cross(rng: np.random.Generator) -> Inputs:
+    x = rng.standard_normal((30, 6)) * rng.uniform(0.1, 20, 6)
+    x[:, 2] = 4.0  # a zero-variance dimension: dropped for the queries too
+    x[3] = np.nan
+    with warnings.catch_warnings():  # the dropped dimension is announced; expected here
+        warnings.simplefilter("ignore")
+        pf = prepare_feature(VEC, x)
+    q = rng.standard_normal((5, 6)) * rng.uniform(0.1, 20, 6)
+    q[1] = np.nan  # a query without the feature
+    q[2] = x[7]  # a query identical to a track (the Gram path recomputes it exactly)
+    return (pf, q), {"rows": rng.permutation(30)[:17]}
+
+
+def _sequence_cross(rng: np.random.Generator) -> Inputs:
+    seqs: list[Any] = [rng.integers(0, 12, rng.integers(0, 90)) for _ in range(25)]
+    seqs[2] = None
+    pf = prepare_feature(SEQ, seqs)
+    q: list[Any] = [rng.integers(0, 14, rng.integers(0, 80)) for _ in range(4)]  # symbols > 11
+    q[1] = None
+    q[3] = np.zeros(0, dtype=np.int64)
+    return (pf, q), {"rows": rng.permutation(25)[:11]}
+
+
+def _permute_cross_rows(rng: np.random.Generator, args: tuple[Any, ...],
+                        kwargs: dict[str, Any]):
+    perm = rng.permutation(kwargs["rows"].size)
+    return args, {**kwargs, "rows": kwargs["rows"][perm]}, lambda res: res[:, perm]
+
+
 TWINS = [
     Twin("similarity.lcs_length", lcs_length, lcs_length_reference, _two_sequences,
          permute=_swap),
@@ -57,4 +88,10 @@ TWINS = [
          permute=_permute_idx),
     Twin("similarity.pairwise[sequence]", pairwise, pairwise_reference, _sequence_group,
          permute=_permute_idx, rtol=0, atol=1e-15),
+    Twin("similarity.cross_similarity[vector]", cross_similarity, cross_similarity_reference,
+         _vector_cross, chunk=("chunk_rows", (1, 4, 100)), permute=_permute_cross_rows,
+         rtol=1e-10, atol=1e-12),
+    Twin("similarity.cross_similarity[sequence]", cross_similarity, cross_similarity_reference,
+         _sequence_cross, chunk=("chunk_rows", (1, 4, 100)), permute=_permute_cross_rows,
+         rtol=0, atol=1e-15),
 ]

@@ -64,3 +64,58 @@ def test_prepare_channels_from_a_store(rng, tmp_path):
     assert list(only) == ["rhythm"]
     with pytest.raises(ParameterError, match="channels"):
         prepare_channels(store, channels=["melody"])
+
+
+def _symbolic_store(rng, path, feature_set):
+    from aria_tda.features.registry import features
+    from aria_tda.features.store import FeatureStore, write_store
+
+    n = 12
+    feats = {s.name: rng.random((n, s.dim)) for s in features("symbolic", feature_set=feature_set)}
+    write_store(path, modality="symbolic", track_ids=[f"t{i}" for i in range(n)], features=feats)
+    return FeatureStore.open(path)
+
+
+def test_prepare_channels_feature_sets(rng, tmp_path):
+    import warnings
+
+    from aria_tda.features.registry import channels
+    from aria_tda.similarity import prepare_channels
+
+    store = _symbolic_store(rng, tmp_path / "new", "extended")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AriaWarning)  # a full store: no warning in either set
+        ext = prepare_channels(store)
+        paper = prepare_channels(store, feature_set="paper")
+    for got, fs in ((ext, "extended"), (paper, "paper")):
+        want = channels("symbolic", feature_set=fs)
+        assert {c: [pf.name for pf in v] for c, v in got.items()} == {
+            c: [s.name for s in v] for c, v in want.items()}
+    assert [pf.name for pf in ext["texture"]][-2:] == ["voice_transitions", "voice_periodicity"]
+    assert "interval_transitions" not in [pf.name for pf in paper["melody"]]
+    with pytest.raises(ParameterError, match="feature_set: expected one of 'extended', 'paper'"):
+        prepare_channels(store, feature_set="all")
+
+
+def test_prepare_channels_reads_an_old_store_without_pattern_features(rng, tmp_path):
+    import warnings
+
+    from aria_tda.similarity import prepare_channels
+
+    store = _symbolic_store(rng, tmp_path / "old", "paper")  # extracted before the new features
+    with pytest.warns(AriaWarning) as caught:
+        ext = prepare_channels(store)
+    text = sorted(str(w.message) for w in caught)
+    assert len(text) == 2
+    assert text[0] == (
+        "channel 'melody': feature(s) ['interval_transitions'] not in the store (feature set "
+        "'extended'); the channel uses the others, ['melodic_interval']")
+    assert text[1].startswith(
+        "channel 'texture': feature(s) ['voice_transitions', 'voice_periodicity'] not in the "
+        "store (feature set 'extended'); the channel uses the others, ['mean_polyphony'")
+    assert [pf.name for pf in ext["melody"]] == ["melodic_interval"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AriaWarning)
+        paper = prepare_channels(store, feature_set="paper")
+    assert {c: [pf.name for pf in v] for c, v in paper.items()} == {
+        c: [pf.name for pf in v] for c, v in ext.items()}

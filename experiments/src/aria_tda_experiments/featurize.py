@@ -61,7 +61,7 @@ def window_features(
     start_velocities: Sequence[int] | np.ndarray | None = None,
     params: Mapping[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
-    """The 12 symbolic features of each token window.
+    """The symbolic features of each token window (every registry feature, pattern ones too).
 
     Parameters
     ----------

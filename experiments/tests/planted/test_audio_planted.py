@@ -1,5 +1,6 @@
-"""The audio plants carry their aspect, unmarked items stay as the corpus has them, and the
-audio side of the planted experiment hands the analysis a consistent :class:`PlantedData`.
+"""The audio plants carry their aspect (in every plant family), unmarked items stay as the
+corpus has them, and the audio side of the planted experiment hands the analysis a consistent
+:class:`PlantedData`.
 
 Fast tests build a small two-part work with mido, make a version of it as the audio corpus
 does (:func:`make_version_midi`) and plant it; the rendering tests play it with FluidSynth and
@@ -19,6 +20,12 @@ from aria_tda_experiments.planted import audio_plants as ap
 
 SR = 16_000
 SECONDS = 8.0
+
+
+@pytest.fixture(params=ap.FAMILIES)
+def family(request):
+    """Every plant family (the invariants hold for each)."""
+    return ap.FAMILIES[request.param]
 
 
 def _work_bytes() -> bytes:
@@ -69,11 +76,11 @@ def test_unmarked_items_are_the_corpus_version_unchanged(version):
     assert ap.plant_midi(version, None) is version
 
 
-def test_timbre_plant_uses_a_program_no_corpus_version_draws(version):
-    planted = ap.plant_midi(version, "timbre")
+def test_timbre_plant_uses_a_program_no_corpus_version_draws(version, family):
+    planted = ap.plant_midi(version, "timbre", family=family.name)
     progs = {m.program for _, m in _events(planted) if m.type == "program_change"}
-    assert progs == {ap.PLANT_PROGRAM}
-    assert all(ap.PLANT_PROGRAM not in ps for ps in INSTRUMENT_FAMILIES.values())
+    assert progs == {family.program}
+    assert all(family.program not in ps for ps in INSTRUMENT_FAMILIES.values())
     assert _notes(planted) == _notes(version)  # same notes, times, velocities
 
 
@@ -83,30 +90,33 @@ def test_timbre_program_is_never_drawn_for_a_corpus_version():
     works = pd.DataFrame({"work_id": [f"w{i}" for i in range(60)],
                           "collection": [f"c{i % 5}" for i in range(60)]})
     plan = plan_versions(works, config=AudioCorpusConfig(versions_per_work=5, planted_works=5))
-    assert ap.PLANT_PROGRAM not in set(plan["program"])
+    for fam in ap.FAMILIES.values():
+        assert fam.program not in set(plan["program"])
 
 
-def test_rhythm_plant_adds_the_drum_pattern_and_keeps_the_music(version):
-    planted = ap.plant_midi(version, "rhythm", seconds=SECONDS)
+def test_rhythm_plant_adds_the_drum_pattern_and_keeps_the_music(version, family):
+    planted = ap.plant_midi(version, "rhythm", seconds=SECONDS, family=family.name)
     assert _notes(planted) == _notes(version)
     drums = _notes(planted, lambda c: c == ap.DRUM_CHANNEL)
     assert not _notes(version, lambda c: c == ap.DRUM_CHANNEL)
-    step = 60.0 / ap.DRUM_BPM / 4
-    for note, steps in ap.DRUM_PATTERN.items():
+    step, bar = 60.0 / family.drum_bpm / family.drum_steps_per_beat, family.drum_bar_steps
+    assert {n for _, _, n, _ in drums} == set(family.drum_pattern)
+    for note, steps in family.drum_pattern.items():
         times = np.array([t for t, _, n, _ in drums if n == note])
         pos = np.round(times / step).astype(int)
         assert np.allclose(times, pos * step, atol=2e-3)  # on the grid
-        assert set(pos % 16) == set(steps)  # the pattern's steps, and only them
-        n_bars = int(np.ceil(SECONDS / (16 * step)))
+        assert set(pos % bar) == set(steps)  # the pattern's steps, and only them
+        n_bars = int(np.ceil(SECONDS / (bar * step)))
         assert len(times) >= (n_bars - 1) * len(steps)  # recurs over the whole track
+        assert {v for _, _, n, v in drums if n == note} == {family.drum_velocity[note]}
 
 
-def test_harmony_plant_moves_every_note_to_the_progression(version):
-    planted = ap.plant_midi(version, "harmony")
+def test_harmony_plant_moves_every_note_to_the_progression(version, family):
+    planted = ap.plant_midi(version, "harmony", family=family.name)
     before, after = _notes(version), _notes(planted)
     assert [(t, c, v) for t, c, _, v in after] == [(t, c, v) for t, c, _, v in before]
     for (t, _, p_new, _), (_, _, p_old, _) in zip(after, before, strict=True):
-        assert p_new % 12 in ap.chord_at(t)
+        assert p_new % 12 in ap.chord_at(t, family=family.name)
         assert abs(p_new - p_old) <= 6  # the nearest chord tone: the line keeps its register
     # every note that starts also ends, as in the version (which cuts the notes sounding
     # at the track's end)
@@ -124,10 +134,43 @@ def _open_notes(mid):
     return sounding
 
 
-def test_chord_at_cycles_through_the_progression():
-    n = len(ap.PROGRESSION)
-    got = [ap.chord_at(k * ap.CHORD_SECONDS + 0.1) for k in range(2 * n)]
-    assert got == list(ap.PROGRESSION) * 2
+def test_chord_at_cycles_through_the_progression(family):
+    n, secs = len(family.progression), family.chord_seconds
+    got = [ap.chord_at(k * secs + 0.1, family=family) for k in range(2 * n)]
+    assert got == list(family.progression) * 2
+
+
+def test_family_a_is_the_module_constants():
+    a = ap.FAMILIES["A"]
+    assert (a.drum_pattern, a.drum_bpm, a.progression, a.chord_seconds, a.program) == (
+        ap.DRUM_PATTERN, ap.DRUM_BPM, ap.PROGRESSION, ap.CHORD_SECONDS, ap.PLANT_PROGRAM)
+    assert (a.drum_steps_per_beat, a.drum_bar_steps) == (4, 16)
+    assert a.step_seconds() == 60.0 / ap.DRUM_BPM / 4.0
+    assert all(f.name == n for n, f in ap.FAMILIES.items())
+
+
+def test_family_b_differs_from_a_in_every_aspect_s_own_terms():
+    a, b = ap.FAMILIES["A"], ap.FAMILIES["B"]
+    # rhythm: other instruments, another subdivision (triplets), another tempo
+    assert not set(b.drum_pattern) & set(a.drum_pattern)
+    assert b.drum_steps_per_beat != a.drum_steps_per_beat and b.drum_bpm != a.drum_bpm
+    # harmony: no chord of A's, minor and major triads, another chord length
+    assert not set(map(frozenset, b.progression)) & set(map(frozenset, a.progression))
+    assert {(c[1] - c[0]) % 12 for c in b.progression} == {3, 4}
+    assert b.chord_seconds != a.chord_seconds
+    # timbre: another program, one no corpus version draws (checked above)
+    assert b.program != a.program
+
+
+def test_a_bad_family_is_named(version):
+    from aria_tda.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="family: expected one of 'A', 'B', got 'C'"):
+        ap.plant_midi(version, "timbre", family="C")
+    with pytest.raises(ParameterError, match="drum_pattern"):
+        ap.AudioPlantFamily(name="X", drum_pattern={56: (12,)}, drum_velocity={56: 90},
+                            drum_bpm=100.0, drum_steps_per_beat=3, drum_bar_steps=12,
+                            progression=((0, 4, 7),), chord_seconds=2.0, program=104)
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,11 +204,11 @@ def test_marked_sets_are_disjoint_spread_and_one_track_per_work():
         ap.choose_marked(train, len(train), seed=0)
 
 
-def test_items_keep_unmarked_tracks_and_plant_every_held_out_track_three_ways():
+def test_items_keep_unmarked_tracks_and_plant_every_held_out_track_three_ways(family):
     from aria_tda_experiments.planted.audio import plan_items
 
     t = _tracks()
-    items = plan_items(t, 2, 0, "audio-corpus/corpus")
+    items = plan_items(t, 2, 0, "audio-corpus/corpus", family=family.name)
     tr = items[items["split"] == "train"]
     assert len(tr) == (t["split"] == "train").sum()
     plain = tr[tr["plant"] == "none"]
@@ -176,8 +219,44 @@ def test_items_keep_unmarked_tracks_and_plant_every_held_out_track_three_ways():
     held = items[items["split"] == "heldout"]
     per_track = held.groupby("track_id")["plant"].apply(sorted)
     assert all(v == sorted(["none", *ap.AUDIO_ASPECTS]) for v in per_track)
-    assert (items.loc[items["plant"] == "timbre", "program"] == ap.PLANT_PROGRAM).all()
-    assert (items.loc[items["plant"] != "timbre", "program"] != ap.PLANT_PROGRAM).all()
+    assert (items.loc[items["plant"] == "timbre", "program"] == family.program).all()
+    assert (items.loc[items["plant"] != "timbre", "program"] != family.program).all()
+    # the marked sets do not depend on the family: A and B plant the same tracks
+    again = plan_items(t, 2, 0, "audio-corpus/corpus", family="A")
+    pd.testing.assert_series_equal(items["plant"], again["plant"])
+
+
+# the audio-plants stage's key and the planted WAVs' digests of family A, as they were before
+# plant families existed (so finished folders and rendered WAVs are reused)
+_A_STAGE_DIGESTS = {"default": "5888047c99de6e2e", "quick": "af5f3d87154ae558",
+                    "tiny": "1e778feff8a9fc41"}
+_A_JOB_DIGESTS = {"rhythm": "366342314b", "harmony": "6ea58d86b8", "timbre": "aff34fbb27"}
+
+
+def test_family_a_keeps_its_stage_key_and_family_b_gets_its_own():
+    from aria_tda._steps import params_digest
+    from aria_tda_experiments.planted.audio import AUDIO_PLANTED_PRESETS, plants_stage_params
+
+    for name, p in AUDIO_PLANTED_PRESETS.items():
+        a = plants_stage_params(p, 0)
+        assert a == plants_stage_params(p, 0, "A") == {
+            "n_marked": p.n_marked, "seed": 0, "heldout_plants": p.heldout_plants,
+            "plants": {"drums": sorted(ap.DRUM_PATTERN.items()), "bpm": ap.DRUM_BPM,
+                       "progression": ap.PROGRESSION, "chord_seconds": ap.CHORD_SECONDS,
+                       "program": ap.PLANT_PROGRAM}}
+        assert params_digest(a) == _A_STAGE_DIGESTS[name]
+        b = plants_stage_params(p, 0, "B")
+        assert b["family"] == "B" and params_digest(b) != params_digest(a)
+
+
+def test_family_a_keeps_its_wav_digests_and_family_b_gets_its_own():
+    job = {"midi": b"MThd-not-really", "program": 0, "tempo_scale": 1.1, "transpose": 2,
+           "seconds": 30.0, "sr": 24000}
+    for aspect, want in _A_JOB_DIGESTS.items():
+        j = {**job, "aspect": aspect}
+        sf_id = "FluidR3_GM.sf2:148398306"
+        assert ap.job_digest(j, sf_id) == ap.job_digest({**j, "family": "A"}, sf_id) == want
+        assert ap.job_digest({**j, "family": "B"}, sf_id) != want
 
 
 # --------------------------------------------------------------------------------------------
@@ -282,33 +361,38 @@ def _power(y, n_fft=2048, hop=256):
     return np.abs(np.fft.rfft(frames * np.hanning(n_fft), axis=1)) ** 2
 
 
-def test_rendered_rhythm_plant_has_its_onsets_on_the_pattern_steps(version, render):
-    drums = render(ap.plant_midi(version, "rhythm", seconds=SECONDS)) - render(version)
+def test_rendered_rhythm_plant_has_its_onsets_on_the_pattern_steps(version, render, family):
+    drums = (render(ap.plant_midi(version, "rhythm", seconds=SECONDS, family=family.name))
+             - render(version))
     hop = 128
     env = np.sqrt(np.convolve(drums**2, np.ones(hop) / hop, mode="same"))[::hop]
     rise = np.maximum(np.diff(env, prepend=env[0]), 0)
-    step = 60.0 / ap.DRUM_BPM / 4
-    used = set().union(*map(set, ap.DRUM_PATTERN.values()))
+    step = family.step_seconds()
+    used = set().union(*map(set, family.drum_pattern.values()))
     on, off = [], []
-    for k in range(int(SECONDS / step) - 1):
+    # off the pattern: its unused steps and the half-steps between steps (family B uses
+    # every step of its bar)
+    for k in np.arange(0, int(SECONDS / step) - 1, 0.5):
         f = round(k * step * SR / hop)
-        (on if k % 16 in used else off).append(rise[max(f - 2, 0): f + 6].max())
+        hit = k == int(k) and int(k) % family.drum_bar_steps in used
+        (on if hit else off).append(rise[max(f - 2, 0): f + 6].max())
     assert np.median(on) > 5 * np.median(off)
 
 
-def test_rendered_harmony_plant_chroma_follows_the_progression(version, render):
-    y = render(ap.plant_midi(version, "harmony"))
+def test_rendered_harmony_plant_chroma_follows_the_progression(version, render, family):
+    secs = family.chord_seconds
+    y = render(ap.plant_midi(version, "harmony", family=family.name))
     power = _power(y)
     freqs = np.fft.rfftfreq(2048, 1 / SR)
     ok = (freqs > 60) & (freqs < 2000)
     pc = (np.round(12 * np.log2(freqs[ok] / 440.0)).astype(int) + 9) % 12
     times = (np.arange(power.shape[0]) * 256 + 1024) / SR
     hits = []
-    for k in range(int(SECONDS / ap.CHORD_SECONDS)):
-        sel = (times > k * ap.CHORD_SECONDS + 0.3) & (times < (k + 1) * ap.CHORD_SECONDS - 0.1)
+    for k in range(int(SECONDS / secs)):
+        sel = (times > k * secs + 0.3) & (times < (k + 1) * secs - 0.1)
         chroma = np.bincount(pc, weights=power[sel][:, ok].sum(axis=0), minlength=12)
         top = set(np.argsort(chroma)[-3:].tolist())
-        hits.append(len(top & set(ap.chord_at(k * ap.CHORD_SECONDS + 0.5))) >= 2)
+        hits.append(len(top & set(ap.chord_at(k * secs + 0.5, family=family))) >= 2)
     assert all(hits)
 
 
@@ -329,6 +413,12 @@ def test_render_planted_writes_a_normalised_wav(tmp_path):
     assert sr == SR and y.shape == (3 * SR,)
     assert np.sqrt(np.mean(y**2)) == pytest.approx(0.1, rel=0.05)
     assert ap.job_digest(job, "f") != ap.job_digest({**job, "aspect": "rhythm"}, "f")
+    # family B's timbre plant renders too (its own instrument), to the same loudness
+    job_b = {**job, "family": "B", "out": str(tmp_path / "b.wav")}
+    ap.render_planted(job_b)
+    y_b, _ = sf.read(job_b["out"])
+    assert np.sqrt(np.mean(y_b**2)) == pytest.approx(0.1, rel=0.05)
+    assert not np.allclose(y_b, y, atol=1e-3)
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,7 +427,8 @@ def test_render_planted_writes_a_normalised_wav(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path):
+@pytest.mark.parametrize("plants", ["A", "B"])
+def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path, plants):
     pytest.importorskip("music21")
     from aria_tda.scores import open_scores
     from aria_tda_experiments.demo import _Runner
@@ -346,7 +437,7 @@ def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path):
 
     runner = _Runner(tmp_path, True, "test")
     data = run_audio_planted(tmp_path, runner, quick=False, seed=0, threads=1, progress=False,
-                             quiet=True, preset="tiny")
+                             quiet=True, preset="tiny", plants=plants)
     assert data.modality == "audio" and data.aspects == ap.AUDIO_ASPECTS
     n, t = len(data.track_ids), len(data.queries)
     assert set(data.scores) == set(AUDIO_PLANTED_METHODS)
@@ -379,6 +470,11 @@ def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path):
     plant_col = FeatureStore.open(data.feature_store).metadata["plant"]  # indexed by track
     for a, idx in data.marked.items():
         assert (plant_col.loc[data.track_ids[idx]] == a).all()
+    # the timbre plant's tracks carry the family's own instrument, and only they
+    program = FeatureStore.open(data.feature_store).metadata["program"].astype(int)
+    is_timbre = plant_col.loc[program.index] == "timbre"
+    assert (program[is_timbre] == ap.FAMILIES[plants].program).all() and is_timbre.any()
+    assert not program[~is_timbre].isin([f.program for f in ap.FAMILIES.values()]).any()
     assert set(data.queries["plant"]) == {*ap.AUDIO_ASPECTS, "control"}
     assert {"query_id", "plant", "label"} <= set(data.queries.columns)
     # media: each query's prompt, cut from its held-out item's rendering; each training track
@@ -400,5 +496,6 @@ def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path):
     assert all(k.startswith("audio-") for k in data.stage_seconds)
     # a rerun reuses every stage
     again = run_audio_planted(tmp_path, _Runner(tmp_path, True, "test"), quick=False, seed=0,
-                              threads=1, progress=False, quiet=True, preset="tiny")
+                              threads=1, progress=False, quiet=True, preset="tiny",
+                              plants=plants)
     pd.testing.assert_frame_equal(again.learned, data.learned)

@@ -72,6 +72,90 @@ def test_options_of_other_demos_are_refused_by_name(tmp_path, capsys):
     assert not any((tmp_path / d).exists() for d in ("x", "y", "z"))
 
 
+def test_plants_is_parsed_and_passed_on_and_refused_by_the_other_demos(tmp_path, capsys,
+                                                                       monkeypatch):
+    from aria_tda.cli import main
+    from aria_tda_experiments.planted import demo
+
+    calls = []
+    monkeypatch.setattr(demo, "run_planted_demo", lambda out, **kw: calls.append((out, kw)))
+    assert main(["demo", "planted", "--plants", "B", "--modality", "symbolic", "--quiet"]) == 0
+    assert main(["demo", "planted", "--quiet", "--out", str(tmp_path / "a")]) == 0
+    (out_b, kw_b), (out_a, kw_a) = calls
+    assert (out_b, kw_b["plants"], kw_b["modality"]) == (None, "B", "symbolic")
+    assert (out_a, kw_a["plants"]) == (str(tmp_path / "a"), "A")
+    with pytest.raises(SystemExit):
+        main(["demo", "planted", "--plants", "C"])
+    assert "--plants: invalid choice: 'C'" in capsys.readouterr().err
+    assert main(["demo", "audio", "--plants", "B", "--out", str(tmp_path / "y")]) != 0
+    assert "--plants: an option of 'aria-tda demo planted'" in capsys.readouterr().err
+    assert not (tmp_path / "y").exists()
+
+
+def test_each_family_has_its_default_folder_and_a_bad_family_is_refused_first(tmp_path,
+                                                                            monkeypatch):
+    from aria_tda.errors import ParameterError
+    from aria_tda_experiments.planted import demo
+
+    roots = []
+    monkeypatch.setattr(demo, "_run", lambda root, *a, **kw: roots.append((root, kw["plants"])))
+    monkeypatch.chdir(tmp_path)
+    demo.run_planted_demo(plants="B", quiet=True)
+    demo.run_planted_demo(quiet=True)
+    assert roots == [(tmp_path / "aria-demo-planted-B", "B"), (tmp_path / "aria-demo-planted", "A")]
+    with pytest.raises(ParameterError, match="plants: expected one of 'A', 'B', got 'b'"):
+        demo.run_planted_demo(tmp_path / "bad", plants="b")
+    assert not (tmp_path / "bad").exists()
+
+
+# the symbolic-plants stage's key of family A as it was before plant families existed (so
+# finished folders are reused)
+_A_STAGE_DIGESTS = {"default": "92a065c0029eccab", "quick": "a1b5b43727adf7f2",
+                    "tiny": "733cdd0e7496330f"}
+
+
+def test_family_a_keeps_its_symbolic_stage_key_and_family_b_gets_its_own():
+    from aria_tda._steps import params_digest
+    from aria_tda_experiments.planted.symbolic import SYMBOLIC_SIZES, plants_stage_params
+
+    for name, sz in SYMBOLIC_SIZES.items():
+        a = plants_stage_params(sz, 0)
+        assert a == plants_stage_params(sz, 0, "A") == {"sizes": sz.to_dict(), "seed": 0,
+                                                          "plants": 2}
+        assert params_digest(a) == _A_STAGE_DIGESTS[name]
+        b = plants_stage_params(sz, 0, "B")
+        assert b == {**a, "family": "B"}
+
+
+def test_no_stage_after_the_plants_is_reused_across_families(tmp_path):
+    """The family is in the plants stage's key only; every later stage's key holds the
+    plants stage's digest, so a run of B in A's folder recomputes models, queries and the rest
+    (and a rerun of A after it recomputes them again)."""
+    from aria_tda_experiments.demo import _Runner
+    from aria_tda_experiments.planted.symbolic import SYMBOLIC_SIZES, plants_stage_params
+
+    ran: list[str] = []
+
+    def run(family):
+        r = _Runner(tmp_path, True, "test")
+        r.stage("symbolic-corpus", {"c": 1}, [], lambda d: ran.append("corpus"))
+        r.stage("symbolic-plants", plants_stage_params(SYMBOLIC_SIZES["tiny"], 0, family),
+                ["symbolic-corpus"], lambda d: ran.append("plants"))
+        r.stage("symbolic-models", {"m": 1}, ["symbolic-corpus", "symbolic-plants"],
+                lambda d: ran.append("models"), resumable=True)
+        r.stage("symbolic-queries", {"q": 1}, ["symbolic-plants", "symbolic-models"],
+                lambda d: ran.append("queries"))
+        return dict(r.digests)
+
+    a = run("A")
+    assert run("A") == a and ran == ["corpus", "plants", "models", "queries"]
+    b = run("B")
+    assert ran[4:] == ["plants", "models", "queries"]  # the corpus alone is shared
+    assert b["symbolic-corpus"] == a["symbolic-corpus"]
+    assert all(b[k] != a[k] for k in ("symbolic-plants", "symbolic-models", "symbolic-queries"))
+    assert run("A") == a and ran[7:] == ["plants", "models", "queries"]
+
+
 def test_a_second_run_in_the_same_folder_is_refused_naming_the_first(tmp_path):
     from aria_tda.errors import LockedError
     from aria_tda_experiments.planted.demo import run_planted_demo
@@ -95,15 +179,18 @@ def test_help_explains_the_planted_demo():
     out = subprocess.run([sys.executable, "-m", "aria_tda", "demo", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "planted" in out and "--modality" in out
+    assert "--plants {A,B}" in out and "never used to choose ARIA's settings" in " ".join(
+        out.split())
 
 
 @pytest.mark.slow
-def test_tiny_symbolic_run_end_to_end(tmp_path):
-    from aria_tda.results import read_table
+@pytest.mark.parametrize("plants", ["A", "B"])
+def test_tiny_symbolic_run_end_to_end(tmp_path, plants):
+    from aria_tda.results import read_results_meta, read_table
     from aria_tda_experiments.planted.demo import run_planted_demo
 
     out = run_planted_demo(tmp_path / "run", modality="symbolic", sizes="tiny", quiet=True,
-                           progress=False, report=True)
+                           progress=False, report=True, plants=plants)
     df = read_table(out, "planted_aspects")
     assert df is not None
     required = ["modality", "method", "aspect", "k", "recall_at_k", "chance", "ci_low",
@@ -117,9 +204,11 @@ def test_tiny_symbolic_run_end_to_end(tmp_path):
     assert (df.ci_low <= df.recall_at_k + 1e-12).all()
     assert (df.recall_at_k <= df.ci_high + 1e-12).all()
     assert set(df.loc[df.aspect != "control", "top_channel"]) <= set(aspects)
-    # the per-modality study folder holds the same table and a report showing it
+    # the per-modality study folder holds the same table and a report showing it, and says
+    # which plant family it scored
     sub = out / "symbolic"
     assert (sub / "report.html").exists()
+    assert read_results_meta(sub)["demo"]["plants"] == plants
     pd.testing.assert_frame_equal(read_table(sub, "planted_aspects"), df)
     conf = read_table(out, "planted_confusion")
     plant_queries = conf[(conf.variant == "original")].groupby(["setting", "aspect"]).n_queries
@@ -139,7 +228,7 @@ def test_tiny_symbolic_run_end_to_end(tmp_path):
     check_resolves(sub, top_items(sub, "TRAK"), setting="TRAK")
     # a rerun reuses every stage and writes the same table
     again = run_planted_demo(tmp_path / "run", modality="symbolic", sizes="tiny", quiet=True,
-                             progress=False, report=False)
+                             progress=False, report=False, plants=plants)
     pd.testing.assert_frame_equal(read_table(again, "planted_aspects"), df)
 
 

@@ -113,9 +113,9 @@ def register(subparsers: Any) -> None:
 
     sym = sub.add_parser(
         "symbolic",
-        help="MIDI files -> the 12 symbolic features",
-        description="MIDI files -> the 12 symbolic features (melody, harmony, rhythm, "
-        "dynamic, texture).",
+        help="MIDI files -> the symbolic features",
+        description="MIDI files -> the symbolic features (melody, harmony, rhythm, "
+        "dynamic, texture): the paper's 12 and ARIA's 3 pattern features.",
     )
     _add_extract_args(sym)
     sym.add_argument(

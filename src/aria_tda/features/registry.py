@@ -5,6 +5,22 @@ entry here (plus its extractor). Channel sets follow the paper's appendix tables
 "Feature extraction parameters" (symbolic: melody, harmony, rhythm, dynamic, texture;
 audio: rhythm, harmony, timbre).
 
+Feature sets
+------------
+:data:`FEATURE_SETS` names which features a channel reads (``feature_set=`` of
+:func:`features`, :func:`channels`, :func:`channel_names`):
+
+``"extended"`` (the default)
+    the paper's features plus ARIA's *pattern* features, which see the order of events that a
+    distribution cannot: ``interval_transitions`` (melody), ``voice_transitions`` and
+    ``voice_periodicity`` (texture). A texture whose onsets cycle through 1, 1, 4 notes has the
+    polyphony mean and SD of many textures that do not; its voice transitions differ.
+``"paper"``
+    exactly the paper's 12 symbolic and 7 audio features (reproduces the paper).
+
+The extractors always compute every feature (the extended set), so a store holds them all;
+a set only chooses what a channel reads.
+
 Conventions
 -----------
 - ``name`` is the column name in the feature store.
@@ -15,6 +31,7 @@ Conventions
   per-dimension scale fixed once per corpus; ``"chord_lcs"`` — normalised LCS of root-motion
   sequences.
 - ``extractor`` names the extractor family that fills the feature (``"symbolic"``, ``"audio"``).
+- ``feature_set`` is the set that introduced the feature (``"paper"`` or ``"extended"``).
 """
 
 from __future__ import annotations
@@ -26,6 +43,7 @@ from typing import Literal
 from aria_tda.errors import ParameterError, expected
 
 __all__ = [
+    "FEATURE_SETS",
     "MODALITIES",
     "FeatureSpec",
     "channel_names",
@@ -49,11 +67,37 @@ class FeatureSpec:
     extractor: str
     description: str
     source: str = ""  # e.g. the jSymbolic 2.2 code or the librosa function
+    feature_set: Literal["paper", "extended"] = "paper"  # the set that introduced it
 
 
-def _sym(name: str, channel: str, dim: int, description: str, source: str) -> FeatureSpec:
+#: Feature sets, the default first: "extended" = "paper" + ARIA's pattern features.
+FEATURE_SETS = ("extended", "paper")
+#: Which introducing sets each feature set reads.
+_SET_MEMBERS: Mapping[str, tuple[str, ...]] = {
+    "extended": ("paper", "extended"),
+    "paper": ("paper",),
+}
+
+
+def _sym(
+    name: str,
+    channel: str,
+    dim: int,
+    description: str,
+    source: str,
+    feature_set: Literal["paper", "extended"] = "paper",
+) -> FeatureSpec:
     return FeatureSpec(
-        name, channel, "symbolic", "vector", dim, "std_euclidean", "symbolic", description, source
+        name,
+        channel,
+        "symbolic",
+        "vector",
+        dim,
+        "std_euclidean",
+        "symbolic",
+        description,
+        source,
+        feature_set,
     )
 
 
@@ -141,6 +185,36 @@ _SYMBOLIC = (
     _sym(
         "pitch_range", "texture", 1, "highest - lowest pitch in semitones (drums excluded)", "P-8"
     ),
+    # ---- ARIA's pattern features (feature set "extended"): onset groups = the pitched notes
+    # that start in the segment, grouped by identical onset, in time order
+    _sym(
+        "interval_transitions",
+        "melody",
+        49,
+        "top-voice interval-class transitions: the highest pitch of each onset group, its "
+        "successive intervals in 7 classes (down >=5, 3-4, 1-2, unison, up 1-2, 3-4, >=5 "
+        "semitones), histogram of consecutive class pairs (7 x 7, row-major), L1-normalised",
+        "ARIA pattern feature",
+        "extended",
+    ),
+    _sym(
+        "voice_transitions",
+        "texture",
+        16,
+        "onset-group size transitions: distinct pitches per onset group capped at 4 "
+        "(1, 2, 3, 4+), histogram of consecutive size pairs (4 x 4, row-major), L1-normalised",
+        "ARIA pattern feature",
+        "extended",
+    ),
+    _sym(
+        "voice_periodicity",
+        "texture",
+        8,
+        "normalised autocorrelation of the capped onset-group sizes at lags 1..8 "
+        "(0 where undefined)",
+        "ARIA pattern feature",
+        "extended",
+    ),
 )
 
 _AUDIO = (
@@ -184,7 +258,19 @@ def _check_modality(modality: str) -> tuple[FeatureSpec, ...]:
     return _REGISTRY[modality]
 
 
-def features(modality: str, channel: str | None = None) -> tuple[FeatureSpec, ...]:
+def _in_set(modality: str, feature_set: str) -> tuple[FeatureSpec, ...]:
+    specs = _check_modality(modality)
+    if not isinstance(feature_set, str) or feature_set not in _SET_MEMBERS:
+        raise ParameterError(
+            expected("feature_set", "one of " + ", ".join(map(repr, FEATURE_SETS)), feature_set)
+        )
+    members = _SET_MEMBERS[feature_set]
+    return tuple(s for s in specs if s.feature_set in members)
+
+
+def features(
+    modality: str, channel: str | None = None, *, feature_set: str = "extended"
+) -> tuple[FeatureSpec, ...]:
     """The features of ``modality`` (optionally of one ``channel``), in registry order.
 
     Parameters
@@ -193,42 +279,51 @@ def features(modality: str, channel: str | None = None) -> tuple[FeatureSpec, ..
         Which registry.
     channel : str, optional
         Only this channel's features.
+    feature_set : {"extended", "paper"}
+        Which set (:data:`FEATURE_SETS`): ``"extended"`` (default, every feature) or
+        ``"paper"`` (the paper's 12 symbolic / 7 audio features).
     """
-    specs = _check_modality(modality)
+    specs = _in_set(modality, feature_set)
     if channel is None:
         return specs
     out = tuple(s for s in specs if s.channel == channel)
     if not out:
-        raise ParameterError(
-            expected("channel", "one of " + ", ".join(map(repr, channel_names(modality))), channel)
-        )
+        known = channel_names(modality, feature_set=feature_set)
+        raise ParameterError(expected("channel", "one of " + ", ".join(map(repr, known)), channel))
     return out
 
 
-def channel_names(modality: str) -> tuple[str, ...]:
+def channel_names(modality: str, *, feature_set: str = "extended") -> tuple[str, ...]:
     """Channel names of ``modality`` in registry order.
 
     Parameters
     ----------
     modality : {"symbolic", "audio"}
         Which registry.
+    feature_set : {"extended", "paper"}
+        Which set (:data:`FEATURE_SETS`); both have the same channels.
     """
-    return tuple(dict.fromkeys(s.channel for s in _check_modality(modality)))
+    return tuple(dict.fromkeys(s.channel for s in _in_set(modality, feature_set)))
 
 
-def channels(modality: str) -> dict[str, tuple[FeatureSpec, ...]]:
+def channels(modality: str, *, feature_set: str = "extended") -> dict[str, tuple[FeatureSpec, ...]]:
     """Mapping channel → its feature specs, in registry order.
 
     Parameters
     ----------
     modality : {"symbolic", "audio"}
         Which registry.
+    feature_set : {"extended", "paper"}
+        Which set (:data:`FEATURE_SETS`): ``"extended"`` (default) or ``"paper"``.
     """
-    return {c: features(modality, c) for c in channel_names(modality)}
+    return {
+        c: features(modality, c, feature_set=feature_set)
+        for c in channel_names(modality, feature_set=feature_set)
+    }
 
 
 def feature_spec(modality: str, name: str) -> FeatureSpec:
-    """The spec of feature ``name``.
+    """The spec of feature ``name`` (any feature set; its ``feature_set`` says which).
 
     Parameters
     ----------

@@ -60,6 +60,8 @@ CONTROL = "control"
 #: left out with a note, their numbers stay in ``planted_sweep.csv``).
 MAX_SWEEP_PANELS = 60
 _VARIANTS = ("original", "residual")
+#: The readings ``planted_naming`` compares, in display order.
+_READINGS = ("paper", "distinctive")
 #: Columns of the main table, in display order (those the folder lacks are left out).
 _ASPECT_COLUMNS = (
     "modality", "setting", "method", "aspect", "k", "n_queries", "recall_at_k", "chance",
@@ -67,6 +69,7 @@ _ASPECT_COLUMNS = (
     "learned", "learned_effect", "counterfactual_effect", "cf_ci_low", "cf_ci_high",
     "top_channel", "top_channel_z", "top_channel_sig", "aspect_z", "right",
     "top_channel_residual", "top_channel_z_residual", "right_residual",
+    "named_channel", "named_p", "named_right", "named_channel_residual", "named_right_residual",
 )
 
 
@@ -306,14 +309,20 @@ def _naming_table(data: ResultsData) -> ReportTable | None:
         return None
     nm = _sort(nm, [("modality", _ordered((), nm["modality"])),
                           ("setting", _settings(data, nm)),
-                          ("variant", _ordered(_VARIANTS, nm["variant"]))])
+                          ("variant", _ordered(_VARIANTS, nm["variant"])),
+                          ("reading", _ordered(_READINGS, nm.get("reading", pd.Series([],
+                                                                                     dtype=str))))])
     return ReportTable(
         "planted_naming",
         "How often ARIA names the planted aspect",
-        "Per setting and score variant: the plant queries, how many of them have the planted "
-        "aspect as their leading channel (named right), how many found the marked set (their "
-        "top-k holds at least half of it), and the share named right among those found. "
-        "Chance of naming right is 1 / (number of channels).",
+        "Per setting, score variant and reading — the paper's (the leading channel, z-bar "
+        "of the top-k) and the distinctive one (the channel that explains the query's "
+        "attribution beyond what the method shows for every query, or none): the plant queries "
+        "named right, those that found the marked set (their top-k holds at least half of it) "
+        "and the share of them named right; the (setting, plant) rows whose recall interval "
+        "lies above chance and the share of them whose plant queries, read as a set, are named "
+        "right; and the share of the control queries answered 'none' (the paper's reading "
+        "always names a channel). Chance of naming right is 1 / (number of channels).",
         nm,
         {"multi_modality": _multi_modality(nm)},
     )

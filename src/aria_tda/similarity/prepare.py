@@ -2,7 +2,8 @@
 
 :func:`prepare_feature` picks the similarity function a registry entry names
 (:mod:`~aria_tda.similarity.euclidean` or :mod:`~aria_tda.similarity.lcs`) and fixes the corpus
-scale once; :func:`prepare_channels` does it for every registry feature of a store, grouped
+scale once; :func:`prepare_channels` does it for every feature of a feature set (the
+registry's ``"extended"`` by default, ``"paper"`` for the paper's) that a store holds, grouped
 by evidence channel. :func:`pairwise` is the ``(k, k)`` block of a group (the fast kernel);
 :func:`pairwise_reference` recomputes it from the raw values, pair by pair.
 """
@@ -76,8 +77,9 @@ def prepare_channels(
     *,
     rows: Any = None,
     channels: Sequence[str] | None = None,
+    feature_set: str = "extended",
 ) -> dict[str, list[PreparedFeature]]:
-    """Prepare every registry feature a feature store holds, grouped by evidence channel.
+    """Prepare the features of a feature set that a store holds, grouped by evidence channel.
 
     Scales are fixed over **all tracks of the store** that have the feature (the corpus),
     then the features are re-indexed to ``rows`` (e.g. the store rows of S_track's tracks,
@@ -92,17 +94,22 @@ def prepare_channels(
         Store rows in the order of S_track's rows (default: the store's order).
     channels : sequence of str, optional
         Restrict to these channels (default: every channel of the modality).
+    feature_set : {"extended", "paper"}
+        Which features a channel reads (:data:`aria_tda.features.registry.FEATURE_SETS`):
+        ``"extended"`` (default: the paper's and ARIA's pattern features) or ``"paper"``
+        (the paper's 12 symbolic / 7 audio features).
 
     Returns
     -------
     dict[str, list[PreparedFeature]]
-        Channel → its features in registry order; registry features absent from the store
-        are skipped with an :class:`~aria_tda.errors.AriaWarning`, and a channel with none is
-        left out.
+        Channel → its features in registry order; features of the set absent from the store
+        (e.g. a store extracted before the pattern features existed) are skipped with an
+        :class:`~aria_tda.errors.AriaWarning` and the channel uses the others; a channel with
+        none is left out.
     """
     from aria_tda.features.registry import channels as registry_channels
 
-    wanted = registry_channels(store.modality)
+    wanted = registry_channels(store.modality, feature_set=feature_set)
     if channels is not None:
         unknown = [c for c in channels if c not in wanted]
         if unknown:
@@ -115,9 +122,12 @@ def prepare_channels(
     for channel, specs in wanted.items():
         missing = [s.name for s in specs if s.name not in have]
         if missing:
+            others = [s.name for s in specs if s.name in have]
+            then = (f"the channel uses the others, {others}" if others
+                    else "the channel is left out")
             warnings.warn(
-                f"channel {channel!r}: feature(s) {missing} not in the store; "
-                "the channel uses the others",
+                f"channel {channel!r}: feature(s) {missing} not in the store (feature set "
+                f"{feature_set!r}); {then}",
                 AriaWarning,
                 stacklevel=2,
             )
@@ -135,7 +145,8 @@ def prepare_channels(
             out[channel] = feats
     if not out:
         raise DataError(expected(
-            "store", f"at least one {store.modality} registry feature", sorted(have)))
+            "store", f"at least one {store.modality} feature of feature set {feature_set!r}",
+            sorted(have)))
     return out
 
 

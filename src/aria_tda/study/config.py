@@ -14,7 +14,9 @@ sizes, the null size and the seed. Paths are relative to the study file. Example
     n_bootstrap = 1000               # bootstrap resamples of queries for CIs
     residual = true                  # also analyse the rank-1 residual
     queries = "queries.csv"          # optional per-query metadata (column `query` + labels)
-    confound = ["composer"]          # query metadata columns to stratify z by
+    confound = ["composer"]          # query metadata columns to stratify z by (and read as sets)
+    query_features = "query-features"  # optional: the queries' own features (anchors the reading)
+    alpha = 0.05                     # error rate of the distinctive reading
     max_missing_fraction = 0.5       # error when more tracks than this lack features
     scheduler = "local:4"            # optional: settings in parallel on a Dask cluster
                                      # ("local:N" worker processes or "tcp://HOST:PORT")
@@ -61,7 +63,7 @@ from aria_tda._checks import check_int
 from aria_tda._options import Options, option
 from aria_tda._paths import input_path
 from aria_tda.errors import FileFormatError, ParameterError, expected
-from aria_tda.features.registry import MODALITIES
+from aria_tda.features.registry import FEATURE_SETS, MODALITIES
 from aria_tda.results import DEFAULT_KS, PREFERRED_K_REPORT, default_k_report
 
 __all__ = [
@@ -355,10 +357,34 @@ class StudySpec(Options):
         help="per-query metadata (CSV/Parquet with a 'query' column and labels)",
     )
     confound: tuple[str, ...] = _opt(
-        (), check=_names, help="query metadata columns to stratify z by"
+        (), check=_names,
+        help="query metadata columns to stratify z by; the queries sharing a value are also "
+        "read as a set by the distinctive reading",
+    )
+    query_features: Path | None = _opt(
+        None,
+        check=_optional_path,
+        help="feature store of the queries themselves ('aria-tda features' over the generated "
+        "pieces; track ids = the queries file's query_id, else the column index): anchors "
+        "the distinctive reading on each query's own features",
+    )
+    alpha: float = _opt(
+        0.05,
+        min_value=0.0,
+        max_value=1.0,
+        min_inclusive=False,
+        help="error rate of the distinctive reading: the chance that a query (or a set) of a "
+        "score matrix that ranks at random is named an aspect",
     )
     channels: tuple[str, ...] | None = _opt(
         None, check=_optional_channel_names, help="channels to analyse (default: all)"
+    )
+    feature_set: str = _opt(
+        "extended",
+        choices=FEATURE_SETS,
+        help="the channels' features: 'extended' (the paper's plus ARIA's pattern features: "
+        "melodic-interval transitions, voice-count transitions and periodicity) or 'paper' "
+        "(the paper's features only, to reproduce it)",
     )
     chunk_rows: int | None = _opt(
         None,

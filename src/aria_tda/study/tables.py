@@ -18,6 +18,7 @@ from typing import Any
 from aria_tda._io import remove_path
 from aria_tda.errors import DataError, expected
 from aria_tda.results import RUN_TABLES  # tables this runner writes (others are left alone)
+from aria_tda.study.aspects import ASPECT_TABLES
 from aria_tda.study.config import StudySpec
 from aria_tda.verdict import Verdict, classify, concentration_signal, rank_settings
 
@@ -177,6 +178,10 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
     for name in ("homogeneity", "query_z", "pairs", "topk"):
         write_table(out, name, pd.concat([results[s.name][name] for s in spec.settings],
                                          ignore_index=True))
+    for name in ASPECT_TABLES:  # the distinctive reading (every setting computes it)
+        parts = [results[s.name][name] for s in spec.settings if name in results[s.name]]
+        if parts and any(len(p) for p in parts):
+            write_table(out, name, pd.concat(parts, ignore_index=True))
 
     hom = pd.concat([results[s.name]["homogeneity"] for s in spec.settings], ignore_index=True)
     rank_rows = []
@@ -232,6 +237,7 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
                  level: results[s.name]["diagnostics"].get(key)
                  for level, key in (("segment", "concentration"), ("track", "concentration_track"))
                  if results[s.name]["diagnostics"].get(key)},
+             "aspects": _aspect_summary(results[s.name]),
              **({"train_embeddings": str(s.train_embeddings),
                  "query_embeddings": str(s.query_embeddings)} if s.is_embedding else {})}
             for s in spec.settings
@@ -241,6 +247,26 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         "timings": {"settings": timings, "total": round(time.perf_counter() - t_start, 3)},
         "notes": [],
     }
+
+
+def _aspect_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """results.json's summary of a setting's distinctive reading, per variant: the anchor, K,
+    the method's own aspect and how many queries each answer got."""
+    asp, qa = result.get("aspects"), result.get("query_aspects")
+    if asp is None or qa is None or not len(asp):
+        return {}
+    out: dict[str, Any] = {}
+    for variant, grp in asp.groupby("variant", sort=False):
+        first = grp.iloc[0]
+        answers = qa[qa["variant"] == variant].drop_duplicates("query")["named"]
+        out[str(variant)] = {
+            "anchor": str(first["anchor"]), "K": int(first["K"]),
+            "alpha": float(first["alpha"]), "threshold": float(first["threshold"]),
+            "method_aspect": str(first["method_aspect"]),
+            "baseline": {str(r.channel): float(r.baseline) for r in grp.itertuples()},
+            "answers": {str(k): int(v) for k, v in answers.value_counts().items()},
+        }
+    return out
 
 
 def _paired_zbar(spec: StudySpec, results: dict[str, dict[str, Any]]) -> Any:
@@ -263,7 +289,7 @@ def _channels(store: Any, spec: StudySpec) -> dict[str, list[Any]]:
     from aria_tda.features.registry import channels as registry_channels
 
     have = set(store.feature_names)
-    chans = registry_channels(store.modality)
+    chans = registry_channels(store.modality, feature_set=spec.feature_set)
     wanted = spec.channels or tuple(chans)
     return {c: [f for f in chans[c] if f.name in have]
             for c in wanted if any(f.name in have for f in chans[c])}

@@ -1,4 +1,4 @@
-"""The 12 symbolic features: hand-computed cases, invariants, file extractors."""
+"""The symbolic features: hand-computed cases, invariants, file extractors."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         The ``aria-tda`` parser's sub-commands.
     """
     from aria_tda_experiments.demo import DEMO_METHODS, STAGES
+    from aria_tda_experiments.planted.plants import PLANT_FAMILIES
 
     p = sub.add_parser(
         "demo",
@@ -50,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "(retraining without it), attribute plant and control queries with every method and "
             "score recall@k / average precision of the marked set against chance and whether "
             "ARIA's leading channel is the planted aspect: OUT/results/planted_aspects.csv and a "
-            "report per modality (both about 30 minutes, --quick about 8). "
+            "report per modality (both about 30 minutes, --quick about 8); --plants B plants a "
+            "second, held-out family of patterns. "
             "Stages are resumable: rerunning reuses finished ones."
         ),
     )
@@ -58,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    default="symbolic", help="which experiment (default: symbolic)")
     p.add_argument("--modality", choices=("both", "symbolic", "audio"), default=None,
                    help="planted: which modality's plants (default: both)")
+    p.add_argument("--plants", choices=PLANT_FAMILIES, default=None,
+                   help="planted: the family of plant patterns (default: A, the one the "
+                        "experiment was designed with). B: a second family of plant "
+                        "patterns, never used to choose ARIA's settings; reported beside A "
+                        "(another motif, progression, rhythm, velocity contour and polyphony "
+                        "pattern; another percussion pattern, progression and instrument; "
+                        "default folder ./aria-demo-planted-B)")
     p.add_argument("--quick", action="store_true",
                    help="smaller sizes (symbolic about 3 minutes, audio about 5, on 2 cores)")
     p.add_argument("--preset", choices=("default", "quick", "paper", "gpu", "tiny"), default=None,
@@ -68,8 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "symbolic 'gpu': paper with 10 seeds per half (1,000 retrains), for "
                         "--device cuda; 'tiny' is for smoke tests")
     p.add_argument("--out", default=None,
-                   help="working folder (default ./aria-demo, ./aria-demo-audio or "
-                        "./aria-demo-planted); results in OUT/results")
+                   help="working folder (default ./aria-demo, ./aria-demo-audio, "
+                        "./aria-demo-planted or, with --plants B, ./aria-demo-planted-B); "
+                        "results in OUT/results")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the split, models, queries, projections, nulls")
     p.add_argument("--threads", type=int, default=None,
@@ -137,10 +147,13 @@ def run(args: argparse.Namespace) -> int:
              if v is not None}
     if args.experiment == "planted":
         return _planted(args, given)
-    if args.modality is not None:
+    planted_only = [f for f, v in (("--modality", args.modality), ("--plants", args.plants))
+                    if v is not None]
+    if planted_only:
         from aria_tda.errors import ParameterError
 
-        raise ParameterError("--modality: an option of 'aria-tda demo planted'")
+        raise ParameterError(f"{', '.join(planted_only)}: an option of 'aria-tda demo "
+                             "planted'")
     if args.experiment == "audio":
         from aria_tda.errors import ParameterError
         from aria_tda_experiments.audio.demo import AUDIO_DEMO_METHODS, run_audio_demo
@@ -191,11 +204,12 @@ def _planted(args: argparse.Namespace, given: dict[str, object]) -> int:
         other.append(f"--preset {args.preset}")
     if other:
         raise ParameterError(f"{', '.join(other)}: not an option of 'aria-tda demo planted' "
-                             "(it takes --modality, --quick, --preset default|quick, --out, "
-                             "--seed, --threads, --no-report, --quiet)")
-    run_planted_demo(args.out or "aria-demo-planted", modality=args.modality or "both",
-                     quick=args.quick, sizes=args.preset, seed=args.seed, threads=args.threads,
-                     report=args.report, progress=args.progress, quiet=args.quiet)
+                             "(it takes --modality, --plants, --quick, --preset "
+                             "default|quick, --out, --seed, --threads, --no-report, --quiet)")
+    run_planted_demo(args.out, modality=args.modality or "both", quick=args.quick,
+                     sizes=args.preset, seed=args.seed, threads=args.threads,
+                     report=args.report, progress=args.progress, quiet=args.quiet,
+                     plants=args.plants or "A")
     return 0
 
 

@@ -19,10 +19,18 @@ precision of the top-k, and ``N`` = training items):
   control queries' (``top_channel_vs_control``, ``top_channel_vs_control_dz``,
   ``right_vs_control``): a method's top-k may cohere in one channel for every query, plant or
   not, and this reading takes that baseline out.
+- **ARIA's distinctive reading** (:mod:`aria_tda.homogeneity.distinctive`, the study's
+  ``set_aspects`` and ``query_aspects`` tables at ``K = k``): ``named_channel`` = the answer
+  of the set reading for the plant's queries (a channel, or ``none``), ``named_right`` = it is
+  the planted aspect, ``named_p`` its p-value, on the original matrix and on the residual.
 - **confusion**: per setting and variant, how many plant queries of each aspect have each
-  channel as their own highest z. **naming**: over the plant queries whose top-k holds at
-  least half of the marked set (*found* at the query level), the share whose leading channel
-  is the planted aspect.
+  channel as their own highest z. **naming** (``planted_naming``): per setting, variant and
+  reading (``paper``: the leading channel; ``distinctive``: the new reading's answer) — over the
+  plant queries, the share named right, and over those whose top-k holds at least half of the
+  marked set (*found* at the query level) the share named right; over the (setting, plant)
+  rows whose recall interval lies above chance, the share named right; and the share of the
+  control queries answered ``none`` (the paper's reading never answers none). Every query's
+  answers are in ``planted_queries``.
 - the ``oracle`` setting (its top-k is the marked set) is scored like a method: its row says
   which channel the plant itself moves; it is left out of the agreement.
 - **agreement**: across the attribution methods, the rank agreement of each reliability
@@ -49,7 +57,10 @@ __all__ = ["PLANTED_TABLES", "ap_chance", "average_precision", "recall_at_k", "s
 
 #: The tables :func:`score_planted` returns (results-folder schema names).
 PLANTED_TABLES = ("planted_aspects", "planted_confusion", "planted_naming", "planted_effects",
-                  "planted_agreement", "planted_sweep")
+                  "planted_agreement", "planted_sweep", "planted_queries")
+#: The readings ``planted_naming`` compares: the paper's leading channel, the distinctive one.
+READINGS = ("paper", "distinctive")
+NONE = "none"
 FOUND_SHARE = 0.5  # a query "found" its marked set when its top-k holds at least half of it
 
 
@@ -241,13 +252,17 @@ def score_planted(data: PlantedData, results: Path, *, n_boot: int = 1000,
     qz = qz_all[qz_all["K"] == k]
     channels = [c for c in dict.fromkeys(qz["channel"].astype(str))]
     rel = read_table(results, "reliability")
+    qa_all = read_table(results, "query_aspects")  # the distinctive reading (None: not run)
+    sa_all = read_table(results, "set_aspects")
     learned0 = data.learned[data.learned["seed"] == data.learned["seed"].min()
                             ].set_index("aspect")
     cf = data.counterfactual.set_index("aspect")
 
-    rows, confusion, naming, sweep = [], [], [], []
+    rows, confusion, naming, sweep, per_query = [], [], [], [], []
     detection: dict[str, float] = {}
     for setting, path in data.scores.items():
+        named_q = _distinctive_answers(qa_all, setting)
+        named_s = _set_answers(sa_all, setting)
         s = open_scores(path).to_numpy()
         if s.shape != (n, len(qids)):
             raise DataError(expected(f"scores[{setting!r}]", f"shape {(n, len(qids))}", s.shape))
@@ -298,6 +313,13 @@ def score_planted(data: PlantedData, results: Path, *, n_boot: int = 1000,
                                        if aspect != "control" else np.nan)
                 row[f"right{suffix}"] = (bool(lead["top_channel"] == aspect)
                                          if aspect != "control" else None)
+                got = named_s.get((variant, aspect))
+                if got is not None:
+                    row[f"named_channel{suffix}"] = got["named"]
+                    row[f"named_p{suffix}"] = got["p"]
+                    row[f"named_delta{suffix}"] = got["delta"]
+                    row[f"named_right{suffix}"] = (bool(got["named"] == aspect)
+                                                   if aspect != "control" else None)
             if "original" in zs and aspect != "control" and (plant_of == "control").any():
                 # beside ARIA's reading, the channel that rises most over the control
                 # queries' z-bar (what any top-k of this method coheres in, plant or not)
@@ -311,32 +333,43 @@ def score_planted(data: PlantedData, results: Path, *, n_boot: int = 1000,
                 row["right_vs_control"] = bool(top == aspect)
             rows.append(row)
         detection[setting] = float(np.mean(np.concatenate(recalls))) if recalls else np.nan
-        # confusion, naming and the plant queries' K-sweep, per variant
+        # confusion, naming (both readings, per query and per row) and the K-sweep
+        recall_q = {a: recall_at_k(s[:, plant_of == a],
+                                   union if a == "control" else data.marked[a], k)
+                    for a in (*data.aspects, "control") if (plant_of == a).any()}
+        setting_rows = [r for r in rows if r["setting"] == setting]
         for variant, zfull in zs.items():
-            n_q = n_right = n_found = n_right_found = 0
+            zq_all = zfull.reindex(qpos).reindex(columns=channels)
+            defined = zq_all.notna().any(axis=1)  # a query with no defined z has no leader
+            lead = pd.Series("", index=zq_all.index, dtype=object)
+            if defined.any():
+                lead[defined] = zq_all[defined].idxmax(axis=1, skipna=True)
+            answers = {"paper": lead.to_numpy(dtype=object)}
+            if variant in named_q:
+                answers["distinctive"] = named_q[variant].reindex(qpos).fillna("").to_numpy(
+                    dtype=object)
             for aspect in data.aspects:
                 sel = plant_of == aspect
-                zq = zfull.reindex(qpos[sel]).reindex(columns=channels)
-                defined = zq.notna().any(axis=1)  # a query with no defined z has no leader
-                lead = pd.Series("", index=zq.index, dtype=object)
-                if defined.any():
-                    lead[defined] = zq[defined].idxmax(axis=1, skipna=True)
-                counts = lead.value_counts()
+                counts = pd.Series(answers["paper"][sel]).value_counts()
                 for c in channels:
                     confusion.append({"modality": data.modality, "setting": setting,
                                       "variant": variant, "aspect": aspect, "channel": c,
                                       "n_queries": int(counts.get(c, 0)),
                                       "share": float(counts.get(c, 0)) / max(int(sel.sum()), 1)})
-                right = (lead.to_numpy(dtype=object) == aspect)
-                n_q += int(sel.sum())
-                n_right += int(right.sum())
-                f = found_q.get(aspect, np.zeros(int(sel.sum()), dtype=bool))
-                n_found += int(f.sum())
-                n_right_found += int((right & f).sum())
-            naming.append({"modality": data.modality, "setting": setting, "variant": variant,
-                           "n_queries": n_q, "n_right": n_right, "n_found": n_found,
-                           "n_right_found": n_right_found,
-                           "right_when_found": n_right_found / n_found if n_found else np.nan})
+            for reading, ans in answers.items():
+                naming.append(_naming_row(data, setting, variant, reading, ans, plant_of,
+                                          found_q, setting_rows))
+            for j in range(len(qids)):
+                a = plant_of[j]
+                rec = recall_q[a][int(np.flatnonzero(np.flatnonzero(plant_of == a) == j)[0])]
+                per_query.append({
+                    "modality": data.modality, "setting": setting, "variant": variant,
+                    "query": int(qpos[j]), "query_id": qids[j], "aspect": a,
+                    "recall_at_k": float(rec), "found": bool(rec >= FOUND_SHARE),
+                    **{reading: (str(ans[j]) or None) for reading, ans in answers.items()},
+                    **{f"{reading}_right": (bool(ans[j] == a) if a != "control" else None)
+                       for reading, ans in answers.items()},
+                })
         allk = qz_all[qz_all["setting"] == setting]
         for (variant, kk, channel), g in allk.groupby(["variant", "K", "channel"], sort=True):
             zser = g.set_index("query")["z"]
@@ -364,6 +397,63 @@ def score_planted(data: PlantedData, results: Path, *, n_boot: int = 1000,
         "planted_effects": effects,
         "planted_agreement": agreement,
         "planted_sweep": pd.DataFrame(sweep),
+        "planted_queries": pd.DataFrame(per_query),
+    }
+
+
+def _distinctive_answers(qa: pd.DataFrame | None, setting: str) -> dict[str, pd.Series]:
+    """Variant -> each query's answer of the distinctive reading (query index -> answer)."""
+    if qa is None or not len(qa):
+        return {}
+    sub = qa[qa["setting"] == setting]
+    return {str(v): g.drop_duplicates("query").set_index("query")["named"].astype(str)
+            for v, g in sub.groupby("variant", sort=False)}
+
+
+def _set_answers(sa: pd.DataFrame | None, setting: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """(variant, plant) -> the set reading of the plant's queries: answer, p, its delta."""
+    if sa is None or not len(sa):
+        return {}
+    sub = sa[(sa["setting"] == setting) & (sa["variable"] == "plant")]
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for (v, val), g in sub.groupby(["variant", "value"], sort=False):
+        named = str(g["named"].iloc[0])
+        lead = g.loc[g["delta"].idxmax()] if g["delta"].notna().any() else None
+        out[(str(v), str(val))] = {
+            "named": named, "p": float(g["p"].iloc[0]),
+            "delta": float(lead["delta"]) if lead is not None else np.nan}
+    return out
+
+
+def _naming_row(data: PlantedData, setting: str, variant: str, reading: str, ans: np.ndarray,
+                plant_of: np.ndarray, found_q: dict[str, np.ndarray],
+                setting_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``planted_naming`` row: a reading's answers over the plant queries, the found
+    queries, the rows whose recall is above chance, and the control queries."""
+    n_q = n_right = n_found = n_right_found = 0
+    for aspect in data.aspects:
+        sel = plant_of == aspect
+        right = ans[sel] == aspect
+        f = found_q.get(aspect, np.zeros(int(sel.sum()), dtype=bool))
+        n_q += int(sel.sum())
+        n_right += int(right.sum())
+        n_found += int(f.sum())
+        n_right_found += int((right & f).sum())
+    suffix = "" if variant == "original" else "_residual"
+    key = "right" if reading == "paper" else "named_right"
+    found_rows = [r for r in setting_rows if r["aspect"] != "control" and r.get("found")]
+    rows_right = sum(bool(r.get(f"{key}{suffix}")) for r in found_rows)
+    ctrl = plant_of == "control"
+    return {
+        "modality": data.modality, "setting": setting,
+        "method": data.methods.get(setting, setting), "variant": variant, "reading": reading,
+        "n_queries": n_q, "n_right": n_right, "share_right": n_right / n_q if n_q else np.nan,
+        "n_found": n_found, "n_right_found": n_right_found,
+        "right_when_found": n_right_found / n_found if n_found else np.nan,
+        "n_rows_found": len(found_rows), "n_rows_right": rows_right,
+        "rows_right_share": rows_right / len(found_rows) if found_rows else np.nan,
+        "n_control": int(ctrl.sum()),
+        "control_none_share": (float(np.mean(ans[ctrl] == NONE)) if ctrl.any() else np.nan),
     }
 
 

@@ -8,9 +8,10 @@ stage each (names prefixed ``audio-``):
    no planted versions of its own).
 2. ``audio-plants`` — :func:`~.audio_plants.choose_marked` marks ``n_marked`` training tracks
    per aspect (disjoint sets, spread over the genres, one track per work); each is rendered
-   again with its plant (:mod:`.audio_plants`) and replaces its plain rendering, under the
-   same track id. Held-out side: every track of the held-out works is an *item* four times,
-   plain (a control item) and with each plant, so plant and control items share their works,
+   again with its plant (:mod:`.audio_plants`, with the patterns of the chosen family, ``A``
+   or the held-out ``B``) and replaces its plain rendering, under the same track id.
+   Held-out side: every track of the held-out works is an *item* four times, plain (a
+   control item) and with each plant, so plant and control items share their works,
    versions and lengths and differ by the plant only.
 3. ``audio-tokens`` — the demo's tokenizers fitted on the training tracks (marked ones
    included), every item tokenised.
@@ -57,7 +58,9 @@ the first step at which all three are learned is kept and the other seeds are re
 they come. Step 1 was taken (harmony was not learned at quick's ``n_marked=3``): quick
 3 → 5, default 6 → 9 marked tracks per aspect. With the control-adjusted measure and
 half-window prompts, quick's harmony was not learned on seed 0 at 4 epochs (+0.063
-[−0.015, +0.145]), so step 2 was taken for quick: 4 → 8 epochs.
+[−0.015, +0.145]), so step 2 was taken for quick: 4 → 8 epochs. These rules were applied to
+family A; family B runs at the same presets, unchanged (it is held out: nothing is chosen on
+it).
 
 Recall (rule written before any recall with half-window prompts and whole-window targets was
 seen): the design above; if on seed 0 some plant's marked set is found (recall@k interval above
@@ -77,17 +80,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from aria_tda._checks import check_choice
 from aria_tda.errors import ParameterError, expected
 from aria_tda_experiments.planted import audio_stages as st
-from aria_tda_experiments.planted.audio_plants import AUDIO_ASPECTS
+from aria_tda_experiments.planted.audio_plants import AUDIO_ASPECTS, audio_plant_family
 from aria_tda_experiments.planted.audio_stages import AUDIO_PLANTED_METHODS
 from aria_tda_experiments.planted.data import PlantedData
+from aria_tda_experiments.planted.plants import PLANT_FAMILIES
 
 if TYPE_CHECKING:
     from aria_tda_experiments.demo import _Runner
 
 __all__ = ["AUDIO_PLANTED_METHODS", "AUDIO_PLANTED_PRESETS", "AudioPlantedPreset",
-           "run_audio_planted"]
+           "plants_stage_params", "run_audio_planted"]
 
 
 @dataclass(frozen=True)
@@ -144,7 +149,8 @@ def _log(msg: str, quiet: bool) -> None:
 
 def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, threads: int,
                       progress: bool | None, quiet: bool,
-                      preset: str | AudioPlantedPreset | None = None) -> PlantedData:
+                      preset: str | AudioPlantedPreset | None = None,
+                      plants: str = "A") -> PlantedData:
     """Run the audio side of the planted experiment (see the module docstring).
 
     Parameters
@@ -166,11 +172,16 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
         No log lines.
     preset : str or AudioPlantedPreset, optional
         Explicit sizes (``"tiny"`` for tests); overrides ``quick``.
+    plants : {"A", "B"}
+        The plant family (:data:`~.audio_plants.FAMILIES`): ``A`` the default, ``B`` the
+        held-out one. A family other than A gets stages of its own
+        (:func:`plants_stage_params`).
 
     Returns
     -------
     PlantedData
     """
+    family = check_choice("plants", plants, PLANT_FAMILIES)
     if isinstance(preset, AudioPlantedPreset):
         p = preset
     else:
@@ -184,7 +195,7 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
 
     torch.set_num_threads(threads)
     _log(f"preset {p.name!r}, seed {seed}: {p.to_dict()}", quiet)
-    items = _corpus_stages(root, runner, p, seed, threads, progress, quiet)
+    items = _corpus_stages(root, runner, p, seed, threads, progress, quiet, family)
     tokens = _token_stage(runner, p, seed, items, threads, progress)
     train = items[items["split"] == "train"].reset_index(drop=True)
     held = items[items["split"] == "heldout"].reset_index(drop=True)
@@ -243,7 +254,7 @@ _ITEM_COLUMNS = ("item_id", "track_id", "work_id", "split", "plant", "genre", "c
 
 
 def plan_items(tracks: pd.DataFrame, n_marked: int, seed: int, corpus_dir: str,
-               heldout_plants: str = "all") -> pd.DataFrame:
+               heldout_plants: str = "all", *, family: str = "A") -> pd.DataFrame:
     """Training and held-out items: marked training tracks, plain and planted held-out items.
 
     Parameters
@@ -260,6 +271,9 @@ def plan_items(tracks: pd.DataFrame, n_marked: int, seed: int, corpus_dir: str,
         Every held-out track is a plain (control) item and a planted item with each plant
         (``"all"``), or with one plant, the aspects dealt round-robin over the held-out tracks
         in a seeded order (``"one"``: a third of the renderings).
+    family : {"A", "B"}
+        The plant family: its timbre program is the timbre items' ``program``. The marked
+        sets do not depend on it.
 
     Returns
     -------
@@ -267,8 +281,9 @@ def plan_items(tracks: pd.DataFrame, n_marked: int, seed: int, corpus_dir: str,
         ``_ITEM_COLUMNS``; ``plant`` is an aspect or ``"none"``; ``path`` relative to the
         run root, ``""`` for a planted rendering still to be made.
     """
-    from aria_tda_experiments.planted.audio_plants import PLANT_PROGRAM, choose_marked
+    from aria_tda_experiments.planted.audio_plants import choose_marked
 
+    program = audio_plant_family(family).program
     train = tracks[tracks["split"] == "train"].sort_values("track_id")
     test = tracks[tracks["split"] == "test"].sort_values("track_id")
     marked = choose_marked(train, n_marked, seed)
@@ -290,16 +305,45 @@ def plan_items(tracks: pd.DataFrame, n_marked: int, seed: int, corpus_dir: str,
                          "plant": a, "path": ""})
     items = pd.DataFrame(rows)[list(_ITEM_COLUMNS)]
     timbre = items["plant"] == "timbre"
-    items.loc[timbre, "program"] = PLANT_PROGRAM
+    items.loc[timbre, "program"] = program
     items.loc[timbre, "instrument_family"] = "plant"
     return items
 
 
+def plants_stage_params(p: AudioPlantedPreset, seed: int, family: str = "A") -> dict[str, Any]:
+    """The parameters of the ``audio-plants`` stage (what its key is made of).
+
+    Family A's are what they were before families existed, so its finished stages are
+    reused; another family is named under ``"family"``, with the parts of its patterns A's
+    parameters leave out. Every later stage's key holds this stage's digest (the runner's
+    ``after``), so no token, model, query, effect, attribution or feature stage of one family
+    is reused by another.
+
+    Parameters
+    ----------
+    p : AudioPlantedPreset
+    seed : int
+    family : {"A", "B"}
+        The plant family (:data:`~.plants.PLANT_FAMILIES`).
+    """
+    fam = audio_plant_family(check_choice("family", family, PLANT_FAMILIES))
+    plants: dict[str, Any] = {"drums": sorted(fam.drum_pattern.items()), "bpm": fam.drum_bpm,
+                              "progression": fam.progression,
+                              "chord_seconds": fam.chord_seconds, "program": fam.program}
+    params: dict[str, Any] = {"n_marked": p.n_marked, "seed": seed,
+                              "heldout_plants": p.heldout_plants, "plants": plants}
+    if fam.name != "A":
+        params["family"] = fam.name
+        plants.update(drum_velocity=sorted(fam.drum_velocity.items()),
+                      steps_per_beat=fam.drum_steps_per_beat, bar_steps=fam.drum_bar_steps)
+    return params
+
+
 def _corpus_stages(root: Path, runner: _Runner, p: AudioPlantedPreset, seed: int,
-                   threads: int, progress: bool | None, quiet: bool) -> pd.DataFrame:
+                   threads: int, progress: bool | None, quiet: bool,
+                   family: str) -> pd.DataFrame:
     from aria_tda_experiments.audio.corpus import build_audio_corpus, load_audio_corpus
     from aria_tda_experiments.audio.versions import AudioCorpusConfig
-    from aria_tda_experiments.planted import audio_plants as ap
 
     cfg = AudioCorpusConfig(works_per_collection=p.works_per_collection,
                             versions_per_work=p.versions_per_work, planted_works=0, seed=seed)
@@ -310,17 +354,12 @@ def _corpus_stages(root: Path, runner: _Runner, p: AudioPlantedPreset, seed: int
 
     cdir = runner.stage("audio-corpus", {"corpus": cfg.to_dict()}, [], _corpus, resumable=True)
     corpus = load_audio_corpus(cdir / "corpus")
-    plants = {"drums": sorted(ap.DRUM_PATTERN.items()), "bpm": ap.DRUM_BPM,
-              "progression": ap.PROGRESSION, "chord_seconds": ap.CHORD_SECONDS,
-              "program": ap.PLANT_PROGRAM}
 
     def _plants(d: Path) -> dict[str, Any]:
-        return _render_plants(d, corpus, p, seed, threads, progress, root)
+        return _render_plants(d, corpus, p, seed, threads, progress, root, family)
 
-    pdir = runner.stage("audio-plants", {"n_marked": p.n_marked, "seed": seed,
-                                         "heldout_plants": p.heldout_plants,
-                                         "plants": plants}, ["audio-corpus"], _plants,
-                        resumable=True)
+    pdir = runner.stage("audio-plants", plants_stage_params(p, seed, family), ["audio-corpus"],
+                        _plants, resumable=True)
     items = pd.read_csv(pdir / "items.csv", dtype=str, keep_default_na=False)
     items = items.astype({"version": int, "program": int, "tempo_scale": float,
                           "transpose": int})
@@ -331,7 +370,7 @@ def _corpus_stages(root: Path, runner: _Runner, p: AudioPlantedPreset, seed: int
 
 
 def _render_plants(d: Path, corpus: Any, p: AudioPlantedPreset, seed: int, threads: int,
-                   progress: bool | None, root: Path) -> dict[str, Any]:
+                   progress: bool | None, root: Path, family: str) -> dict[str, Any]:
     """Render the planted items (reusing WAVs of the same digest) and write ``items.csv``."""
     from aria_tda._io import write_text
     from aria_tda._progress import progress as bar_of
@@ -348,7 +387,8 @@ def _render_plants(d: Path, corpus: Any, p: AudioPlantedPreset, seed: int, threa
 
     cfg = corpus.config
     items = plan_items(corpus.tracks, p.n_marked, seed,
-                       corpus.root.relative_to(root).as_posix(), p.heldout_plants)
+                       corpus.root.relative_to(root).as_posix(), p.heldout_plants,
+                       family=family)
     todo_rows = items.index[items["path"] == ""]
     sf_path = find_soundfont(None)
     sf_id = _soundfont_id(sf_path)
@@ -361,7 +401,7 @@ def _render_plants(d: Path, corpus: Any, p: AudioPlantedPreset, seed: int, threa
         job = {"midi": midi_of[r["work_id"]], "program": int(corpus.tracks.set_index(
             "track_id").at[r["track_id"], "program"]), "tempo_scale": float(r["tempo_scale"]),
             "transpose": int(r["transpose"]), "seconds": cfg.track_seconds, "sr": cfg.sr,
-            "aspect": r["plant"], "soundfont": str(sf_path)}
+            "aspect": r["plant"], "family": family, "soundfont": str(sf_path)}
         safe = "".join(c if c.isalnum() or c in "-._~" else "_" for c in r["item_id"])
         rel = f"audio/{safe}-{r['plant']}-{job_digest(job, sf_id)}.wav"
         items.loc[i, "path"] = f"{d.name}/{rel}"

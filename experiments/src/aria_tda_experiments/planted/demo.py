@@ -168,7 +168,7 @@ def _summary(df: pd.DataFrame) -> str:
 
 
 def run_planted_demo(
-    out: str | os.PathLike[str] = "aria-demo-planted",
+    out: str | os.PathLike[str] | None = None,
     *,
     modality: str = "both",
     quick: bool = False,
@@ -178,13 +178,15 @@ def run_planted_demo(
     report: bool = True,
     progress: bool | None = None,
     quiet: bool = False,
+    plants: str = "A",
 ) -> Path:
     """Run the planted-aspect experiment and return ``OUT/results``.
 
     Parameters
     ----------
-    out : path
-        Working folder (relative paths are taken from the current folder).
+    out : path, optional
+        Working folder (relative paths are taken from the current folder; default
+        ``aria-demo-planted``, ``aria-demo-planted-B`` for ``plants="B"``).
     modality : {"both", "symbolic", "audio"}
         Which experiments.
     quick : bool
@@ -201,7 +203,15 @@ def run_planted_demo(
         Force progress bars on/off.
     quiet : bool
         No log lines.
+    plants : {"A", "B"}
+        The plant family (:data:`~.plants.FAMILIES`): ``A`` (default) or ``B``, a second
+        family of plant patterns, never used to choose the experiment's settings.
     """
+    from aria_tda_experiments.planted.plants import PLANT_FAMILIES
+
+    plants = check_choice("plants", plants, PLANT_FAMILIES)
+    if out is None:
+        out = "aria-demo-planted" if plants == "A" else f"aria-demo-planted-{plants}"
     modality = check_choice("modality", modality, ("both", *MODALITIES))
     which = MODALITIES if modality == "both" else (modality,)
     seed = check_int("seed", seed, min_value=0)
@@ -218,11 +228,11 @@ def run_planted_demo(
     # one run per working folder: a second is refused naming the first
     with writer_lock(root, "planted-demo working folder"):
         return _run(root, which, name, seed, n_threads, report=report, progress=progress,
-                    quiet=quiet)
+                    quiet=quiet, plants=plants)
 
 
 def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: int, *,
-         report: bool, progress: bool | None, quiet: bool) -> Path:
+         report: bool, progress: bool | None, quiet: bool, plants: str = "A") -> Path:
     """The demo's body, under the working folder's writer lock."""
     from aria_tda.results import read_results_meta, write_results_meta, write_table
     from aria_tda_experiments.demo import _Runner
@@ -235,8 +245,8 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
          f"folder {root}", quiet)
     combined: dict[str, dict[str, pd.DataFrame]] = {t: {} for t in PLANTED_TABLES}
     for mod in which:
-        kw = {"quick": name == "quick", "seed": seed, "threads": n_threads,
-              "progress": progress, "quiet": quiet}
+        kw: dict[str, Any] = {"quick": name == "quick", "seed": seed, "threads": n_threads,
+                              "progress": progress, "quiet": quiet, "plants": plants}
         if mod == "symbolic":
             from aria_tda_experiments.planted.symbolic import run_symbolic_planted
 
@@ -266,7 +276,7 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
         meta = read_results_meta(results)
         meta = {k: v for k, v in meta.items() if k not in {"kind", "aria_version", "created"}}
         meta["demo"] = {"experiment": "planted", "modality": mod, "sizes": name, "seed": seed,
-                        "info": data.info, "aspects": list(data.aspects),
+                        "plants": plants, "info": data.info, "aspects": list(data.aspects),
                         "n_marked": {a: len(r) for a, r in data.marked.items()},
                         "stage_seconds": {k: v for k, v in runner.timings.items()
                                           if k.startswith(mod)},

@@ -5,8 +5,9 @@ Stages (each resumable through the demo runner, folders ``symbolic-*`` under the
 1. **corpus** — the symbolic demo's corpus (:mod:`aria_tda_experiments.corpus`) at the
    sizes' preset;
 2. **plants** — ``n_marked`` training windows per aspect (disjoint, seeded) are replaced by
-   the same windows with the aspect planted (:mod:`.plants`); every other training window is
-   re-cut the same way without a plant, so only the planted aspect ties a marked set together.
+   the same windows with the aspect planted (:mod:`.plants`, with the patterns of the chosen
+   family, ``A`` or the held-out ``B``); every other training window is re-cut the same way
+   without a plant, so only the planted aspect ties a marked set together.
    From held-out works, ``n_heldout`` fresh windows per aspect carry the same plant (the
    learned check and the plant queries' prompts) and ``n_heldout`` stay unplanted (controls);
 3. **models** — the model and its TRAK ensemble on all training windows (member ``s`` has seed
@@ -43,6 +44,8 @@ windows, so it trains 5 epochs instead of the preset's 4. The held-out windows p
 (quick) and 30 (default) in those runs: intervals ±0.15-0.2 nats/token wide, as wide as the
 melody and texture effects themselves (~0.1-0.2), so the learned check had little power; it
 now uses 48 and 64 (a measurement, not the plants' strength, which the rule alone sets).
+The rule was applied to family A; family B runs at the same sizes, unchanged (it is held out:
+nothing is chosen on it).
 """
 
 from __future__ import annotations
@@ -57,9 +60,15 @@ import pandas as pd
 from aria_tda._checks import check_choice
 from aria_tda_experiments import tokenizer as tk
 from aria_tda_experiments.planted.data import COUNTERFACTUAL_COLUMNS, LEARNED_COLUMNS, PlantedData
-from aria_tda_experiments.planted.plants import ASPECTS, plant_window
+from aria_tda_experiments.planted.plants import (
+    ASPECTS,
+    PLANT_FAMILIES,
+    SymbolicPlantFamily,
+    plant_family,
+    plant_window,
+)
 
-__all__ = ["SYMBOLIC_SIZES", "SymbolicSizes", "run_symbolic_planted"]
+__all__ = ["SYMBOLIC_SIZES", "SymbolicSizes", "plants_stage_params", "run_symbolic_planted"]
 
 SPAN = 4  # windows of tokens decoded to plant one window
 
@@ -120,13 +129,13 @@ def _span(corpus: Any, meta_row: Any, window: int) -> np.ndarray:
 
 
 def _recut(corpus: Any, meta: pd.DataFrame, rows: np.ndarray, aspect: str | None,
-           window: int) -> tuple[np.ndarray, np.ndarray]:
+           window: int, family: SymbolicPlantFamily) -> tuple[np.ndarray, np.ndarray]:
     """Planted (or re-cut) windows of ``rows`` → (tokens, the rows that gave a full window)."""
     out, ok = [], []
     for r in rows:
         m = meta.iloc[int(r)]
         w = plant_window(_span(corpus, m, window), aspect, window=window,
-                         start_velocity=int(m.start_velocity))
+                         start_velocity=int(m.start_velocity), family=family)
         if w is not None:
             out.append(w)
             ok.append(int(r))
@@ -134,7 +143,8 @@ def _recut(corpus: Any, meta: pd.DataFrame, rows: np.ndarray, aspect: str | None
     return toks, np.asarray(ok, dtype=np.int64)
 
 
-def build_plants(corpus: Any, sizes: SymbolicSizes, seed: int, out: Path) -> dict[str, Any]:
+def build_plants(corpus: Any, sizes: SymbolicSizes, seed: int, out: Path, *,
+                 family: str | SymbolicPlantFamily = "A") -> dict[str, Any]:
     """The planted training set and held-out plant/control windows, saved in ``out``.
 
     Parameters
@@ -147,17 +157,20 @@ def build_plants(corpus: Any, sizes: SymbolicSizes, seed: int, out: Path) -> dic
         Seeds which windows are marked and drawn.
     out : Path
         Folder for ``plants.npz`` and ``train_meta.csv``.
+    family : {"A", "B"} or SymbolicPlantFamily
+        Whose plant patterns (:data:`~.plants.FAMILIES`).
     """
     from aria_tda.errors import DataError
 
+    fam = plant_family(family)
     window = int(corpus.train_tokens.shape[1])
     rng = np.random.default_rng([seed, 28])
     meta = corpus.train_meta.reset_index(drop=True)
     # every training window re-cut (unplanted); the ones that cannot fill a window dropped
-    base, ok = _recut(corpus, meta, np.arange(len(meta)), None, window)
+    base, ok = _recut(corpus, meta, np.arange(len(meta)), None, window, fam)
     if len(ok) > sizes.max_train:
         ok = np.sort(rng.choice(ok, sizes.max_train, replace=False))
-        base, _ = _recut(corpus, meta, ok, None, window)
+        base, _ = _recut(corpus, meta, ok, None, window, fam)
     need = len(ASPECTS) * sizes.n_marked
     if need > len(ok) // 2:
         raise DataError(f"planted: {len(ok)} training windows cannot hold {need} marked ones "
@@ -169,7 +182,7 @@ def build_plants(corpus: Any, sizes: SymbolicSizes, seed: int, out: Path) -> dic
         rows: list[int] = []
         while len(rows) < sizes.n_marked and free:
             i = int(free.pop())
-            w, _ = _recut(corpus, meta, ok[[i]], aspect, window)
+            w, _ = _recut(corpus, meta, ok[[i]], aspect, window, fam)
             if len(w):
                 tokens[i] = w[0]
                 rows.append(i)
@@ -190,7 +203,7 @@ def build_plants(corpus: Any, sizes: SymbolicSizes, seed: int, out: Path) -> dic
     for aspect in (*ASPECTS, "control"):
         order = rng.permutation(len(tm))
         w, rows = _recut(corpus, tm, order[: 3 * sizes.n_heldout],
-                         None if aspect == "control" else aspect, window)
+                         None if aspect == "control" else aspect, window, fam)
         if len(w) < sizes.n_heldout:
             raise DataError(f"planted: only {len(w)} held-out windows for the {aspect} items")
         held[aspect] = w[: sizes.n_heldout]
@@ -204,6 +217,27 @@ def build_plants(corpus: Any, sizes: SymbolicSizes, seed: int, out: Path) -> dic
                  ).to_csv(out / "heldout.csv", index=False)
     return {"n_train": int(tokens.shape[0]), "n_marked": sizes.n_marked,
             "share_marked": round(need / tokens.shape[0], 4)}
+
+
+def plants_stage_params(sizes: SymbolicSizes, seed: int, family: str = "A") -> dict[str, Any]:
+    """The parameters of the ``symbolic-plants`` stage (what its key is made of).
+
+    Family A's are what they were before families existed, so its finished stages are
+    reused; another family is named under ``"family"``. Every later stage's key holds this
+    stage's digest (the runner's ``after``), so no model, query, effect, attribution or feature
+    stage of one family is reused by another.
+
+    Parameters
+    ----------
+    sizes : SymbolicSizes
+    seed : int
+    family : {"A", "B"}
+        The plant family (:data:`~.plants.PLANT_FAMILIES`).
+    """
+    params: dict[str, Any] = {"sizes": sizes.to_dict(), "seed": seed, "plants": 2}
+    if check_choice("family", family, PLANT_FAMILIES) != "A":
+        params["family"] = family
+    return params
 
 
 def load_plants(d: Path) -> dict[str, Any]:
@@ -352,7 +386,7 @@ def effects(plants: dict[str, Any], members: list[Any], loo: list[list[Any]],
 def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, threads: int,
                          progress: bool | None, quiet: bool, sizes: str | None = None,
                          methods: tuple[str, ...] | None = None,
-                         n_boot: int = 1000) -> PlantedData:
+                         n_boot: int = 1000, plants: str = "A") -> PlantedData:
     """Run the symbolic planted experiment's stages and return what the analysis scores.
 
     Parameters
@@ -377,6 +411,9 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
         Attribution methods (default: the symbolic demo's six).
     n_boot : int
         Bootstrap replicates of the effects' intervals.
+    plants : {"A", "B"}
+        The plant family (:data:`~.plants.FAMILIES`): ``A`` the default, ``B`` the held-out
+        one. A family other than A gets stages of its own (:func:`plants_stage_params`).
     """
     import torch
 
@@ -385,6 +422,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     from aria_tda_experiments.generate import sample
     from aria_tda_experiments.train import load_trained, retrain_subsets, train_ensemble
 
+    family = check_choice("plants", plants, PLANT_FAMILIES)
     name = check_choice("sizes", sizes, tuple(SYMBOLIC_SIZES)) if sizes else (
         "quick" if quick else "default")
     sz = SYMBOLIC_SIZES[name]
@@ -403,16 +441,16 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     corpus = load_corpus(corpus_dir / "corpus")
 
     plants_dir = runner.stage(
-        "symbolic-plants", {"sizes": sz.to_dict(), "seed": seed, "plants": 2},
-        ["symbolic-corpus"], lambda d: build_plants(corpus, sz, seed, d))
-    plants = load_plants(plants_dir)
-    train_tokens = plants["train_tokens"]
+        "symbolic-plants", plants_stage_params(sz, seed, family), ["symbolic-corpus"],
+        lambda d: build_plants(corpus, sz, seed, d, family=family))
+    built = load_plants(plants_dir)
+    train_tokens = built["train_tokens"]
     n_train = train_tokens.shape[0]
     torch.set_num_threads(threads)
 
     model_params = {"model": p.model.to_dict(), "train": train_cfg.to_dict(), "seed": seed,
                     "n_ensemble": sz.n_ensemble, "cf_seeds": sz.cf_seeds}
-    loo_idx = _loo_subsets(n_train, plants["marked"])
+    loo_idx = _loo_subsets(n_train, built["marked"])
     n_full = max(sz.n_ensemble, sz.cf_seeds)
 
     def _train(d: Path, *, load: bool = False) -> Any:
@@ -435,7 +473,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     plant_of = np.repeat([*ASPECTS, "control"], sz.n_queries)
 
     def _queries(d: Path) -> dict[str, Any]:
-        prompts = np.concatenate([plants["held"][a][: sz.n_queries, :prompt_len]
+        prompts = np.concatenate([built["held"][a][: sz.n_queries, :prompt_len]
                                   for a in (*ASPECTS, "control")])
         toks = sample(main.model, prompts, n_new=window - prompt_len, seed=seed,
                       num_threads=threads, progress_bar=progress)
@@ -448,7 +486,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     q_tokens = np.load(q_dir / "tokens.npy")
 
     def _effects(d: Path) -> dict[str, Any]:
-        learned, cf = effects(plants, [m.model for m in members],
+        learned, cf = effects(built, [m.model for m in members],
                               [[m.model for m in ms] for ms in loo], q_tokens, plant_of,
                               prompt_len, n_boot=n_boot, seed=seed)
         learned.to_csv(d / "learned.csv", index=False)
@@ -470,7 +508,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
             trajectory=[c.state_dict for c in main.checkpoints],
             learning_rates=main.checkpoint_lrs, final=main.checkpoints[-1].state_dict,
             options={"TRAK": {"proj_dim": 512, "lam": 0.01}}, common=common,
-            out_dir=d / "scores", row_ids=plants["meta"]["segment_id"].to_numpy(str))
+            out_dir=d / "scores", row_ids=built["meta"]["segment_id"].to_numpy(str))
         return {"seconds": {m: round(r.seconds, 2) for m, r in res.items()}}
 
     attr_dir = runner.stage("symbolic-attribution", {"methods": list(methods), "seed": seed,
@@ -481,7 +519,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     def _features(d: Path) -> dict[str, Any]:
         from aria_tda_experiments.featurize import build_feature_store
 
-        meta = plants["meta"]
+        meta = built["meta"]
         planted = dataclasses.replace(corpus, train_tokens=train_tokens, train_meta=meta)
         # each (planted) window as trained on, one MIDI each, named in the store
         build_feature_store(planted, d / "store", media_dir=d / "midi", media="window")
@@ -493,7 +531,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
                             ["symbolic-plants"], _features)
 
     qids = [f"s{j:03d}" for j in range(len(plant_of))]
-    src = pd.concat([plants["heldout"][plants["heldout"].aspect == a].head(sz.n_queries)
+    src = pd.concat([built["heldout"][built["heldout"].aspect == a].head(sz.n_queries)
                      for a in (*ASPECTS, "control")], ignore_index=True)
     # each query's MIDI (prompt + continuation decoded) beside its tokens
     midis = write_token_midis(q_tokens, qids, q_dir / "midi")
@@ -509,8 +547,8 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
         scores={m: attr_dir / "scores" / f"{m}.npy" for m in methods},
         methods={m: m for m in methods},
         feature_store=feat_dir / "store",
-        track_ids=plants["meta"]["segment_id"].to_numpy(str),
-        marked=plants["marked"], queries=queries,
+        track_ids=built["meta"]["segment_id"].to_numpy(str),
+        marked=built["marked"], queries=queries,
         learned=pd.read_csv(eff_dir / "learned.csv"),
         counterfactual=pd.read_csv(eff_dir / "counterfactual.csv"),
         stage_seconds={k: v for k, v in runner.timings.items() if k.startswith("symbolic-")},

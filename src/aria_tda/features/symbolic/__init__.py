@@ -1,10 +1,13 @@
-r"""The symbolic evidence channels: 12 features from notes, vectorised over segments.
+r"""The symbolic evidence channels: 15 features from notes, vectorised over segments.
 
 The paper (§3.3, appendix table "Feature extraction parameters for the five symbolic evidence
 channels") describes a symbolic track by 12 jSymbolic-2.2 features in five channels
-(:mod:`aria_tda.features.registry`, modality ``"symbolic"``). This module computes them from MIDI
-files, from in-memory notes (e.g. a model's decoded segments) and from a batch of segments at
-once, in two *forms*:
+(:mod:`aria_tda.features.registry`, modality ``"symbolic"``). ARIA adds three *pattern*
+features (the registry's ``"extended"`` feature set, its default) that see the order of onsets,
+which the paper's distributions cannot: ``interval_transitions`` (melody), ``voice_transitions``
+and ``voice_periodicity`` (texture). ``feature_set="paper"`` (registry, similarity) reads the
+paper's 12 only. This module computes all 15 from MIDI files, from in-memory notes (e.g. a
+model's decoded segments) and from a batch of segments at once, in two *forms*:
 
 ``form="paper"`` (the channel default)
     the paper's dimensions: melodic intervals in 25 signed bins, rhythmic values in 11 bins,
@@ -63,7 +66,32 @@ mean_polyphony (T)    1      1      C-6: mean number of distinct sounding pitche
                                     grid units where at least one pitch sounds.
 polyphony_std (T)     1      1      C-7: sample SD of the same per-unit counts.
 pitch_range (T)       1      1      P-8: highest − lowest onset pitch.
+interval_transitions  49     49     (M) ARIA pattern feature, on the onset groups (below): the
+                                    top voice :math:`\mathrm{top}_t` = highest pitch of group t; its
+                                    intervals :math:`i_t = \mathrm{top}_{t+1} - \mathrm{top}_t`
+                                    in 7 classes by the edges −4.5, −2.5, −0.5, 0.5, 2.5, 4.5
+                                    (0 down ≥ 5, 1 down 3–4, 2 down 1–2, 3 unison, 4 up 1–2,
+                                    5 up 3–4, 6 up ≥ 5); histogram of the consecutive pairs
+                                    :math:`(c(i_t), c(i_{t+1}))` at bin :math:`7a + b`,
+                                    normalised (zeros below 3 groups).
+voice_transitions (T) 16     16     ARIA pattern feature: group size :math:`n_t` = distinct
+                                    pitches of group t capped at 4 (1, 2, 3, 4+); histogram of
+                                    the consecutive pairs :math:`(n_t, n_{t+1})` at bin
+                                    :math:`4(n_t - 1) + n_{t+1} - 1`, normalised (zeros below
+                                    2 groups).
+voice_periodicity (T) 8      8      ARIA pattern feature: autocorrelation of the capped sizes,
+                                    :math:`r_l = \sum_t x_t x_{t+l} / \sum_t x_t^2` with
+                                    :math:`x = n - \bar n`, lags l = 1..8; 0 for a lag ≥ the
+                                    number of groups, and for every lag when
+                                    :math:`\sum_t x_t^2 = 0` (constant sizes, < 2 groups).
 ===================== ====== ====== =============================================================
+
+*Onset groups* (pattern features): the segment's own pitched notes (drums out) grouped by
+identical onset — the onset time in seconds in the paper form, the onset tick in the 2.2 form
+(the onset the melodic intervals use) — in time order; the three are defined the same way in
+both forms. A texture whose onsets cycle 1, 1, 4 notes puts all of ``voice_transitions`` on
+(1, 1), (1, 4), (4, 1) and peaks ``voice_periodicity`` at lag 3, where its polyphony mean and
+SD match many textures without that pattern.
 
 Loudness is velocity scaled by channel volume (CC7) for notes read from MIDI, else velocity.
 Rhythmic values come from ticks (``(end_tick − start_tick) / tpq``) when the notes have them;

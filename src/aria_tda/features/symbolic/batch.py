@@ -191,7 +191,10 @@ def _tick_bounds(tpq: int) -> np.ndarray:
 
 
 def batch_features(batch: NoteBatch, **params: Any) -> dict[str, np.ndarray]:
-    r"""The 12 features of every segment of ``batch`` (the fast, vectorised path).
+    r"""The symbolic features of every segment of ``batch`` (the fast, vectorised path).
+
+    All of :data:`FEATURE_NAMES`: the paper's 12 and the pattern features of the onset groups
+    (module docstring of :mod:`aria_tda.features.symbolic`).
 
     Parameters
     ----------
@@ -323,7 +326,84 @@ def batch_features(batch: NoteBatch, **params: Any) -> dict[str, np.ndarray]:
         _group_extreme(seg[oi], pp, n_seg, np.maximum)
         - _group_extreme(seg[oi], pp, n_seg, np.minimum)
     )[:, None]
+
+    # ---- pattern features of the onset groups (own pitched notes, same onset key)
+    out.update(_pattern_features(seg[oi], onset_key[oi], notes.pitch[oi], n_seg))
     return {name: out[name] for name in FEATURE_NAMES}
+
+
+#: interval-class edges of ``interval_transitions`` (semitones): 7 classes, down >= 5 .. up >= 5
+_INTERVAL_EDGES = np.array([-4.5, -2.5, -0.5, 0.5, 2.5, 4.5])
+#: largest onset-group size class of ``voice_transitions`` (4 = "4 or more")
+_VOICE_CAP = 4
+#: autocorrelation lags 1.._LAGS of ``voice_periodicity``
+_LAGS = 8
+
+
+def _pattern_features(
+    seg: np.ndarray, key: np.ndarray, pitch: np.ndarray, n_seg: int
+) -> dict[str, np.ndarray]:
+    r"""``interval_transitions``, ``voice_transitions``, ``voice_periodicity`` of every segment.
+
+    ``seg``, ``key``, ``pitch``: segment, onset key and pitch of each owned pitched note. Notes
+    of one segment with equal keys form an onset group; groups run in key order. Per group:
+    its highest pitch :math:`\mathrm{top}_t` and its size :math:`n_t` (distinct pitches, capped
+    at 4). Everything is a group operation on the notes in (segment, key) order and on their
+    sorted (group, pitch) codes; only the 8 lags are a loop.
+    """
+    m = seg.size
+    # notes of one (segment, onset) next to each other, in time order; a batch's notes usually
+    # are already (segments in order, onsets ascending), which this checks before sorting
+    in_order = m < 2 or bool(
+        np.all((seg[1:] > seg[:-1]) | ((seg[1:] == seg[:-1]) & (key[1:] >= key[:-1])))
+    )
+    order = np.arange(m) if in_order else np.lexsort((key, seg))
+    s, k = seg[order], key[order]
+    new_group = np.ones(m, dtype=bool)
+    new_group[1:] = (s[1:] != s[:-1]) | (k[1:] != k[:-1])
+    first = np.flatnonzero(new_group)
+    last = np.r_[first[1:], m] - 1 if m else first
+    gid = np.cumsum(new_group) - 1
+    # (group, pitch) codes sorted: pitches ascend within each group (MIDI pitch < 128)
+    code = np.sort(gid * 128 + pitch[order].astype(np.int64))
+    distinct = np.ones(m, dtype=bool)
+    distinct[1:] = code[1:] != code[:-1]
+    size = np.bincount(gid, weights=distinct, minlength=first.size).astype(np.int64)
+    size = np.minimum(size, _VOICE_CAP)
+    top = code[last] % 128  # the last code of a group holds its highest pitch
+    gseg = s[first]
+    out: dict[str, np.ndarray] = {}
+
+    # top-voice interval classes, then consecutive class pairs within a segment
+    cls = np.searchsorted(_INTERVAL_EDGES, np.diff(top))
+    ok3 = gseg[2:] == gseg[:-2]  # groups t, t+1, t+2 lie in one segment (sorted by segment)
+    pair = 7 * cls[:-1] + cls[1:]
+    out["interval_transitions"] = _normalise_rows(
+        np.bincount(gseg[2:][ok3] * 49 + pair[ok3], minlength=n_seg * 49).reshape(n_seg, 49)
+    )
+
+    # group-size transitions within a segment
+    same = gseg[1:] == gseg[:-1]
+    vcode = _VOICE_CAP * (size[:-1] - 1) + (size[1:] - 1)
+    width = _VOICE_CAP * _VOICE_CAP
+    vt = np.bincount(gseg[1:][same] * width + vcode[same], minlength=n_seg * width)
+    out["voice_transitions"] = _normalise_rows(vt.reshape(n_seg, width))
+
+    # normalised autocorrelation of the sizes at lags 1..8 (per segment)
+    n_groups = np.bincount(gseg, minlength=n_seg).astype(np.float64)
+    sums = np.bincount(gseg, weights=size, minlength=n_seg)
+    mean = np.divide(sums, n_groups, out=np.zeros(n_seg), where=n_groups > 0)
+    x = size - mean[gseg]
+    energy = np.bincount(gseg, weights=x * x, minlength=n_seg)
+    ac = np.zeros((n_seg, _LAGS))
+    for lag in range(1, _LAGS + 1):
+        ok = gseg[lag:] == gseg[:-lag]  # sorted by segment: equal ends = same segment
+        prod = np.where(ok, x[:-lag] * x[lag:], 0.0)  # pairs across segments add 0
+        ac[:, lag - 1] = np.bincount(gseg[lag:], weights=prod, minlength=n_seg)
+    out["voice_periodicity"] = np.divide(
+        ac, energy[:, None], out=np.zeros_like(ac), where=energy[:, None] > 0
+    )
+    return out
 
 
 def _group_extreme(group: np.ndarray, values: np.ndarray, n: int, ufunc: np.ufunc) -> np.ndarray:
@@ -345,7 +425,7 @@ def _group_extreme(group: np.ndarray, values: np.ndarray, n: int, ufunc: np.ufun
 def symbolic_features(
     notes: Any, *, start: float = 0.0, duration: float | None = None, **params: Any
 ) -> dict[str, np.ndarray]:
-    """The 12 features of one segment ``[start, start + duration)``.
+    """The symbolic features (:data:`FEATURE_NAMES`) of one segment ``[start, start + duration)``.
 
     Parameters
     ----------
@@ -370,7 +450,7 @@ def symbolic_features(
 def symbolic_features_batch(
     segments: Sequence[Any], *, starts: Any = None, durations: Any = None, **params: Any
 ) -> dict[str, np.ndarray]:
-    """The 12 features of many segments at once, ``dict[name] -> (n_segments, dim)``.
+    """The symbolic features of many segments at once, ``dict[name] -> (n_segments, dim)``.
 
     ``segments`` is a sequence of note collections (see :func:`make_batch`); this is the path
     to use for a model's decoded segments (thousands per second).

@@ -21,7 +21,11 @@ from aria_tda.features.midi import (
 from aria_tda.features.registry import features as registry_features
 
 FORMS = ("paper", "jsymbolic")
-FEATURE_NAMES: tuple[str, ...] = tuple(s.name for s in registry_features("symbolic"))
+#: every symbolic feature the extractors compute: the registry's "extended" set (the paper's 12,
+#: then the pattern features); ``registry.features("symbolic", feature_set="paper")`` has the 12
+FEATURE_NAMES: tuple[str, ...] = tuple(
+    s.name for s in registry_features("symbolic", feature_set="extended")
+)
 #: rhythmic values in quarter notes: 32nd, 16th, 8th, dotted 8th, quarter, dotted quarter, half,
 #: dotted half, whole, dotted whole, double whole, dotted double whole
 RHYTHMIC_VALUES = np.array(
@@ -114,7 +118,10 @@ class SymbolicParams:
 
 
 def feature_dims(form: str = "paper") -> dict[str, int]:
-    """Width of each feature in ``form`` (the registry's dims are the paper form's).
+    """Width of each extracted feature (:data:`FEATURE_NAMES`) in ``form``.
+
+    The registry's dims are the paper form's; the 2.2 form widens ``melodic_interval`` (128)
+    and ``rhythmic_value`` (12). The pattern features have the same width in both forms.
 
     Parameters
     ----------
@@ -122,7 +129,7 @@ def feature_dims(form: str = "paper") -> dict[str, int]:
         Which form's widths.
     """
     check_choice("form", form, FORMS)
-    dims = {s.name: int(s.dim or 1) for s in registry_features("symbolic")}
+    dims = {s.name: int(s.dim or 1) for s in registry_features("symbolic", feature_set="extended")}
     if form == "jsymbolic":
         dims["melodic_interval"] = 128
         dims["rhythmic_value"] = 12

@@ -228,4 +228,61 @@ def reference_features(
     out["polyphony_std"] = np.array([sd])
     ps_ = [int(nt.pitch[i]) for i in pitched]
     out["pitch_range"] = np.array([float(max(ps_) - min(ps_)) if ps_ else 0.0])
+    out.update(_pattern_loop([(onset_time[i], int(nt.pitch[i])) for i in pitched]))
     return {name: out[name] for name in FEATURE_NAMES}
+
+
+def _interval_class(step: int) -> int:
+    """Class 0..6 of a top-voice interval: down >= 5, 3-4, 1-2, unison, up 1-2, 3-4, >= 5."""
+    if step <= -5:
+        return 0
+    if step <= -3:
+        return 1
+    if step <= -1:
+        return 2
+    if step == 0:
+        return 3
+    if step <= 2:
+        return 4
+    if step <= 4:
+        return 5
+    return 6
+
+
+def _pattern_loop(onsets: list[tuple[Any, int]]) -> dict[str, np.ndarray]:
+    """The three pattern features of one segment from its (onset, pitch) pairs."""
+    groups: dict[Any, set[int]] = {}
+    for when, pitch in onsets:
+        groups.setdefault(when, set()).add(pitch)
+    times = sorted(groups)
+    tops = [max(groups[t]) for t in times]
+    sizes = [min(len(groups[t]), 4) for t in times]
+
+    classes = [_interval_class(tops[j + 1] - tops[j]) for j in range(len(tops) - 1)]
+    it = [0.0] * 49
+    for j in range(len(classes) - 1):
+        it[7 * classes[j] + classes[j + 1]] += 1
+    vt = [0.0] * 16
+    for j in range(len(sizes) - 1):
+        vt[4 * (sizes[j] - 1) + (sizes[j + 1] - 1)] += 1
+
+    periodicity = [0.0] * 8
+    if sizes:
+        mean = sum(sizes) / len(sizes)
+        x = [v - mean for v in sizes]
+        energy = sum(v * v for v in x)
+        if energy > 0:
+            for lag in range(1, 9):
+                if lag < len(x):
+                    total = sum(x[t] * x[t + lag] for t in range(len(x) - lag))
+                    periodicity[lag - 1] = total / energy
+
+    def normalise(h: list[float]) -> np.ndarray:
+        tot = sum(h)
+        return np.array([v / tot if tot > 0 else 0.0 for v in h])
+
+    return {
+        "interval_transitions": normalise(it),
+        "voice_transitions": normalise(vt),
+        "voice_periodicity": np.array(periodicity),
+    }

@@ -230,11 +230,16 @@ def _naming_html(t: ReportTable) -> str:
     df = t.df.reset_index(drop=True)
     multi = bool(t.layout.get("multi_modality"))
     has = set(df.columns)
+    rows_cols = {"n_rows_found", "n_rows_right"} <= has
     head = [
         _lead(df, multi)
-        + [_th("Setting"), _th("Scores"), _th("Plant queries")]
+        + [_th("Setting"), _th("Scores")]
+        + ([_th("Reading")] if "reading" in has else [])
+        + [_th("Plant queries")]
         + ([_th("Named right")] if {"n_right", "n_queries"} <= has else [])
         + [_th("Found the marked set"), _th("Right when found ↑")]
+        + ([_th("Rows above chance named right ↑")] if rows_cols else [])
+        + ([_th("Controls answered none ↑")] if "control_none_share" in has else [])
     ]
     rows: Rows = []
     prev = None
@@ -246,8 +251,10 @@ def _naming_html(t: ReportTable) -> str:
         cells += [
             _txt(_e(r["setting"]) if first else ""),
             _txt(_e(r["variant"])),
-            _num(_e(_fmt.integer(nq)), **{"data-col": "n_queries"}),
         ]
+        if "reading" in has:
+            cells.append(_txt(_e(r["reading"])))
+        cells.append(_num(_e(_fmt.integer(nq)), **{"data-col": "n_queries"}))
         if {"n_right", "n_queries"} <= has:
             share = float(r["n_right"]) / float(nq) if _fmt.finite(nq) and float(nq) else None
             cells.append(_num(_e(_fmt.integer(r["n_right"])) + _sub(_e(_fmt.pct(share, 0))),
@@ -258,6 +265,15 @@ def _naming_html(t: ReportTable) -> str:
             + _sub(f"{_e(_fmt.integer(r['n_right_found']))} of {_e(_fmt.integer(r['n_found']))}"),
             **{"data-col": "right_when_found"},
         ))
+        if rows_cols:
+            cells.append(_num(
+                _e(_fmt.pct(r.get("rows_right_share"), 0))
+                + _sub(f"{_e(_fmt.integer(r['n_rows_right']))} of "
+                       f"{_e(_fmt.integer(r['n_rows_found']))}"),
+                **{"data-col": "rows_right_share"}))
+        if "control_none_share" in has:
+            cells.append(_num(_e(_fmt.pct(r.get("control_none_share"), 0)),
+                              **{"data-col": "control_none_share"}))
         rows.append((cells, _block_attrs(int(i), key, prev, **{
             "data-setting": str(r["setting"]), "data-variant": str(r["variant"])})))
         prev = key

@@ -160,29 +160,45 @@ def _confusion_latex(t: ReportTable) -> str:
 def _naming_latex(t: ReportTable) -> str:
     df = t.df.reset_index(drop=True)
     multi = bool(t.layout.get("multi_modality"))
-    has_right = {"n_right", "n_queries"} <= set(df.columns)
-    head = (["Modality"] if multi else []) + ["Setting", "Scores", "Queries"] + (
-        ["Named right"] if has_right else []) + ["Found", "Right when found"]
+    has = set(df.columns)
+    has_right = {"n_right", "n_queries"} <= has
+    has_rows = {"n_rows_found", "n_rows_right"} <= has
+    head = (["Modality"] if multi else []) + ["Setting", "Scores"] + (
+        ["Reading"] if "reading" in has else []) + ["Queries"] + (
+        ["Named right"] if has_right else []) + ["Found", "Right when found"] + (
+        ["Rows right"] if has_rows else []) + (
+        ["Controls none"] if "control_none_share" in has else [])
     body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     keys = [(r.get("modality"), r["setting"]) for _, r in df.iterrows()]
     for first, (_, r) in zip(_starts(keys), df.iterrows(), strict=True):
         cells = ([escape(r["modality"]) if first else ""] if multi else []) + [
-            escape(r["setting"]) if first else "", escape(r["variant"]), _int(r["n_queries"])]
+            escape(r["setting"]) if first else "", escape(r["variant"])]
+        if "reading" in has:
+            cells.append(escape(r["reading"]))
+        cells.append(_int(r["n_queries"]))
         if has_right:
             cells.append(_int(r["n_right"]))
         cells += [
             _int(r["n_found"]),
             f"{_pct(r['right_when_found'])} ({_int(r['n_right_found'])}/{_int(r['n_found'])})",
         ]
+        if has_rows:
+            cells.append(f"{_int(r['n_rows_right'])}/{_int(r['n_rows_found'])}")
+        if "control_none_share" in has:
+            cells.append(_pct(r["control_none_share"]))
         body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
     cap = (
-        "How often ARIA's leading channel is the planted aspect: over all plant queries (named "
-        "right) and over those whose top-$k$ holds at least half of the marked set (found); "
-        "chance: one over the number of channels."
+        "How often ARIA names the planted aspect, by the paper's reading (the leading channel) "
+        "and the distinctive reading (the channel beyond what the method shows for every "
+        "query, or none): over all plant queries (named right), over those whose top-$k$ "
+        "holds at least half of the marked set (found), over the (setting, plant) rows whose "
+        "recall lies above chance (rows right), and the share of control queries answered "
+        "none; chance: one over the number of channels."
     )
-    return _table(body, colspec="l" * (3 + multi) + "r" * (len(head) - 3 - multi), caption=cap,
-                  label=_label(t.name), resize=False)
+    n_text = 2 + multi + ("reading" in has)
+    return _table(body, colspec="l" * n_text + "r" * (len(head) - n_text), caption=cap,
+                  label=_label(t.name), resize=len(head) > 8)
 
 
 def _effects_latex(t: ReportTable) -> str:

@@ -1,0 +1,333 @@
+r"""Query-anchored alignment: how much more similar to the query its attributed tracks are,
+per channel, than tracks drawn at random from the pool.
+
+For a query :math:`q` with features extracted like the training tracks' (a query feature
+store), every feature :math:`d` gives the similarity :math:`\mathrm{sim}_d(q, x)` of the query
+to each pool track (:func:`~aria_tda.similarity.cross_similarity`, on the corpus' scale).
+Standardised over the pool and averaged over the channel's features,
+
+.. math:: a_c(q, x) = \frac{1}{|F_c|} \sum_{d \in F_c}
+          \frac{\mathrm{sim}_d(q, x) - \overline{\mathrm{sim}}_d(q)}{s_d(q)}
+
+(mean and SD over the pool), the alignment of a group :math:`G` of ``K`` pool tracks with
+:math:`q` is standardised against uniform random groups of the same size, whose mean and
+variance are exact for sampling without replacement from the pool (``P`` tracks):
+
+.. math:: z_c(q, G) = \frac{\frac{1}{K} \sum_{x \in G} a_c(q, x)}
+          {\sqrt{\operatorname{Var}_P a_c(q, \cdot) \, \frac{P - K}{K (P - 1)}}}.
+
+For a set of queries that share one group, :math:`z_c(S, G) = |S|^{-1/2} \sum_{q \in S}
+z_c(q, G)` (Stouffer). :func:`anchored_z` evaluates any list of (group, member queries)
+pairs in blocks of queries, never holding more than ``block x P`` similarities per feature,
+and the same statistic of uniform random groups for a sample of queries (the reading's
+threshold). :func:`anchored_z_reference` is its exact reference (every similarity from the
+pairwise reference, every mean and variance written out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aria_tda._checks import check_int
+from aria_tda._progress import progress as _progress
+from aria_tda.errors import DataError, ParameterError, expected
+from aria_tda.homogeneity._scan import _pool_mask
+from aria_tda.homogeneity.groups import _flatten
+from aria_tda.similarity.cross import cross_similarity, cross_similarity_reference
+
+__all__ = ["AnchoredZ", "anchored_z"]
+
+
+@dataclass(frozen=True, eq=False)
+class AnchoredZ:
+    """Query-anchored z of every evaluated group and of the threshold sample.
+
+    Attributes
+    ----------
+    channels : tuple of str
+    z : np.ndarray [shape=(n_channels, n_evaluations)]
+        :math:`z_c(S, G)` per (group, members) pair (NaN where no member has the channel).
+    null_max : np.ndarray [shape=(n_sample * n_null,)]
+        :math:`\\max_c z_c(q, R)` of uniform random groups ``R`` for a sample of queries (the
+        distribution a query's largest channel is compared with).
+    """
+
+    channels: tuple[str, ...]
+    z: np.ndarray
+    null_max: np.ndarray
+
+
+def _check(prepared: Any, query_values: Any, pool: Any, evaluations: Any, k: Any,
+           n_null: Any, n_sample: Any, seed: Any, n_queries: Any) -> tuple[Any, ...]:
+    channels, feats, chan = _flatten(prepared)
+    k = check_int("k", k, min_value=1)
+    n_null = check_int("n_null", n_null, min_value=0)
+    n_sample = check_int("n_sample", n_sample, min_value=0)
+    seed = check_int("seed", seed, min_value=0)
+    t = check_int("n_queries", n_queries, min_value=1)
+    if not isinstance(query_values, Mapping):
+        raise ParameterError(expected("query_values", "a mapping feature name -> values",
+                                      type(query_values).__name__))
+    missing = [f.name for f in feats if f.name not in query_values]
+    if len(missing) == len(feats):
+        raise DataError(expected("query_values", "values of the study's features",
+                                 f"none of {[f.name for f in feats]}"))
+    n = feats[0].n
+    mask = _pool_mask(pool, n)
+    rows = np.flatnonzero(mask)
+    if k > rows.size:
+        raise ParameterError(expected("k", f"at most the pool size {rows.size}", k))
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[rows] = np.arange(rows.size)
+    evals = []
+    for i, (grp, members) in enumerate(evaluations):
+        g = np.asarray(grp, dtype=np.int64).reshape(-1)
+        m = np.asarray(members, dtype=np.int64).reshape(-1)
+        if g.size != k or ((g.size and (pos[np.clip(g, 0, n - 1)] < 0).any()) or g.min() < 0):
+            raise ParameterError(expected(f"evaluations[{i}]", f"a group of {k} pool rows",
+                                          g.tolist()[:5]))
+        if m.size and (m.min() < 0 or m.max() >= t):
+            raise ParameterError(expected(f"evaluations[{i}]", f"members in [0, {t})",
+                                          m.tolist()[:5]))
+        evals.append((pos[g], m))
+    return channels, feats, chan, k, n_null, n_sample, seed, t, rows, evals
+
+
+def _channel_scores(feats: list[Any], chan: np.ndarray, n_c: int, values: Mapping[str, Any],
+                    qidx: np.ndarray, rows: np.ndarray, cross: Any) -> np.ndarray:
+    """:math:`a_c(q, x)` for the queries ``qidx`` over the pool ``rows`` → (C, nq, P)."""
+    acc = np.zeros((n_c, qidx.size, rows.size))
+    cnt = np.zeros((n_c, qidx.size, 1))
+    for f, c in zip(feats, chan, strict=True):
+        if f.name not in values:
+            continue
+        vals = values[f.name]
+        sub = vals[qidx] if isinstance(vals, np.ndarray) else [vals[int(i)] for i in qidx]
+        sim = cross(f, sub, rows=rows)
+        mu = sim.mean(axis=1, keepdims=True)
+        sd = sim.std(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            std = np.where(sd > 0, (sim - mu) / np.where(sd > 0, sd, 1.0), 0.0)
+        ok = np.isfinite(std).all(axis=1)  # a query without the feature has a NaN row
+        acc[c, ok] += std[ok]
+        cnt[c, ok, 0] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, acc / np.where(cnt > 0, cnt, 1.0), np.nan)
+
+
+def _z_of(a: np.ndarray, var: np.ndarray, positions: np.ndarray, k: int, p: int) -> np.ndarray:
+    """z of groups ``positions`` (G, k) for one query: ``a`` (C, P), ``var`` (C,) → (C, G)."""
+    m = a[:, positions].mean(axis=2)
+    fpc = (p - k) / (k * (p - 1)) if p > 1 else 0.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(var[:, None] * fpc > 0, m / np.sqrt(var[:, None] * fpc), np.nan)
+
+
+def _null_positions(p: int, k: int, n_null: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng([seed, 7919])
+    return np.stack([rng.choice(p, k, replace=False) for _ in range(n_null)]) if n_null \
+        else np.zeros((0, k), dtype=np.int64)
+
+
+def _sample(t: int, valid: np.ndarray, n_sample: int, seed: int) -> np.ndarray:
+    cols = np.flatnonzero(valid)
+    rng = np.random.default_rng([seed, 104729])
+    return np.sort(rng.choice(cols, min(n_sample, cols.size), replace=False))
+
+
+def anchored_z(
+    prepared: Any,
+    query_values: Mapping[str, Any],
+    evaluations: Sequence[tuple[Any, Any]],
+    k: int,
+    *,
+    pool: Any = None,
+    n_queries: int,
+    valid: Any = None,
+    n_null: int = 200,
+    n_sample: int = 64,
+    seed: int = 0,
+    block: int = 32,
+    progress: bool | None = None,
+) -> AnchoredZ:
+    r"""Query-anchored :math:`z_c` of (group, member queries) pairs, and the threshold sample.
+
+    Parameters
+    ----------
+    prepared : dict[str, list[PreparedFeature]]
+        The corpus' features, indexed by the rows of S_track.
+    query_values : mapping of str to values
+        Per feature name, the queries' raw values in query-column order (``(T, d)`` arrays for
+        vectors with NaN rows for a missing feature; lists of sequences or ``None`` for
+        sequences). Features absent from the mapping are left out of their channel.
+    evaluations : sequence of (group, members)
+        ``group``: ``k`` pool rows; ``members``: the query columns it is read for.
+    k : int
+        Group size.
+    pool : bool mask or int rows, optional
+        The pool (default all rows).
+    n_queries : int
+        ``T``.
+    valid : np.ndarray [shape=(T,), dtype=bool], optional
+        Queries the threshold sample may draw (default all).
+    n_null : int
+        Uniform random groups per sampled query for the threshold.
+    n_sample : int
+        Queries in the threshold sample.
+    seed : int
+        Seed of the random groups and the sample.
+    block : int
+        Queries per block (memory: ``block x P`` similarities per feature).
+    progress : bool, optional
+        Draw a progress bar.
+
+    Returns
+    -------
+    AnchoredZ
+    """
+    channels, feats, chan, k, n_null, n_sample, seed, t, rows, evals = _check(
+        prepared, query_values, pool, evaluations, k, n_null, n_sample, seed, n_queries)
+    block = check_int("block", block, min_value=1)
+    vmask = np.ones(t, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    return _anchored(channels, feats, chan, query_values, evals, k, rows, t, vmask, n_null,
+                     n_sample, seed, block, progress, cross_similarity)
+
+
+def _anchored(channels: tuple[str, ...], feats: list[Any], chan: np.ndarray,
+              values: Mapping[str, Any], evals: list[tuple[np.ndarray, np.ndarray]], k: int,
+              rows: np.ndarray, t: int, vmask: np.ndarray, n_null: int, n_sample: int,
+              seed: int, block: int, progress: bool | None, cross: Any) -> AnchoredZ:
+    n_c = len(channels)
+    p = rows.size
+    of_query: list[list[int]] = [[] for _ in range(t)]
+    for e, (_, m) in enumerate(evals):
+        for q in m:
+            of_query[int(q)].append(e)
+    sample = _sample(t, vmask, n_sample, seed) if n_null else np.zeros(0, dtype=np.int64)
+    in_sample = np.zeros(t, dtype=bool)
+    in_sample[sample] = True
+    null_pos = _null_positions(p, k, n_null, seed)
+    zsum = np.zeros((n_c, len(evals)))
+    zcnt = np.zeros((n_c, len(evals)))
+    null_max: list[np.ndarray] = []
+    todo = np.flatnonzero(np.array([bool(of_query[q]) or in_sample[q] for q in range(t)]))
+    with _progress(total=int(todo.size), desc="query-anchored z", unit="query",
+                   enabled=progress) as bar:
+        for s in range(0, todo.size, block):
+            qidx = todo[s : s + block]
+            a = _channel_scores(feats, chan, n_c, values, qidx, rows, cross)  # (C, nq, P)
+            var = a.var(axis=2)
+            for j, q in enumerate(qidx):
+                es = of_query[int(q)]
+                if es:
+                    pos = np.stack([evals[e][0] for e in es])
+                    z = _z_of(a[:, j], var[:, j], pos, k, p)  # (C, len(es))
+                    ok = np.isfinite(z)
+                    zsum[:, es] += np.where(ok, z, 0.0)
+                    zcnt[:, es] += ok
+                if in_sample[q]:
+                    zn = _z_of(a[:, j], var[:, j], null_pos, k, p)
+                    if np.isfinite(zn).any(axis=0).all():
+                        null_max.append(np.nanmax(zn, axis=0))
+            bar.update(qidx.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(zcnt > 0, zsum / np.sqrt(np.where(zcnt > 0, zcnt, 1.0)), np.nan)
+    nm = np.concatenate(null_max) if null_max else np.zeros(0)
+    return AnchoredZ(channels=channels, z=z, null_max=nm)
+
+
+def anchored_z_reference(
+    prepared: Any,
+    query_values: Mapping[str, Any],
+    evaluations: Sequence[tuple[Any, Any]],
+    k: int,
+    *,
+    pool: Any = None,
+    n_queries: int,
+    valid: Any = None,
+    n_null: int = 200,
+    n_sample: int = 64,
+    seed: int = 0,
+    block: int = 32,
+    progress: bool | None = None,
+) -> AnchoredZ:
+    r"""Exact reference of :func:`anchored_z`: every similarity pair by pair
+    (:func:`~aria_tda.similarity.cross.cross_similarity_reference`), one query at a time.
+
+    Parameters
+    ----------
+    prepared : dict[str, list[PreparedFeature]]
+    query_values : mapping of str to values
+    evaluations : sequence of (group, members)
+    k : int
+    pool : bool mask or int rows, optional
+    n_queries : int
+    valid : np.ndarray [shape=(T,), dtype=bool], optional
+    n_null, n_sample, seed : int
+    block : int
+        Ignored (one query at a time).
+    progress : bool, optional
+        Ignored.
+    """
+    channels, feats, chan, k, n_null, n_sample, seed, t, rows, evals = _check(
+        prepared, query_values, pool, evaluations, k, n_null, n_sample, seed, n_queries)
+    vmask = np.ones(t, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    n_c, p = len(channels), rows.size
+
+    def scores(q: int) -> np.ndarray:  # a_c(q, x) over the pool, (C, P)
+        out = np.full((n_c, p), np.nan)
+        for c in range(n_c):
+            parts = []
+            for f, fc in zip(feats, chan, strict=True):
+                if fc != c or f.name not in query_values:
+                    continue
+                v = query_values[f.name]
+                one = v[q : q + 1] if isinstance(v, np.ndarray) else [v[q]]
+                sim = cross_similarity_reference(f, one, rows=rows)[0]
+                if not np.isfinite(sim).all():
+                    continue
+                sd = float(np.sqrt(np.mean((sim - np.mean(sim)) ** 2)))
+                parts.append((sim - np.mean(sim)) / sd if sd > 0 else np.zeros(p))
+            if parts:
+                out[c] = np.mean(parts, axis=0)
+        return out
+
+    def z_one(a: np.ndarray, grp: np.ndarray) -> np.ndarray:
+        z = np.full(n_c, np.nan)
+        for c in range(n_c):
+            if np.isnan(a[c]).any():
+                continue
+            var = float(np.mean((a[c] - np.mean(a[c])) ** 2))
+            fpc = (p - k) / (k * (p - 1)) if p > 1 else 0.0
+            if var * fpc > 0:
+                z[c] = float(np.mean(a[c, grp])) / np.sqrt(var * fpc)
+        return z
+
+    cache: dict[int, np.ndarray] = {}
+    z = np.full((n_c, len(evals)), np.nan)
+    for e, (grp, members) in enumerate(evals):
+        vals = []
+        for q in members:
+            if int(q) not in cache:
+                cache[int(q)] = scores(int(q))
+            vals.append(z_one(cache[int(q)], grp))
+        for c in range(n_c):
+            got = [v[c] for v in vals if np.isfinite(v[c])]
+            if got:
+                z[c, e] = float(np.sum(got)) / np.sqrt(len(got))
+    null_max = []
+    if n_null:
+        null_pos = _null_positions(p, k, n_null, seed)
+        for q in _sample(t, vmask, n_sample, seed):
+            a = cache.get(int(q))
+            if a is None:
+                a = scores(int(q))
+            zn = np.stack([z_one(a, g) for g in null_pos], axis=1)
+            if np.isfinite(zn).any(axis=0).all():
+                null_max.append(np.nanmax(zn, axis=0))
+    nm = np.concatenate(null_max) if null_max else np.zeros(0)
+    return AnchoredZ(channels=channels, z=z, null_max=nm)
