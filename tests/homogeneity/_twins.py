@@ -181,8 +181,9 @@ def _anchor_inputs(rng: np.random.Generator) -> Inputs:
     rows = np.flatnonzero(pool)
     evals = [(rng.choice(rows, 8, replace=False), np.array([q])) for q in range(t)]
     evals.append((rng.choice(rows, 8, replace=False), np.array([1, 2, 4])))
-    return (prepared, values, evals, 8), {"pool": pool, "n_queries": t, "n_null": 6,
-                                           "n_sample": 3, "seed": 2}
+    null_groups = np.stack([rng.choice(rows, 8, replace=False) for _ in range(6)])
+    return (prepared, values, evals, 8), {"pool": pool, "n_queries": t,
+                                           "null_groups": null_groups, "n_sample": 3, "seed": 2}
 
 
 def _read_queries_inputs(rng: np.random.Generator) -> Inputs:

@@ -51,16 +51,16 @@ def _null(prepared: dict, k: int, b: int = 200) -> object:
         return null_distribution(prepared, ks=[k], B=b, seed=0)
 
 
-@pytest.mark.parametrize("anchor", ["query", "group"])
+@pytest.mark.parametrize("anchor", ["query", "group", "both"])
 def test_plant_named_method_preference_is_the_baseline(rng, anchor):
     w = _world(rng)
     k = 20
-    values = w["values"] if anchor == "query" else None
+    values = w["values"] if anchor != "group" else None
     sets = {("plant", "yes"): np.flatnonzero(w["plant"]),
             ("plant", "no"): np.flatnonzero(~w["plant"])[:12]}
     r = distinctive_reading(w["s"], w["prepared"], _null(w["prepared"], k), k=k,
-                            query_values=values, sets=sets, n_reference=100, seed=1,
-                            n_boot=200)
+                            query_values=values, anchor=anchor, sets=sets, n_reference=100,
+                            seed=1, n_boot=200)
     assert r.anchor == anchor
     named_sets = {v: r.name_of(i) for (_, v), i in zip(r.set_names, r.set_named, strict=True)}
     assert named_sets["yes"] == "harmony"
@@ -80,19 +80,20 @@ def test_plant_named_method_preference_is_the_baseline(rng, anchor):
     assert frame["named_share"].sum() + frame["none_share"].iloc[0] == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("anchor", ["query", "group"])
+@pytest.mark.parametrize("anchor", ["query", "group", "both"])
 def test_random_attribution_is_named_at_the_nominal_rate(rng, anchor):
     n, t, k = 250, 240, 15
     x = {c: rng.standard_normal((n, 3)) for c in CHANNELS}
     prepared = {c: [prepare_feature(_spec(c[:3], c, 3), x[c])] for c in CHANNELS}
-    values = {c[:3]: rng.standard_normal((t, 3)) for c in CHANNELS} if anchor == "query" \
+    values = {c[:3]: rng.standard_normal((t, 3)) for c in CHANNELS} if anchor != "group" \
         else None
     named = 0
     runs = 3
     for rep in range(runs):
         s = np.random.default_rng([rep, 5]).standard_normal((n, t))
         r = distinctive_reading(s, prepared, _null(prepared, k, b=400), k=k,
-                                query_values=values, alpha=0.05, n_boot=0, seed=rep)
+                                query_values=values, anchor=anchor, alpha=0.05, n_boot=0,
+                                seed=rep)
         named += int(np.count_nonzero(r.named >= 0))
     rate = named / (runs * t)
     # nominal 0.05; the binomial SD over 720 queries is 0.008 and the threshold is estimated
@@ -163,6 +164,10 @@ def test_bad_input_is_refused(rng):
         distinctive_reading(w["s"], w["prepared"], null, k=10, alpha=0.0)
     with pytest.raises(ParameterError, match="query_values"):
         distinctive_reading(w["s"], w["prepared"], null, k=10, query_values=[1, 2])
+    with pytest.raises(ParameterError, match="query_values"):
+        distinctive_reading(w["s"], w["prepared"], null, k=10, anchor="query")
+    with pytest.raises(ParameterError, match="anchor"):
+        distinctive_reading(w["s"], w["prepared"], null, k=10, anchor="items")
     with pytest.raises(ParameterError, match="k"):
         distinctive_groups(w["s"], 1000)
 

@@ -19,8 +19,8 @@ variance are exact for sampling without replacement from the pool (``P`` tracks)
 For a set of queries that share one group, :math:`z_c(S, G) = |S|^{-1/2} \sum_{q \in S}
 z_c(q, G)` (Stouffer). :func:`anchored_z` evaluates any list of (group, member queries)
 pairs in blocks of queries, never holding more than ``block x P`` similarities per feature,
-and the same statistic of uniform random groups for a sample of queries (the reading's
-threshold). :func:`anchored_z_reference` is its exact reference (every similarity from the
+and the same statistic of given reference groups (the null's) for a sample of queries (the
+reading's threshold). :func:`anchored_z_reference` is its exact reference (every similarity from the
 pairwise reference, every mean and variance written out).
 """
 
@@ -51,21 +51,23 @@ class AnchoredZ:
     channels : tuple of str
     z : np.ndarray [shape=(n_channels, n_evaluations)]
         :math:`z_c(S, G)` per (group, members) pair (NaN where no member has the channel).
-    null_max : np.ndarray [shape=(n_sample * n_null,)]
-        :math:`\\max_c z_c(q, R)` of uniform random groups ``R`` for a sample of queries (the
-        distribution a query's largest channel is compared with).
+    null_z : np.ndarray [shape=(n_channels, n_sample, n_null)]
+        :math:`z_c(q, R)` of the reference groups ``R`` for each query of the sample (what a
+        query's channels are compared with).
+    sample : np.ndarray [shape=(n_sample,), dtype=int64]
+        The sampled queries.
     """
 
     channels: tuple[str, ...]
     z: np.ndarray
-    null_max: np.ndarray
+    null_z: np.ndarray
+    sample: np.ndarray
 
 
 def _check(prepared: Any, query_values: Any, pool: Any, evaluations: Any, k: Any,
-           n_null: Any, n_sample: Any, seed: Any, n_queries: Any) -> tuple[Any, ...]:
+           null_groups: Any, n_sample: Any, seed: Any, n_queries: Any) -> tuple[Any, ...]:
     channels, feats, chan = _flatten(prepared)
     k = check_int("k", k, min_value=1)
-    n_null = check_int("n_null", n_null, min_value=0)
     n_sample = check_int("n_sample", n_sample, min_value=0)
     seed = check_int("seed", seed, min_value=0)
     t = check_int("n_queries", n_queries, min_value=1)
@@ -94,7 +96,13 @@ def _check(prepared: Any, query_values: Any, pool: Any, evaluations: Any, k: Any
             raise ParameterError(expected(f"evaluations[{i}]", f"members in [0, {t})",
                                           m.tolist()[:5]))
         evals.append((pos[g], m))
-    return channels, feats, chan, k, n_null, n_sample, seed, t, rows, evals
+    ng = np.zeros((0, k), dtype=np.int64) if null_groups is None else \
+        np.asarray(null_groups, dtype=np.int64)
+    if ng.ndim != 2 or ng.shape[1] != k or (ng.size and (
+            ng.min() < 0 or ng.max() >= n or (pos[ng] < 0).any())):
+        raise ParameterError(expected("null_groups", f"groups of {k} pool rows (n, {k})",
+                                      f"shape {ng.shape}"))
+    return channels, feats, chan, k, pos[ng] if ng.size else ng, n_sample, seed, t, rows, evals
 
 
 def _channel_scores(feats: list[Any], chan: np.ndarray, n_c: int, values: Mapping[str, Any],
@@ -127,12 +135,6 @@ def _z_of(a: np.ndarray, var: np.ndarray, positions: np.ndarray, k: int, p: int)
         return np.where(var[:, None] * fpc > 0, m / np.sqrt(var[:, None] * fpc), np.nan)
 
 
-def _null_positions(p: int, k: int, n_null: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng([seed, 7919])
-    return np.stack([rng.choice(p, k, replace=False) for _ in range(n_null)]) if n_null \
-        else np.zeros((0, k), dtype=np.int64)
-
-
 def _sample(t: int, valid: np.ndarray, n_sample: int, seed: int) -> np.ndarray:
     cols = np.flatnonzero(valid)
     rng = np.random.default_rng([seed, 104729])
@@ -148,7 +150,7 @@ def anchored_z(
     pool: Any = None,
     n_queries: int,
     valid: Any = None,
-    n_null: int = 200,
+    null_groups: Any = None,
     n_sample: int = 64,
     seed: int = 0,
     block: int = 32,
@@ -174,12 +176,12 @@ def anchored_z(
         ``T``.
     valid : np.ndarray [shape=(T,), dtype=bool], optional
         Queries the threshold sample may draw (default all).
-    n_null : int
-        Uniform random groups per sampled query for the threshold.
+    null_groups : np.ndarray [shape=(n_null, k), dtype=int], optional
+        Reference groups (pool rows) evaluated for every sampled query (default none).
     n_sample : int
         Queries in the threshold sample.
     seed : int
-        Seed of the random groups and the sample.
+        Seed of the sample.
     block : int
         Queries per block (memory: ``block x P`` similarities per feature).
     progress : bool, optional
@@ -189,31 +191,33 @@ def anchored_z(
     -------
     AnchoredZ
     """
-    channels, feats, chan, k, n_null, n_sample, seed, t, rows, evals = _check(
-        prepared, query_values, pool, evaluations, k, n_null, n_sample, seed, n_queries)
+    channels, feats, chan, k, null_pos, n_sample, seed, t, rows, evals = _check(
+        prepared, query_values, pool, evaluations, k, null_groups, n_sample, seed, n_queries)
     block = check_int("block", block, min_value=1)
     vmask = np.ones(t, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
-    return _anchored(channels, feats, chan, query_values, evals, k, rows, t, vmask, n_null,
+    return _anchored(channels, feats, chan, query_values, evals, k, rows, t, vmask, null_pos,
                      n_sample, seed, block, progress, cross_similarity)
 
 
 def _anchored(channels: tuple[str, ...], feats: list[Any], chan: np.ndarray,
               values: Mapping[str, Any], evals: list[tuple[np.ndarray, np.ndarray]], k: int,
-              rows: np.ndarray, t: int, vmask: np.ndarray, n_null: int, n_sample: int,
-              seed: int, block: int, progress: bool | None, cross: Any) -> AnchoredZ:
+              rows: np.ndarray, t: int, vmask: np.ndarray, null_pos: np.ndarray,
+              n_sample: int, seed: int, block: int, progress: bool | None,
+              cross: Any) -> AnchoredZ:
     n_c = len(channels)
     p = rows.size
     of_query: list[list[int]] = [[] for _ in range(t)]
     for e, (_, m) in enumerate(evals):
         for q in m:
             of_query[int(q)].append(e)
-    sample = _sample(t, vmask, n_sample, seed) if n_null else np.zeros(0, dtype=np.int64)
+    sample = _sample(t, vmask, n_sample, seed) if null_pos.shape[0] else \
+        np.zeros(0, dtype=np.int64)
     in_sample = np.zeros(t, dtype=bool)
     in_sample[sample] = True
-    null_pos = _null_positions(p, k, n_null, seed)
     zsum = np.zeros((n_c, len(evals)))
     zcnt = np.zeros((n_c, len(evals)))
-    null_max: list[np.ndarray] = []
+    null_z = np.full((n_c, sample.size, null_pos.shape[0]), np.nan)
+    at = {int(q): i for i, q in enumerate(sample)}
     todo = np.flatnonzero(np.array([bool(of_query[q]) or in_sample[q] for q in range(t)]))
     with _progress(total=int(todo.size), desc="query-anchored z", unit="query",
                    enabled=progress) as bar:
@@ -230,14 +234,11 @@ def _anchored(channels: tuple[str, ...], feats: list[Any], chan: np.ndarray,
                     zsum[:, es] += np.where(ok, z, 0.0)
                     zcnt[:, es] += ok
                 if in_sample[q]:
-                    zn = _z_of(a[:, j], var[:, j], null_pos, k, p)
-                    if np.isfinite(zn).any(axis=0).all():
-                        null_max.append(np.nanmax(zn, axis=0))
+                    null_z[:, at[int(q)]] = _z_of(a[:, j], var[:, j], null_pos, k, p)
             bar.update(qidx.size)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.where(zcnt > 0, zsum / np.sqrt(np.where(zcnt > 0, zcnt, 1.0)), np.nan)
-    nm = np.concatenate(null_max) if null_max else np.zeros(0)
-    return AnchoredZ(channels=channels, z=z, null_max=nm)
+    return AnchoredZ(channels=channels, z=z, null_z=null_z, sample=sample)
 
 
 def anchored_z_reference(
@@ -249,7 +250,7 @@ def anchored_z_reference(
     pool: Any = None,
     n_queries: int,
     valid: Any = None,
-    n_null: int = 200,
+    null_groups: Any = None,
     n_sample: int = 64,
     seed: int = 0,
     block: int = 32,
@@ -267,14 +268,15 @@ def anchored_z_reference(
     pool : bool mask or int rows, optional
     n_queries : int
     valid : np.ndarray [shape=(T,), dtype=bool], optional
-    n_null, n_sample, seed : int
+    null_groups : np.ndarray [shape=(n_null, k), dtype=int], optional
+    n_sample, seed : int
     block : int
         Ignored (one query at a time).
     progress : bool, optional
         Ignored.
     """
-    channels, feats, chan, k, n_null, n_sample, seed, t, rows, evals = _check(
-        prepared, query_values, pool, evaluations, k, n_null, n_sample, seed, n_queries)
+    channels, feats, chan, k, null_pos, n_sample, seed, t, rows, evals = _check(
+        prepared, query_values, pool, evaluations, k, null_groups, n_sample, seed, n_queries)
     vmask = np.ones(t, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
     n_c, p = len(channels), rows.size
 
@@ -319,15 +321,13 @@ def anchored_z_reference(
             got = [v[c] for v in vals if np.isfinite(v[c])]
             if got:
                 z[c, e] = float(np.sum(got)) / np.sqrt(len(got))
-    null_max = []
-    if n_null:
-        null_pos = _null_positions(p, k, n_null, seed)
-        for q in _sample(t, vmask, n_sample, seed):
-            a = cache.get(int(q))
-            if a is None:
-                a = scores(int(q))
-            zn = np.stack([z_one(a, g) for g in null_pos], axis=1)
-            if np.isfinite(zn).any(axis=0).all():
-                null_max.append(np.nanmax(zn, axis=0))
-    nm = np.concatenate(null_max) if null_max else np.zeros(0)
-    return AnchoredZ(channels=channels, z=z, null_max=nm)
+    sample = _sample(t, vmask, n_sample, seed) if null_pos.shape[0] else \
+        np.zeros(0, dtype=np.int64)
+    null_z = np.full((n_c, sample.size, null_pos.shape[0]), np.nan)
+    for i, q in enumerate(sample):
+        a = cache.get(int(q))
+        if a is None:
+            a = scores(int(q))
+        for b, g in enumerate(null_pos):
+            null_z[:, i, b] = z_one(a, g)
+    return AnchoredZ(channels=channels, z=z, null_z=null_z, sample=sample)

@@ -586,6 +586,8 @@ def run_homogeneity(
     max_missing_fraction: float = 0.5,
     progress: bool | None = None,
     client: Any = None,
+    segment_counts: Any = None,
+    normalize: str = "zscore",
 ) -> tuple[HomogeneityResult, NullDistribution, np.ndarray]:
     """Groups, null (unless given) and homogeneity of one ``S_track`` (original or residual).
 
@@ -629,6 +631,11 @@ def run_homogeneity(
         as tasks; the top-K groups and the constant queries in one pass of tasks over blocks
         of query columns; the queries' groups as tasks over blocks of groups
         (:mod:`aria_tda.homogeneity.distributed`). Same result as without.
+    segment_counts : int array [shape=(N,)], optional
+        Segments averaged into each row of ``s_track``; unequal counts over the pool give the
+        segment-matched null (:func:`null_distribution`), and a given ``null`` is checked.
+    normalize : {"zscore", "rank"}
+        The normalisation ``s_track`` was aggregated with (for the segment-matched null).
 
     Returns
     -------
@@ -649,9 +656,10 @@ def run_homogeneity(
     if null is None:
         null = null_distribution(prepared, ks=ks_arr.tolist(), pool=mask,
                                  B=AUTO_B_START if auto else B, seed=seed, n_jobs=n_jobs,
-                                 progress=progress, client=client)
+                                 progress=progress, client=client,
+                                 segment_counts=segment_counts, normalize=normalize)
     else:
-        null.check(prepared, pool=mask)
+        null.check(prepared, pool=mask, segment_counts=segment_counts, normalize=normalize)
     if client is None:
         groups = top_k_groups(s_track, int(ks_arr[-1]), pool=mask, chunk_rows=chunk_rows,
                               progress=progress)
@@ -668,7 +676,8 @@ def run_homogeneity(
         first = null
         null = _auto_null(prepared, ks=ks_arr.tolist(), pool=mask, B="auto", seed=seed,
                           n_jobs=n_jobs, progress=progress, query_se=_query_se(res.z),
-                          first=first, client=client)
+                          first=first, client=client, segment_counts=segment_counts,
+                          normalize=normalize)
         if null.B != first.B:
             with warnings.catch_warnings():  # the first pass has already warned
                 warnings.simplefilter("ignore", AriaWarning)

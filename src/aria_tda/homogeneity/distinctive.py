@@ -10,10 +10,11 @@ that share a metadata value) and channel :math:`c`:
 
 1. **The distinctive group** :math:`D_K(S)`: the top-``K`` of what :math:`S` attributes beyond
    the method's other queries (:mod:`~aria_tda.homogeneity.profiles`).
-2. **Its channel z**, anchored on the query when the query's own features are known
-   (:mod:`~aria_tda.homogeneity.anchor`: how much more similar to the query the group is than
-   random pool tracks) and on the group otherwise (the paper's :math:`z_c` of
-   :math:`D_K(S)`, against the study's null).
+2. **Its channel z**: how much more similar to the query the group is than random pool
+   tracks (:mod:`~aria_tda.homogeneity.anchor`; needs the query's own features) and how alike
+   its members are (the paper's :math:`z_c` of :math:`D_K(S)`, against the study's null) —
+   both combined when the query's features are known
+   (:math:`(z^{query}_c + z^{group}_c)/\sqrt 2`), the group's alone otherwise.
 3. **The method's baseline**: the same z for the method's other queries — for a query, the
    distribution of :math:`z_c(D_K(\{q'\}))` over all queries; for a set of size ``m``, over
    ``R`` random sets of ``m`` of the queries outside it. The distinctive score is
@@ -25,9 +26,9 @@ that share a metadata value) and channel :math:`c`:
    would be against its own null (the scale is at least 1, the null's).
 4. **The answer**: the channel with the largest :math:`\Delta_c` if it clears the threshold,
    else **"no distinctive aspect"**. For a query the threshold is the ``1 - alpha`` quantile
-   of :math:`\max_c z_c` over random groups (the study's null groups for the group anchor,
-   uniform random groups for the query anchor), so on a score matrix that ranks at random a
-   query is named with probability ``alpha`` whatever the number of channels. For a set, the
+   of :math:`\max_c z_c` over reference groups drawn as the null draws them (uniform, or
+   segment-matched with a segment map), so on a score matrix that ranks at random a query is
+   named with probability ``alpha`` whatever the number of channels. For a set, the
    p-value of its leading channel :math:`c^*` is the share of the ``R`` random sets whose
    :math:`\Delta_{c^*}` is as large, times the number of channels (Bonferroni: at most
    ``alpha`` when the set's queries are exchangeable with the others); named when
@@ -57,9 +58,11 @@ from aria_tda._checks import check_float, check_int
 from aria_tda.errors import ParameterError, expected
 
 __all__ = [
+    "ANCHORS",
     "DEFAULT_ALPHA",
     "MAD_SCALE",
     "NONE",
+    "N_NULL",
     "N_REFERENCE",
     "DistinctiveReading",
     "distinctive_reading",
@@ -75,6 +78,10 @@ N_REFERENCE = 200
 MAD_SCALE = 1.4826
 #: The answer when no channel is distinctive.
 NONE = "none"
+#: What a channel z can be measured against: the query's own features, the group, or both.
+ANCHORS = ("query", "group", "both")
+#: Reference groups behind the threshold of a single query.
+N_NULL = 200
 
 
 def _robust(ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -285,8 +292,9 @@ class DistinctiveReading:
     Attributes
     ----------
     channels : tuple of str
-    anchor : {"query", "group"}
-        What the channel z is measured against: the query's own features, or the group.
+    anchor : {"query", "group", "both"}
+        What the channel z is measured against: the query's own features, the group, or both
+        (Stouffer).
     k : int
         Group size ``K``.
     alpha : float
@@ -415,22 +423,24 @@ class DistinctiveReading:
         })
 
 
-def _threshold(null_max: np.ndarray, alpha: float) -> float:
-    vals = np.asarray(null_max, dtype=np.float64)
+def _threshold(null_z: np.ndarray, alpha: float) -> float:
+    """The ``1 - alpha`` quantile of :math:`\\max_c z_c` over reference groups ``null_z``
+    ``(C, ...)`` (``inf`` when none is defined)."""
+    with _quiet():
+        vals = np.nanmax(np.asarray(null_z, dtype=np.float64), axis=0).reshape(-1)
     vals = vals[np.isfinite(vals)]
     if vals.size == 0:
         return float("inf")
     return float(np.quantile(vals, 1.0 - alpha, method="higher"))
 
 
-def _group_null_max(null: Any, k: int) -> np.ndarray:
-    """``max_c z_c`` of the study null's own reference groups at ``K = k``."""
-    a = null.k_index(int(k))
-    gc = null.g_channel[a]  # (C, B)
+def _stouffer(parts: list[np.ndarray]) -> np.ndarray:
+    """Sum over the anchors of their z, divided by the root of how many are finite."""
+    stack = np.broadcast_arrays(*parts)
+    fin = sum(np.isfinite(x).astype(float) for x in stack)
+    tot = sum(np.where(np.isfinite(x), x, 0.0) for x in stack)
     with np.errstate(invalid="ignore", divide="ignore"):
-        z = (gc - null.mu_c[a][:, None]) / null.sigma_c[a][:, None]
-    with _quiet():
-        return np.nanmax(z, axis=0)
+        return np.where(fin > 0, tot / np.sqrt(np.where(fin > 0, fin, 1.0)), np.nan)
 
 
 def _check_sets(sets: Any, t: int) -> list[tuple[tuple[str, str], np.ndarray]]:
@@ -459,10 +469,14 @@ def distinctive_reading(
     k: int,
     pool: Any = None,
     query_values: Mapping[str, Any] | None = None,
+    anchor: str | None = None,
     sets: Mapping[tuple[str, str], Any] | None = None,
     exclude: Any = None,
+    segment_counts: Any = None,
+    normalize: str = "zscore",
     alpha: float = DEFAULT_ALPHA,
     n_reference: int = N_REFERENCE,
+    n_null: int = N_NULL,
     n_boot: int = 1000,
     seed: int = 0,
     chunk_rows: int | None = None,
@@ -484,18 +498,30 @@ def distinctive_reading(
     pool : bool mask or int rows, optional
         Rows eligible for groups (the null's pool).
     query_values : mapping of str to values, optional
-        The queries' own features (feature name -> values in query-column order): the reading
-        is then anchored on the query; without them, on the group.
+        The queries' own features (feature name -> values in query-column order).
+    anchor : {"query", "group", "both"}, optional
+        What each channel z measures: the distinctive group's similarity to the query
+        (``"query"``), its within-group homogeneity against the study's null (``"group"``,
+        the paper's :math:`z_c`), or both combined (Stouffer, :math:`(z^{query} +
+        z^{group}) / \sqrt 2`). Default: ``"both"`` with ``query_values``, else ``"group"``.
     sets : mapping of (variable, value) to query columns, optional
         Query sets to read as a whole. A set is read when it holds at least 2 queries and at
         least as many queries are read outside it (its reference is drawn there); others are
         left out.
     exclude : np.ndarray [shape=(T,), dtype=bool], optional
         Queries not to read (e.g. constant columns).
+    segment_counts : int array [shape=(N,)], optional
+        Segments per row of ``s_track``: the threshold's reference groups are drawn as the
+        null draws them (segment-matched when the counts differ,
+        :func:`~aria_tda.homogeneity.null.reference_groups`).
+    normalize : {"zscore", "rank"}
+        The normalisation those groups simulate.
     alpha : float
         Error rate of a naming under random attribution.
     n_reference : int
         Random query sets per set (drawn from the queries outside it).
+    n_null : int
+        Reference groups behind a single query's threshold.
     n_boot : int
         Bootstrap resamples of the baseline's interval.
     seed : int
@@ -514,11 +540,20 @@ def distinctive_reading(
     from aria_tda.homogeneity.anchor import anchored_z
     from aria_tda.homogeneity.core import homogeneity
     from aria_tda.homogeneity.groups import _flatten
+    from aria_tda.homogeneity.null import reference_groups
     from aria_tda.homogeneity.profiles import distinctive_groups
 
     alpha = check_float("alpha", alpha, min_value=0.0, max_value=1.0, min_inclusive=False)
     n_boot = check_int("n_boot", n_boot, min_value=0)
+    n_null = check_int("n_null", n_null, min_value=1)
     k = check_int("k", k, min_value=2)
+    if anchor is None:
+        anchor = "both" if query_values is not None else "group"
+    if anchor not in ANCHORS:
+        raise ParameterError(expected("anchor", f"one of {list(ANCHORS)}", anchor))
+    if anchor != "group" and query_values is None:
+        raise ParameterError(expected(
+            "query_values", f"the queries' features (anchor {anchor!r})", None))
     channels, _, _ = _flatten(prepared)
     t = int(getattr(s_track, "shape", np.shape(s_track))[1])
     chosen = _check_sets(sets, t)
@@ -532,29 +567,30 @@ def distinctive_reading(
     keep = [i for i, m in enumerate(groups.set_members)
             if 2 <= m.size < n_valid and groups.reference_groups[i].shape[0] > 0]
     cols = np.flatnonzero(valid)
-
-    if query_values is not None:
-        anchor = "query"
-        evals: list[tuple[np.ndarray, np.ndarray]] = [
-            (groups.query_groups[q], np.array([q])) for q in cols]
-        evals += [(groups.set_groups[i], groups.set_members[i]) for i in keep]
-        for i in keep:
-            evals += list(zip(groups.reference_groups[i], groups.reference_members[i],
-                              strict=True))
-        az = anchored_z(prepared, query_values, evals, k, pool=pool, n_queries=t,
-                        valid=valid, seed=seed, progress=progress)
-        zall = az.z
-        threshold = _threshold(az.null_max, alpha)
-    else:
-        anchor = "group"
-        grp = [groups.query_groups[cols]]
-        grp += [groups.set_groups[keep]] if keep else []
-        grp += [groups.reference_groups[i] for i in keep]
-        stacked = np.concatenate(grp)
+    evals: list[tuple[np.ndarray, np.ndarray]] = [
+        (groups.query_groups[q], np.array([q])) for q in cols]
+    evals += [(groups.set_groups[i], groups.set_members[i]) for i in keep]
+    for i in keep:
+        evals += list(zip(groups.reference_groups[i], groups.reference_members[i], strict=True))
+    pool_rows = np.flatnonzero(np.asarray(pool, dtype=bool)) if np.asarray(pool).dtype == bool \
+        else np.asarray(pool, dtype=np.int64)
+    ref = reference_groups(k, n_null, pool_rows=pool_rows, seed=seed,
+                           segment_counts=segment_counts, normalize=normalize)
+    parts, null_parts = [], []
+    if anchor in ("query", "both"):
+        assert query_values is not None
+        az = anchored_z(prepared, query_values, evals, k, pool=pool, n_queries=t, valid=valid,
+                        null_groups=ref, seed=seed, progress=progress)
+        parts.append(az.z)
+        null_parts.append(az.null_z)  # (C, n_sample, n_null)
+    if anchor in ("group", "both"):
+        stacked = np.concatenate([np.stack([g for g, _ in evals]), ref])
         res = homogeneity(stacked, prepared, null, ks=[k], evidence_k=k, n_pairs=0,
                           progress=progress, client=client)
-        zall = res.z[0]
-        threshold = _threshold(_group_null_max(null, k), alpha)
+        parts.append(res.z[0][:, : len(evals)])
+        null_parts.append(res.z[0][:, len(evals):][:, None, :])  # (C, 1, n_null)
+    zall = _stouffer(parts)
+    threshold = _threshold(_stouffer(null_parts), alpha)
 
     n_c = len(channels)
     z = np.full((n_c, t), np.nan)

@@ -6,6 +6,14 @@ channel null :math:`\mu_c, \sigma_c` is :math:`\tilde g_c` of the same ``B`` gro
 only on the pool, ``K`` and the features, so it is computed once and reused across queries,
 methods and variants (:meth:`NullDistribution.save` / :meth:`NullDistribution.load`).
 
+With a segment map whose tracks have unequal segment counts :math:`n_i`, the top-K of a
+*random* score column is not a uniform draw: the track mean of Eq. track-agg has variance
+:math:`\propto 1/n_i`, so tracks with few segments reach the top more often. The
+*segment-matched* null (``segment_counts=``) draws each reference group as the top-``K`` of
+one simulated random ``S_track`` column, normalised and aggregated as the study does, so that
+random scores read as :math:`z_c \approx 0` whatever the segment map (see
+:func:`null_distribution`). With equal counts it is the uniform null.
+
 :func:`null_distribution_reference` is its exact reference (the same random groups, every
 pair similarity recomputed and summed directly).
 
@@ -19,6 +27,7 @@ error per ``K`` and channel, and ``B="auto"`` grows ``B`` (200, 400, ... up to
 
 from __future__ import annotations
 
+import hashlib
 import os
 import warnings
 from collections.abc import Sequence
@@ -48,7 +57,7 @@ from aria_tda.homogeneity.sweep import (
 )
 
 __all__ = ["AUTO_B_MAX", "AUTO_B_START", "AUTO_FRACTION", "NullDistribution",
-           "null_distribution"]
+           "null_distribution", "reference_groups"]
 
 #: first ``B`` tried by ``B="auto"`` (doubled until the Monte-Carlo error is small enough)
 AUTO_B_START = 200
@@ -59,6 +68,10 @@ AUTO_B_MAX = 3200
 AUTO_FRACTION = 0.25
 #: bootstrap resamples of the reference groups behind :meth:`NullDistribution.mc_se`
 MC_SE_BOOT = 200
+#: per-query normalisations the segment-matched null simulates (``auto`` is resolved before)
+_MATCHED_NORMALIZATIONS = ("zscore", "rank")
+#: numbers simulated per block when drawing segment-matched groups
+_MATCHED_BLOCK = 2**22
 
 
 def _resampled_z(g_query: np.ndarray, g_null: np.ndarray, used: np.ndarray, chan: np.ndarray,
@@ -121,6 +134,11 @@ class NullDistribution:
     pool_digest : str
     feature_digests : tuple[str, ...]
         Content hashes of the prepared features; reuse with other data is refused.
+    sampling : {"uniform", "segment-matched"}
+        How the reference groups were drawn (:func:`null_distribution`).
+    segments_digest, normalize : str or None
+        Of a segment-matched null: the hash of the segment counts and the normalisation it
+        simulates (``None`` for a uniform null); reuse with another segment map is refused.
     """
 
     ks: tuple[int, ...]
@@ -141,6 +159,9 @@ class NullDistribution:
     feature_digests: tuple[str, ...]
     pool: np.ndarray
     B_auto: bool = False
+    sampling: str = "uniform"
+    segments_digest: str | None = None
+    normalize: str | None = None
 
     def k_index(self, k: int) -> int:
         """Position of ``K = k`` in :attr:`ks`.
@@ -167,11 +188,15 @@ class NullDistribution:
             "n_pool": self.n_pool,
             "pool_digest": self.pool_digest,
             "feature_digests": list(self.feature_digests),
+            "sampling": self.sampling,
+            "segments_digest": self.segments_digest,
+            "normalize": self.normalize,
         }
 
-    def check(self, prepared: Any, *, pool: Any = None) -> None:
+    def check(self, prepared: Any, *, pool: Any = None, segment_counts: Any = None,
+              normalize: str = "zscore") -> None:
         """Raise :class:`ManifestMismatchError` unless this null was made from ``prepared``
-        (and ``pool``).
+        (and ``pool``, and the segment map of ``segment_counts`` and ``normalize``).
 
         Parameters
         ----------
@@ -179,6 +204,11 @@ class NullDistribution:
             The features to use the null with.
         pool : bool mask or int rows, optional
             The pool to use it with (not checked when ``None``).
+        segment_counts : int array [shape=(n_rows,)], optional
+            Segments per row of the S_track to use it with (not checked when ``None``): the
+            null must be the one :func:`null_distribution` makes for them.
+        normalize : {"zscore", "rank"}
+            The normalisation of that S_track (checked with ``segment_counts``).
         """
         channels, feats, chan = _flatten(prepared)
         problems = []
@@ -194,6 +224,13 @@ class NullDistribution:
             problems.append(f"n_rows: null has {self.n_rows}, asked {feats[0].n}")
         elif pool is not None and _digest_pool(_pool_mask(pool, self.n_rows)) != self.pool_digest:
             problems.append("pool: a different set of eligible tracks")
+        if segment_counts is not None and feats[0].n == self.n_rows:
+            mask = self.pool if pool is None else _pool_mask(pool, self.n_rows)
+            want = _sampling(segment_counts, normalize, mask)[:3]
+            have = (self.sampling, self.segments_digest, self.normalize)
+            if want != have:
+                problems.append(f"segments: null has {_describe(*have)} reference groups, "
+                                f"asked {_describe(*want)}")
         if problems:
             raise ManifestMismatchError(
                 "null distribution was made with other data; refusing to reuse it:\n  "
@@ -271,10 +308,11 @@ class NullDistribution:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, prepared: Any = None,
-             pool: Any = None) -> NullDistribution:
-        """Read a null written by :meth:`save`; with ``prepared`` (and ``pool``), check it
-        matches.
+    def load(cls, path: str | os.PathLike[str], *, prepared: Any = None, pool: Any = None,
+             segment_counts: Any = None, normalize: str = "zscore") -> NullDistribution:
+        """Read a null written by :meth:`save`; with ``prepared`` (and ``pool``, and
+        ``segment_counts``), check it matches. A null saved before segment-matched nulls
+        existed reads as uniform.
 
         Parameters
         ----------
@@ -284,6 +322,10 @@ class NullDistribution:
             Check the null was made from these features (:meth:`check`).
         pool : bool mask or int rows, optional
             ... and this pool.
+        segment_counts : int array [shape=(n_rows,)], optional
+            ... and this segment map (:meth:`check`).
+        normalize : {"zscore", "rank"}
+            ... normalised this way.
         """
         from aria_tda._checks import check_existing_path
         from aria_tda.errors import FileFormatError
@@ -305,7 +347,8 @@ class NullDistribution:
             features=tuple((s.split("/", 1)[0], s.split("/", 1)[1]) for s in m["features"]),
             n_rows=int(m["n_rows"]), n_pool=int(m["n_pool"]), pool_digest=m["pool_digest"],
             feature_digests=tuple(m["feature_digests"]), B_auto=bool(m.get("B_auto", False)),
-            **arrays,
+            sampling=str(m.get("sampling") or "uniform"),
+            segments_digest=m.get("segments_digest"), normalize=m.get("normalize"), **arrays,
         )
         if null.g.shape != (len(null.ks), len(null.features), null.B):
             raise ManifestMismatchError(
@@ -313,7 +356,7 @@ class NullDistribution:
                 f"reference groups (shape {null.g.shape}); recompute it with "
                 "null_distribution")
         if prepared is not None:
-            null.check(prepared, pool=pool)
+            null.check(prepared, pool=pool, segment_counts=segment_counts, normalize=normalize)
         return null
 
 
@@ -328,12 +371,39 @@ def null_distribution(
     progress: bool | None = None,
     query_se: Any = None,
     client: Any = None,
+    segment_counts: Any = None,
+    normalize: str = "zscore",
 ) -> NullDistribution:
     r"""Null distribution of homogeneity from ``B`` random groups per ``K`` (Eqs. g_d, z_c).
 
-    For each ``K`` independently, ``B`` groups of size ``K`` are drawn uniformly without
-    replacement from the pool (``numpy.random.default_rng(seed)``; for each ``K`` in
-    increasing order, ``B`` calls of ``rng.choice(pool_rows, K, replace=False)``).
+    For each ``K`` independently (in increasing order), ``B`` reference groups of size ``K``
+    are drawn with ``numpy.random.default_rng(seed)``:
+
+    - **uniform** (the paper's null; without ``segment_counts``, or when every pool row has
+      the same count): ``B`` calls of ``rng.choice(pool_rows, K, replace=False)``.
+    - **segment-matched** (``segment_counts`` unequal over the pool): each group is the
+      top-``K`` over the pool (decreasing score, ties to the lower row, as
+      :func:`~aria_tda.homogeneity.top_k_groups`) of one simulated random ``S_track`` column:
+      i.i.d. scores for every segment of every row, normalised over all
+      :math:`M = \sum_i n_i` segments as ``normalize`` says, averaged per track
+      (Eq. track-agg). ``zscore``: i.i.d. :math:`N(0, 1)` segment scores. Their track mean is
+      exactly :math:`N(0, 1/n_i)`, independent across tracks, and z-scoring the column maps
+      every segment by the same increasing affine map, which leaves the order of the track
+      means unchanged; so one :math:`N(0,1)/\sqrt{n_i}` draw per pool row (``B`` blocks of
+      ``rng.standard_normal``) gives the top-``K`` exactly, in distribution. ``rank``: the
+      ranks of i.i.d. continuous scores are a uniformly random permutation of ``1..M``
+      (whatever their distribution); the column is simulated segment by segment
+      (``rng.permuted``), each row's mean rank is its rank sum (an exact integer) over
+      :math:`n_i`, so equal means tie exactly (:func:`~aria_tda.scores.aggregate`'s rounding
+      may order them when an :math:`n_i` is not a power of 2).
+
+    What is exact and what is modelled: the segment-matched groups have exactly the
+    distribution of the top-``K`` of a random column under the study's normalisation and
+    aggregation; for ``rank`` this holds for any i.i.d. continuous segment scores, for
+    ``zscore`` for i.i.d. Gaussian ones (other i.i.d. scores give Gaussian track means only
+    approximately, for large :math:`n_i`). Scores correlated within a track are not modelled.
+    The uniform null ignores ties at the ``K``-th place, which ``rank`` with equal
+    :math:`n_i \ge 2` can produce (probability :math:`O(K/M)` per column).
 
     Parameters
     ----------
@@ -363,16 +433,25 @@ def null_distribution(
         Evaluate the random groups as Dask tasks
         (:func:`aria_tda.homogeneity.distributed.evaluate_groups_dask`; the features scattered
         once). The groups are drawn here as without a client, so the null is the same.
+    segment_counts : int array [shape=(n_rows,)], optional
+        Segments per row of ``S_track`` (each >= 1; ``numpy.bincount`` of the segment map's
+        track codes, :func:`aria_tda.scores.segment_codes`). ``None``: one segment per row.
+    normalize : {"zscore", "rank"}
+        The per-query normalisation ``S_track`` was aggregated with (``auto`` resolved: the
+        ``normalize`` its manifest records). Used only by a segment-matched null.
 
     Returns
     -------
     NullDistribution
+        ``sampling`` says which null it is; a segment-matched one records the digest of
+        ``segment_counts`` and ``normalize`` (:meth:`NullDistribution.check`).
     """
     if isinstance(B, str):
         return _auto_null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs,
-                          progress=progress, query_se=query_se, client=client)
+                          progress=progress, query_se=query_se, client=client,
+                          segment_counts=segment_counts, normalize=normalize)
     return _null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs, progress=progress,
-                 exact=False, client=client)
+                 exact=False, client=client, segment_counts=segment_counts, normalize=normalize)
 
 
 def _auto_ratio(null: NullDistribution, query_se: Any) -> float:
@@ -386,7 +465,8 @@ def _auto_ratio(null: NullDistribution, query_se: Any) -> float:
 
 def _auto_null(prepared: Any, *, ks: Sequence[int], pool: Any, B: str, seed: int,
                n_jobs: int | None, progress: bool | None, query_se: Any,
-               first: NullDistribution | None = None, client: Any = None) -> NullDistribution:
+               first: NullDistribution | None = None, client: Any = None,
+               segment_counts: Any = None, normalize: str = "zscore") -> NullDistribution:
     """``B="auto"``: double ``B`` until the null's MC error is small (see
     :func:`null_distribution`); ``first`` is an already computed null to start from."""
     import dataclasses
@@ -405,7 +485,8 @@ def _auto_null(prepared: Any, *, ks: Sequence[int], pool: Any, B: str, seed: int
     while True:
         if null is None:
             null = _null(prepared, ks=ks, pool=pool, B=b, seed=seed, n_jobs=n_jobs,
-                         progress=progress, exact=False, client=client)
+                         progress=progress, exact=False, client=client,
+                         segment_counts=segment_counts, normalize=normalize)
         ratio = _auto_ratio(null, se)
         if ratio <= AUTO_FRACTION:
             break
@@ -431,9 +512,12 @@ def null_distribution_reference(
     progress: bool | None = None,
     query_se: Any = None,
     client: Any = None,
+    segment_counts: Any = None,
+    normalize: str = "zscore",
 ) -> NullDistribution:
-    """Exact reference of :func:`null_distribution`: the same random groups, each group's
-    ``g_d`` from every pair's similarity summed directly (:func:`group_sums_reference`).
+    """Exact reference of :func:`null_distribution`: the same random groups (uniform or
+    segment-matched), each group's ``g_d`` from every pair's similarity summed directly
+    (:func:`group_sums_reference`).
 
     Parameters
     ----------
@@ -455,14 +539,138 @@ def null_distribution_reference(
         Ignored (only used by ``B="auto"``).
     client : dask.distributed.Client, optional
         Ignored.
+    segment_counts : int array [shape=(n_rows,)], optional
+        Segments per row of ``S_track``.
+    normalize : {"zscore", "rank"}
+        Its normalisation.
     """
     return _null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=1, progress=False,
-                 exact=True)
+                 exact=True, segment_counts=segment_counts, normalize=normalize)
+
+
+def _sampling(segment_counts: Any, normalize: Any, mask: np.ndarray
+              ) -> tuple[str, str | None, str | None, np.ndarray | None]:
+    """``(sampling, segments_digest, normalize, counts)`` of the null for this segment map:
+    uniform (``None`` for the last three) without counts or with equal counts over the pool."""
+    n = mask.size
+    if segment_counts is None:
+        return "uniform", None, None, None
+    arr = np.asarray(segment_counts)
+    if arr.shape != (n,) or (arr.size and arr.dtype.kind not in "iu"):
+        raise ParameterError(expected(
+            "segment_counts", f"{n} integers, the segments of each row of S_track",
+            f"shape {arr.shape}, dtype {arr.dtype}"))
+    if arr.size and arr.min() < 1:
+        raise ParameterError(expected("segment_counts", "counts >= 1", int(arr.min())))
+    counts = arr.astype(np.int64)
+    in_pool = counts[mask]
+    if in_pool.size == 0 or bool(np.all(in_pool == in_pool[0])):
+        return "uniform", None, None, None
+    if normalize not in _MATCHED_NORMALIZATIONS:
+        raise ParameterError(expected(
+            "normalize", "'zscore' or 'rank', the normalisation S_track was aggregated with "
+            "('auto' resolved)", normalize))
+    h = hashlib.blake2b(digest_size=16)
+    h.update(str(n).encode())
+    h.update(counts.astype("<i8").tobytes())
+    return "segment-matched", h.hexdigest(), str(normalize), counts
+
+
+def _describe(sampling: str, digest: str | None, normalize: str | None) -> str:
+    if sampling == "uniform":
+        return "uniform"
+    return f"segment-matched (normalize={normalize!r}, segment counts {str(digest)[:12]})"
+
+
+def _top_k_rows(x: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of the ``k`` largest entries of each row of ``x`` ``(r, n)``, best first,
+    ties to the lower index (the order of :func:`~aria_tda.homogeneity.top_k_groups`)."""
+    r, n = x.shape
+    kth = np.partition(x, n - k, axis=1)[:, n - k, None]  # the k-th largest value
+    above = x > kth
+    tied = x == kth
+    take = above | (tied & (np.cumsum(tied, axis=1) <= k - above.sum(axis=1, keepdims=True)))
+    idx = np.nonzero(take)[1].reshape(r, k)
+    vals = np.take_along_axis(x, idx, axis=1)
+    return np.take_along_axis(idx, np.lexsort((idx, -vals), axis=1), axis=1)
+
+
+def _matched_groups(rng: np.random.Generator, rows: np.ndarray, counts: np.ndarray, k: int,
+                    b: int, normalize: str) -> np.ndarray:
+    """``b`` segment-matched reference groups of size ``k`` (see :func:`null_distribution`)."""
+    n_seg = counts[rows]
+    m = int(counts.sum())
+    width = m if normalize == "rank" else rows.size
+    step = max(1, _MATCHED_BLOCK // width)  # simulated columns per block
+    out = np.empty((b, k), dtype=np.int64)
+    if normalize == "rank":
+        ranks = np.arange(1, m + 1, dtype=np.int64)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    else:
+        scale = 1.0 / np.sqrt(n_seg)
+    for s in range(0, b, step):
+        r = min(step, b - s)
+        if normalize == "rank":  # segments of row i are columns starts[i] .. + counts[i]
+            perm = rng.permuted(np.broadcast_to(ranks, (r, m)), axis=1)
+            x = np.add.reduceat(perm, starts, axis=1)[:, rows] / n_seg
+        else:
+            x = rng.standard_normal((r, rows.size)) * scale
+        out[s : s + r] = rows[_top_k_rows(x, k)]
+    return out
+
+
+def _draw_groups(rng: np.random.Generator, rows: np.ndarray, ks: np.ndarray, B: int,
+                 counts: np.ndarray | None, normalize: str | None) -> list[np.ndarray]:
+    """The reference groups of every ``K``, ``(B, K)`` each, in the documented order."""
+    if counts is None:
+        return [np.stack([rng.choice(rows, int(k), replace=False) for _ in range(B)])
+                .astype(np.int64) for k in ks]
+    return [_matched_groups(rng, rows, counts, int(k), B, str(normalize)) for k in ks]
+
+
+def reference_groups(k: int, n_groups: int, *, pool_rows: Any, seed: int,
+                     segment_counts: Any = None, normalize: str = "zscore") -> np.ndarray:
+    """``n_groups`` random reference groups of size ``k`` drawn as the null draws them: uniform
+    from the pool, or segment-matched when ``segment_counts`` differ over it
+    (:func:`null_distribution`), seeded by ``numpy.random.default_rng([seed, k, 271828])``.
+
+    Parameters
+    ----------
+    k : int
+        Group size.
+    n_groups : int
+        How many groups.
+    pool_rows : np.ndarray [shape=(P,), dtype=int]
+        The pool's rows.
+    seed : int
+        Seed.
+    segment_counts : int array [shape=(n_rows,)], optional
+        Segments per row.
+    normalize : {"zscore", "rank"}
+        The normalisation the segment-matched groups simulate.
+
+    Returns
+    -------
+    np.ndarray [shape=(n_groups, k), dtype=int64]
+    """
+    rows = np.asarray(pool_rows, dtype=np.int64)
+    k = check_int("k", k, min_value=1, max_value=int(rows.size))
+    n_groups = check_int("n_groups", n_groups, min_value=0)
+    counts = None
+    if segment_counts is not None:
+        c = np.asarray(segment_counts, dtype=np.int64)
+        if np.unique(c[rows]).size > 1:
+            counts = c
+    rng = np.random.default_rng([check_int("seed", seed, min_value=0), k, 271828])
+    if n_groups == 0:
+        return np.zeros((0, k), dtype=np.int64)
+    return _draw_groups(rng, rows, np.array([k]), n_groups, counts, normalize)[0]
 
 
 def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: int,
           n_jobs: int | None, progress: bool | None, exact: bool,
-          client: Any = None) -> NullDistribution:
+          client: Any = None, segment_counts: Any = None,
+          normalize: str = "zscore") -> NullDistribution:
     channels, feats, chan = _flatten(prepared)
     ks_arr = _check_ks(ks)
     if isinstance(B, str):
@@ -477,11 +685,12 @@ def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: in
     if ks_arr[-1] > rows.size:
         raise ParameterError(expected(
             "ks", f"group sizes at most the pool size {rows.size}", ks_arr.tolist()))
+    sampling, digest, norm, counts = _sampling(segment_counts, normalize, mask)
     rng = np.random.default_rng(seed)
     n_f, n_k = len(feats), ks_arr.size
     g = np.empty((n_k, n_f, B))
-    grps = [np.stack([rng.choice(rows, int(k), replace=False) for _ in range(B)]).astype(np.int64)
-            for k in ks_arr]  # drawn first, in the order of the generator, on every path
+    # drawn first, in the order of the generator, on every path
+    grps = _draw_groups(rng, rows, ks_arr, B, counts, norm)
     if client is not None and not exact:
         from aria_tda.homogeneity.distributed import evaluate_groups_dask
 
@@ -516,5 +725,6 @@ def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: in
         features=tuple((channels[c], f.name) for f, c in zip(feats, chan, strict=True)),
         g=g, mu=mu, sigma=sigma, used=used, g_channel=g_channel, mu_c=mu_c, sigma_c=sigma_c,
         n_rows=n, n_pool=int(rows.size), pool_digest=_digest_pool(mask),
-        feature_digests=tuple(f.digest for f in feats), pool=mask,
+        feature_digests=tuple(f.digest for f in feats), pool=mask, sampling=sampling,
+        segments_digest=digest, normalize=norm,
     )

@@ -38,7 +38,7 @@ from aria_tda._checks import check_float, check_int, check_writable_path
 from aria_tda.errors import ParameterError, expected, one_line
 from aria_tda.report.load import ResultsData, choose_k, load_results
 
-__all__ = ["DossierData", "gather_dossier", "resolve_query", "write_dossier"]
+__all__ = ["DossierData", "gather_dossier", "query_aspect", "resolve_query", "write_dossier"]
 
 
 @dataclass
@@ -74,7 +74,11 @@ class DossierData:
     random_mean : dict
         channel -> a random pair's mean similarity (the null's per-feature :math:`\mu`).
     channel : str
-        The channel shown first.
+        The channel shown first: the query's distinctive aspect when it has one, else its
+        highest z.
+    aspect : dict or None
+        The distinctive reading of the query (:func:`query_aspect`), ``None`` when the
+        results hold none.
     media : aria_tda.report.media_pack.QueryMedia or None
     media_note : str or None
         Why there are no media, when there are none.
@@ -100,6 +104,7 @@ class DossierData:
     random_mean: dict[str, float]
     channel: str
     n_queries: int
+    aspect: dict[str, Any] | None = None
     media: Any = None
     media_note: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
@@ -182,6 +187,47 @@ def _random_mean(data: ResultsData, setting: str, variant: str, k: int | None) -
     from aria_tda.report.evidence import random_pair_means
 
     return random_pair_means(data, k).get((setting, variant), {})
+
+
+def query_aspect(data: ResultsData, setting: str, variant: str,
+                 query: int) -> dict[str, Any] | None:
+    """The distinctive reading of one query (``query_aspects`` and ``aspects`` tables).
+
+    Parameters
+    ----------
+    data : ResultsData
+        The results folder.
+    setting, variant : str
+        The block.
+    query : int
+        The query.
+
+    Returns
+    -------
+    dict or None
+        ``named`` (a channel or ``"none"``), ``delta`` and ``z`` (channel -> value),
+        ``anchor``, ``K``, ``alpha``, ``threshold``, ``method_aspect`` and ``baseline``
+        (channel -> median z); ``None`` when the folder holds no reading of the query.
+    """
+    qa, asp = data.table("query_aspects"), data.table("aspects")
+    if qa is None or asp is None or qa.empty or asp.empty:
+        return None
+    rows = qa[(qa["setting"] == setting) & (qa["variant"] == variant) & (qa["query"] == query)]
+    block = asp[(asp["setting"] == setting) & (asp["variant"] == variant)]
+    if rows.empty or block.empty:
+        return None
+    first = block.iloc[0]
+    return {
+        "named": str(rows["named"].iloc[0]),
+        "delta": {str(c): float(v) for c, v in zip(rows["channel"], rows["delta"], strict=True)},
+        "z": {str(c): float(v) for c, v in zip(rows["channel"], rows["z"], strict=True)},
+        "anchor": str(first["anchor"]), "K": int(first["K"]),
+        "alpha": float(first.get("alpha", np.nan)),
+        "threshold": float(first.get("threshold", np.nan)),
+        "method_aspect": str(first["method_aspect"]),
+        "baseline": {str(c): float(v) for c, v in zip(block["channel"], block["baseline"],
+                                                       strict=True)},
+    }
 
 
 def gather_dossier(
@@ -270,6 +316,9 @@ def gather_dossier(
             meta = {str(c): "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v)
                     for c, v in hit.iloc[0].items() if c != "query"}
     label = meta.get("label") or meta.get("query_id") or ""
+    aspect = query_aspect(data, s, variant, q)
+    if channel is None and aspect is not None and aspect["named"] in channels:
+        channel = aspect["named"]
     if channel is None:
         finite = [(v, c) for c, v in z.items() if math.isfinite(v)]
         channel = max(finite)[1] if finite else (channels[0] if channels else "")
@@ -285,7 +334,7 @@ def gather_dossier(
         setting=s, verdict=info.get("verdict"), reason=info.get("reason"), reliability=rel,
         k=zk if zk is not None else kk, pairs_k=pk, channels=channels, z=z, items=items,
         pairs=pair_rows, random_mean=_random_mean(data, s, variant, pk), channel=channel,
-        n_queries=int(_query_values(data).size),
+        n_queries=int(_query_values(data).size), aspect=aspect,
     )
 
 

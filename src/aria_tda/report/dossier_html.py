@@ -103,6 +103,48 @@ def _query_section(d: Any) -> str:
     return f'<section id="query-section"><h2>The query</h2>{"".join(body)}</section>'
 
 
+def _aspect_section(d: Any) -> str:
+    """The distinctive reading first: the query's aspect (or none), the method's own, and the
+    per-channel numbers with the paper's z beside them."""
+    a = d.aspect
+    if a is None:
+        return (f'<section id="aspect"><h2>Which aspect</h2><p class="note">'
+                f"{_e(words.TEMPLATES['aspect_missing'])}.</p></section>")
+    lead = words.describe_aspect(a["named"], a["delta"], method=d.setting, anchor=a["anchor"],
+                                 threshold=a["threshold"], alpha=a["alpha"])
+    method = words.describe_method_aspect(d.setting, a["method_aspect"],
+                                          a["baseline"].get(a["method_aspect"]))
+    rows = []
+    for c in d.channels:
+        dl, za, zp = a["delta"].get(c, math.nan), a["z"].get(c, math.nan), d.z.get(c, math.nan)
+        mark = " named" if c == a["named"] else ""
+        rows.append(
+            f'<tr data-channel="{_e(c)}" class="{mark.strip()}"><td class="txt">{_e(c)}</td>'
+            f'<td class="num">{_e(words.format_signed(dl))}</td>'
+            f'<td class="num">{_e(words.format_signed(za))}</td>'
+            f'<td class="num">{_e(words.format_signed(a["baseline"].get(c, math.nan)))}</td>'
+            f'<td class="num">{_e(words.format_signed(zp))}</td></tr>')
+    anchor = ("the query's own features" if a["anchor"] == "query"
+              else "the attributed group (no query features in the study)")
+    answer = "none" if a["named"] == "none" else a["named"]
+    return (
+        f'<section id="aspect" data-named="{_e(answer)}" aria-live="polite">'
+        f"<h2>Which aspect: {_e('no distinctive aspect' if answer == 'none' else answer)}</h2>"
+        + _label(d)
+        + f'<p class="lead">{_e(lead)}.</p><p class="note">{_e(method)}.</p>'
+        '<table class="data compact" id="aspect-table"><thead><tr><th>Channel</th>'
+        f'<th title="{_e(words.UNITS["delta"])}">Δ (distinctive)</th>'
+        f"<th>z of the distinctive top-{_e(a['K'])}</th><th>method's median z</th>"
+        f"<th>paper's z (top-{_e(d.k)} alike)</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        f'<p class="note">Anchored on {_e(anchor)}; threshold '
+        f'{_e(words.format_signed(a["threshold"]))}'
+        f" (alpha {_e(words.format_percent(a['alpha']))}). The paper's z says how alike the "
+        "attributed items are to each other; the distinctive reading asks what sets this "
+        "query's attribution apart from what the method gives every query.</p></section>"
+    )
+
+
 def _z_section(d: Any) -> str:
     rows, sentences = [], []
     for c in d.channels:
@@ -115,7 +157,8 @@ def _z_section(d: Any) -> str:
             f'<td class="txt">{_e(words.reading_of_z(z))}</td></tr>'
         )
     return (
-        '<section id="channels"><h2>How alike its attributed group is, per channel</h2>'
+        '<section id="channels"><h2>How alike its attributed group is, per channel (the '
+        "paper's z)</h2>"
         + _label(d)
         + f'<ul class="sentences">{"".join(sentences)}</ul>'
         '<table class="data compact" id="z-table"><thead><tr><th>Channel</th><th>z</th>'
@@ -258,7 +301,8 @@ def render_dossier(d: Any) -> str:
         f'data-channel="{_e(d.channel)}">'
         f'<header class="top"><h1>{_e(title)}</h1><p class="sub">{dot.join(sub)}</p>'
         "</header><main>"
-        + _verdict(d) + _query_section(d) + _z_section(d) + _items_section(d)
+        + _verdict(d) + _aspect_section(d) + _query_section(d) + _z_section(d)
+        + _items_section(d)
         + _evidence_section(d) + _units_section(d)
         + f"</main><footer>Written by ARIA {_e(__version__)} from {_e(d.results)}. This file is "
         "self-contained: the clips and pictures are embedded; it opens offline and makes no "

@@ -11,7 +11,7 @@ Column names of the per-channel (wide) tables are ``{channel}_{quantity}``, e.g.
 results schema (:data:`aria_tda.results.TABLES` and its column groups), never declared here.
 
 The per-topic builders live in their own modules (:mod:`~aria_tda.report.embeddings`,
-:mod:`~aria_tda.report.paired`, :mod:`~aria_tda.report.planted`,
+:mod:`~aria_tda.report.paired`, :mod:`~aria_tda.report.planted`, :mod:`~aria_tda.report.aspects`,
 :mod:`~aria_tda.report.planted_aspects`), all built on
 :mod:`aria_tda.report._table`; this module imports them, none of them imports it.
 """
@@ -31,6 +31,7 @@ from aria_tda.report._table import (
     ordered_stages,
     settings_in,
 )
+from aria_tda.report.aspects import aspect_tables
 from aria_tda.report.embeddings import embedding_alignment_table
 from aria_tda.report.load import ResultsData
 from aria_tda.report.paired import paired_tables
@@ -421,7 +422,8 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
     -------
     dict[str, ReportTable]
         Only the tables the folder has data for: ``reliability``, ``homogeneity``,
-        ``homogeneity_<variant>``, ``ksweep``, ``alignment``, ``alignment_embeddings``,
+        ``homogeneity_<variant>``, ``aspects``, ``set_aspects``, ``ksweep``, ``alignment``,
+        ``alignment_embeddings``,
         ``confound``, ``ranking``,
         ``lds``, ``lds_summary``, ``agreement``, ``lds_paired``, ``paired``, ``planted``,
         ``planted_segment``, ``planted_aspects``, ``planted_confusion``, ``planted_naming``,
@@ -440,6 +442,8 @@ def build_tables(data: ResultsData, *, k: int | None) -> dict[str, ReportTable]:
         for v in data.variants:
             if v != "original":
                 add(homogeneity_table(data, variant=v, k=k))
+    for t in aspect_tables(data):
+        add(t)
     add(ksweep_table(data))
     alignment = alignment_table(data)
     add(alignment)

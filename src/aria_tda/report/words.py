@@ -42,10 +42,13 @@ if TYPE_CHECKING:
     from _typeshed import ConvertibleToFloat
 
 __all__ = [
+    "ANCHOR_WORDS",
     "SIG_Z",
     "TEMPLATES",
     "UNITS",
     "above_chance",
+    "describe_aspect",
+    "describe_method_aspect",
     "describe_pair",
     "describe_score",
     "describe_similarity",
@@ -81,6 +84,18 @@ TEMPLATES: dict[str, str] = {
     "similarity": "{channel}: {what} have similarity {sim} of 1 ({basis})",
     "score": "rank {rank}: attribution score {score} (the method's own units; higher = more "
              "influential)",
+    "aspect_named": "Distinctive aspect: {channel}. The training items this query draws on "
+                    "beyond what {method} gives every query are {anchor} in {channel} than "
+                    "those of its other queries (Δ = {delta}, above the threshold "
+                    "{threshold}; a query of a score matrix that ranks at random is named "
+                    "with probability {alpha})",
+    "aspect_none": "No distinctive aspect: no channel explains this query's attribution "
+                   "beyond what {method} shows for every query (the largest, {channel}, has "
+                   "Δ = {delta}, below the threshold {threshold})",
+    "aspect_method": "{method} follows its queries along {channel} for every query (median z "
+                     "{baseline}): that is the method's, not this query's",
+    "aspect_method_none": "{method} follows no channel for every query",
+    "aspect_missing": "No distinctive reading in these results",
 }
 
 #: What each number's unit is, as shown in the legend of the report and the dossier.
@@ -97,6 +112,16 @@ UNITS: dict[str, str] = {
                     "pair's value is large and is not itself a z-score.",
     "score": "Score: the attribution method's score of the training item for this query; its "
              "scale is the method's own, only the order is comparable across methods.",
+    "delta": "Δ (distinctive score): how far this query's channel z lies above the median "
+             "of the same method's queries, in units of their spread (at least 1, the "
+             "random-group null's); a channel is named when its Δ clears the threshold at "
+             "which a randomly ranking score matrix is named with probability alpha.",
+}
+
+#: How each anchor of the distinctive reading compares (the ``{anchor}`` of the templates).
+ANCHOR_WORDS: dict[str, str] = {
+    "query": "more similar to the query",
+    "group": "more alike among themselves",
 }
 
 
@@ -242,6 +267,62 @@ def describe_z(channel: str, z: float | None, *, k: int | None = None) -> str:
     if k is None:
         return fill(TEMPLATES["z_nok"], vals)
     return fill(TEMPLATES["z"], {**vals, "k": str(int(k))})
+
+
+def describe_aspect(named: str | None, delta: Mapping[str, float], *, method: str,
+                    anchor: str, threshold: float, alpha: float) -> str:
+    r"""The sentence that leads a query's evidence: its distinctive aspect, or none.
+
+    Parameters
+    ----------
+    named : str or None
+        The query's answer (a channel, ``"none"``); ``None`` when the results hold no reading.
+    delta : mapping of str to float
+        Channel -> the query's distinctive score :math:`\Delta_c`.
+    method : str
+        The setting's name.
+    anchor : {"query", "group"}
+        What the reading is anchored on.
+    threshold, alpha : float
+        The naming threshold and its error rate.
+
+    Returns
+    -------
+    str
+    """
+    if named is None:
+        return TEMPLATES["aspect_missing"]
+    finite = {c: float(v) for c, v in delta.items() if _finite(v)}
+    vals = {"method": method, "anchor": ANCHOR_WORDS.get(anchor, anchor),
+            "threshold": format_signed(threshold), "alpha": format_percent(alpha)}
+    if named != "none":
+        return fill(TEMPLATES["aspect_named"],
+                    {**vals, "channel": named,
+                     "delta": format_signed(finite.get(named, float("nan")))})
+    if not finite:
+        return fill(TEMPLATES["aspect_none"], {**vals, "channel": "\u2014", "delta": "\u2014"})
+    lead = max(finite, key=lambda c: finite[c])
+    return fill(TEMPLATES["aspect_none"],
+                {**vals, "channel": lead, "delta": format_signed(finite[lead])})
+
+
+def describe_method_aspect(method: str, channel: str | None, baseline: float | None) -> str:
+    """What the method shows for every query (the distinctive reading's baseline).
+
+    Parameters
+    ----------
+    method : str
+        The setting's name.
+    channel : str or None
+        The method's own aspect (``"none"``/``None`` for none).
+    baseline : float or None
+        Its median z over the method's queries.
+    """
+    if not channel or channel == "none":
+        return fill(TEMPLATES["aspect_method_none"], {"method": method})
+    return fill(TEMPLATES["aspect_method"], {
+        "method": method, "channel": channel,
+        "baseline": format_signed(baseline if baseline is not None else float("nan"))})
 
 
 def describe_pair(

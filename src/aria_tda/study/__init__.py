@@ -20,7 +20,9 @@ Layout
 ------
 - :mod:`aria_tda.study.runner` — :func:`run_study` (inputs, settings, publishing, report);
 - :mod:`aria_tda.study.inputs` — checks before any work, queries file, track ↔ feature matching;
-- :mod:`aria_tda.study.setting` — one setting's tables, cached as a step;
+- :mod:`aria_tda.study.setting` — one setting's tables (and the key of its cache step);
+- :mod:`aria_tda.study.cache` — the cache steps: their slots, files and checked read-back;
+- :mod:`aria_tda.study.aspects` — one setting's distinctive reading (which aspect, or none);
 - :mod:`aria_tda.study.tables` — the results folder's tables, published in one step.
 - :mod:`aria_tda.study.cluster` — with a ``scheduler``: the uncached settings as parallel Dask
   tasks, each null computed once (results equal the single-machine run's).
@@ -30,7 +32,7 @@ The study file itself is :mod:`aria_tda.study.config`.
 Resuming
 --------
 Per-setting work is cached under ``OUTPUT/.cache/<slot>/`` (one slot per setting name,
-:func:`aria_tda.study.setting.slot_name`) with the parameters and input fingerprints (content
+:func:`aria_tda.study.cache.slot_name`) with the parameters and input fingerprints (content
 digests of the score matrix, segment map and feature store) it was computed from; a rerun with
 the same inputs and parameters reuses it, anything else recomputes it, and a damaged entry is
 recomputed with one warning. One run writes a results folder at a time (its writer lock), and

@@ -5,7 +5,7 @@ query's attribution beyond what the method shows for every query (or none), the 
 sets of queries that share a value of a ``confound`` column of the queries file, and the
 method's baseline. The reading is anchored on the queries' own features when the study names a
 ``query_features`` store (features of the generated queries, extracted like the training
-tracks'), and on the attributed groups otherwise.
+tracks') and on the attributed groups together, and on the groups alone otherwise.
 
 Tables (one per setting step, long format; see :mod:`aria_tda.results`): ``aspects`` (per
 channel: the baseline, the share of queries named), ``query_aspects`` (per query and channel:
@@ -131,6 +131,8 @@ def aspect_tables(
     *,
     query_values: dict[str, Any] | None,
     sets: dict[tuple[str, str], np.ndarray] | None,
+    segment_counts: Any = None,
+    normalize: str = "zscore",
     progress: bool | None,
     client: Any = None,
 ) -> dict[str, Any]:
@@ -154,6 +156,10 @@ def aspect_tables(
         :func:`query_feature_values`.
     sets : dict or None
         :func:`query_sets`.
+    segment_counts : int array, optional
+        Segments per row of ``s_track`` (the null's reference groups follow them).
+    normalize : {"zscore", "rank"}
+        The setting's normalisation.
     progress : bool or None
         Progress bars.
     client : dask.distributed.Client, optional
@@ -178,7 +184,8 @@ def aspect_tables(
         exclude |= ~have
     reading = distinctive_reading(
         s_track, prepared, null, k=int(spec.K_report), pool=pool, query_values=query_values,
-        sets=sets, exclude=exclude, alpha=float(spec.alpha), n_boot=int(spec.n_bootstrap),
+        sets=sets, exclude=exclude, segment_counts=segment_counts, normalize=normalize,
+        alpha=float(spec.alpha), n_boot=int(spec.n_bootstrap),
         seed=int(spec.seed), chunk_rows=spec.chunk_rows, progress=progress, client=client)
     return {
         "aspects": reading.setting_frame(),
@@ -202,4 +209,4 @@ def aspects_key(spec: StudySpec) -> dict[str, Any]:
         return None if path is None else file_fingerprint(str(path))
 
     return {"query_features": fp(spec.query_features), "queries": fp(spec.queries),
-            "confound": list(spec.confound), "reading": 1}
+            "confound": list(spec.confound), "reading": 2}

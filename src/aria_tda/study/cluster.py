@@ -45,15 +45,14 @@ from typing import Any
 
 from aria_tda._dask import open_client
 from aria_tda._steps import Step
+from aria_tda.study.cache import load_cached, slot_name
 from aria_tda.study.config import SettingSpec, StudySpec, validate_study
 from aria_tda.study.setting import (
     compute_step,
-    load_cached,
     planned_rows,
     rows_key,
     setting_step,
     shared_null,
-    slot_name,
 )
 
 __all__ = ["TASK_DELAY_ENV", "run_on_cluster"]

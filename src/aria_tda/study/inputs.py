@@ -414,6 +414,11 @@ def check_inputs(spec: StudySpec, store: Any) -> Any:
         )
     if spec.confound and spec.queries is None:
         raise ParameterError("confound: needs a queries file (queries = ...) holding those columns")
+    if spec.query_features is not None:
+        from aria_tda.features.store import FeatureStore
+
+        FeatureStore.open(spec.query_features).check_modality(spec.modality,
+                                                              name="query_features")
     if spec.queries is None:
         return None
     if len(set(n_queries.values())) > 1:

@@ -39,9 +39,10 @@ from aria_tda.results import (
     is_aria_report,
     is_results_dir,
 )
+from aria_tda.study.cache import slot_name
 from aria_tda.study.config import StudySpec, load_study
 from aria_tda.study.inputs import check_inputs, embedding_scores
-from aria_tda.study.setting import run_setting, slot_name
+from aria_tda.study.setting import run_setting
 from aria_tda.study.tables import publish, write_tables
 
 __all__ = ["CACHE", "PUBLISH_DELAY_ENV", "check_output", "run_study"]
@@ -49,7 +50,7 @@ __all__ = ["CACHE", "PUBLISH_DELAY_ENV", "check_output", "run_study"]
 #: Folder of the per-setting cache steps inside the results folder.
 CACHE = ".cache"
 #: Folder (inside :data:`CACHE`) of the cosine matrices of embedding settings; a setting's
-#: step folder never starts with "_" (:func:`aria_tda.study.setting.slot_name`).
+#: step folder never starts with "_" (:func:`aria_tda.study.cache.slot_name`).
 EMBEDDING_SCORES = "_embedding_scores"
 #: Test hook: seconds the run waits after publishing its first table (to kill it there).
 PUBLISH_DELAY_ENV = "ARIA_TEST_PUBLISH_DELAY"
@@ -96,6 +97,8 @@ def _inputs(spec: StudySpec) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = [("feature_store", Path(spec.feature_store))]
     if spec.queries is not None:
         found.append(("queries", Path(spec.queries)))
+    if spec.query_features is not None:
+        found.append(("query_features", Path(spec.query_features)))
     if spec.path is not None:
         found.append(("study file", Path(spec.path)))
     for s in spec.settings:

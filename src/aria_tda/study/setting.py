@@ -9,80 +9,49 @@ marked "running"): the next run computes it from scratch.
 
 The step's record holds the digest of every file it wrote; a cached entry whose files are
 missing, damaged or of another shape, or whose record is not readable, is recomputed with one
-:class:`~aria_tda.errors.AriaWarning` naming it (:func:`load_cached`), never a traceback.
+:class:`~aria_tda.errors.AriaWarning` naming it (:func:`aria_tda.study.cache.load_cached`),
+never a traceback. The step's key (:func:`setting_step`) names what the tables depend on; how a
+step is found, checked and read back is :mod:`aria_tda.study.cache`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aria_tda._fingerprint import content_digest
-from aria_tda._io import atomic_path, read_json, remove_path, write_json
+from aria_tda._io import atomic_path, remove_path, write_json
 from aria_tda._steps import Step, file_fingerprint
-from aria_tda.errors import AriaWarning, DataError, ParameterError
+from aria_tda.errors import DataError, ParameterError
+from aria_tda.study.aspects import aspect_tables, aspects_key, query_feature_values, query_sets
+from aria_tda.study.cache import TABLES, file_digests, load_cached, slot_name
 from aria_tda.study.config import SettingSpec, StudySpec
 from aria_tda.study.inputs import (
     align_tracks,
     check_setting_files,
     open_setting_scores,
+    read_queries,
     track_ids_of,
 )
 
 __all__ = [
     "N_PAIRS",
-    "TABLES",
     "compute_step",
-    "load_cached",
     "planned_rows",
     "prepared_for",
-    "read_cached",
     "rows_key",
     "run_setting",
     "setting_step",
     "shared_null",
-    "slot_name",
-    "slug",
 ]
 
 #: Contributing track pairs kept per query, channel and variant (the report's evidence).
 N_PAIRS = 10
-#: The per-setting tables (Parquet files of the cached step).
-TABLES = ("homogeneity", "query_z", "pairs", "topk", "null")
-
-
-def slug(name: str) -> str:
-    """A file-system-safe folder name for a setting name.
-
-    Parameters
-    ----------
-    name : str
-        The setting's name.
-    """
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "setting"
-
-
-def slot_name(name: str) -> str:
-    """The cache folder of a setting: its readable :func:`slug` and a hash of the exact name.
-
-    Two names that slug alike (``TRAK/fine``, ``TRAK_fine``) get distinct slots, so they never
-    evict each other's cached results: ``TRAK_fine-1c0e3a5b``.
-
-    Parameters
-    ----------
-    name : str
-        The setting's name.
-    """
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{slug(name)[:80]}-{digest}"
 
 
 def _segments_of(setting: SettingSpec, src: Any, store: Any) -> Any:
@@ -153,26 +122,44 @@ def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k
     })
 
 
+def _track_segments(setting: SettingSpec, src: Any,
+                    segments: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Track ids of the S_track rows and the segments averaged into each, from the segment map
+    alone (``src``: the setting's score matrix, opened, not read); ``(None, None)`` when
+    nothing is aggregated (``normalize = "none"``)."""
+    from aria_tda.scores import segment_codes
+
+    if setting.normalize == "none":
+        return None, None
+    codes, ids = segment_codes(segments, n_rows=src.n_rows, row_ids=src.row_ids,
+                               n_cols=src.n_cols)
+    return np.asarray(ids).astype(str), np.bincount(codes, minlength=len(ids))
+
+
 def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.ndarray,
               rows: np.ndarray, spec: StudySpec, progress: bool | None,
-              n_queries: int = 1, client: Any = None) -> Any:
-    """The null of this track pool and feature order, computed once per study run."""
+              n_queries: int = 1, client: Any = None, segment_counts: Any = None,
+              normalize: str = "zscore") -> Any:
+    """The null of this track pool, feature order and segment map, computed once per study run
+    (counts equal over the pool: the uniform null, keyed by the pool alone)."""
     from aria_tda.homogeneity import null_distribution
 
-    key = hashlib.sha256(
-        np.packbits(pool).tobytes() + np.ascontiguousarray(rows).tobytes()
-    ).hexdigest()
+    parts = np.packbits(pool).tobytes() + np.ascontiguousarray(rows).tobytes()
+    if segment_counts is not None and np.unique(np.asarray(segment_counts)[pool]).size > 1:
+        parts += np.asarray(segment_counts, dtype=np.int64).tobytes() + normalize.encode()
+    key = hashlib.sha256(parts).hexdigest()
     if key not in nulls:
         # B = "auto": compare with the query SE of z-bar for unit-variance z, 1/sqrt(T)
         query_se = 1.0 / np.sqrt(n_queries) if spec.B == "auto" else None
         nulls[key] = null_distribution(prepared, ks=list(spec.K), pool=pool, B=spec.B,
                                        seed=spec.seed, progress=progress, query_se=query_se,
-                                       client=client)
+                                       client=client, segment_counts=segment_counts,
+                                       normalize=normalize)
     return nulls[key]
 
 
-def planned_rows(setting: SettingSpec, spec: StudySpec,
-                 store: Any) -> tuple[np.ndarray, np.ndarray, int]:
+def planned_rows(setting: SettingSpec, spec: StudySpec, store: Any, *,
+                 return_segments: bool = False) -> tuple[Any, ...]:
     """Store rows and presence mask of the setting's S_track rows, and its query count.
 
     What :func:`_compute` finds after writing S_track (its track ids matched to the store),
@@ -188,20 +175,25 @@ def planned_rows(setting: SettingSpec, spec: StudySpec,
         The study (``max_missing_fraction``).
     store : FeatureStore
         The study's feature store.
-    """
-    from aria_tda.scores import segment_codes
+    return_segments : bool
+        Also return what the null needs beyond the rows (:func:`shared_null`): the segments
+        per S_track row (``None`` without aggregation) and the normalisation (``None`` for
+        ``auto``, known only after the aggregation's moments pass).
 
+    Returns
+    -------
+    rows, present, n_queries[, segment_counts, normalize]
+    """
     src = open_setting_scores(setting)
-    segments = _segments_of(setting, src, store)
-    if setting.normalize == "none":
+    track_ids, counts = _track_segments(setting, src, _segments_of(setting, src, store))
+    if track_ids is None:
         track_ids = track_ids_of(src, store, setting.name)
-    else:
-        _, ids = segment_codes(segments, n_rows=src.n_rows, row_ids=src.row_ids,
-                               n_cols=src.n_cols)
-        track_ids = np.asarray(ids).astype(str)
     rows, present = align_tracks(track_ids, store, max_missing=spec.max_missing_fraction,
                                  setting=setting.name)
-    return rows, present, int(src.n_cols)
+    if not return_segments:
+        return rows, present, int(src.n_cols)
+    normalize = None if setting.normalize == "auto" else setting.normalize
+    return rows, present, int(src.n_cols), counts, normalize
 
 
 def rows_key(rows: np.ndarray, present: np.ndarray) -> bytes:
@@ -239,14 +231,16 @@ def prepared_for(prepared_cache: dict[bytes, Any], store: Any, rows: np.ndarray,
     if key not in prepared_cache:
         channels = list(spec.channels) if spec.channels else None
         prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0),
-                                               channels=channels)
+                                               channels=channels,
+                                               feature_set=spec.feature_set)
     prepared = prepared_cache[key]
     pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
     return prepared, pool
 
 
 def shared_null(store: Any, rows: np.ndarray, present: np.ndarray, spec: StudySpec,
-                n_queries: int) -> tuple[dict[bytes, Any], dict[str, Any]]:
+                n_queries: int, *, segment_counts: Any = None,
+                normalize: str = "zscore") -> tuple[dict[bytes, Any], dict[str, Any]]:
     """The prepared features and the null of one track pool, as :func:`_compute` makes them.
 
     Returns the ``prepared_cache`` and ``nulls`` entries (one each) that a setting with these
@@ -262,11 +256,17 @@ def shared_null(store: Any, rows: np.ndarray, present: np.ndarray, spec: StudySp
         The study (K, B, seed, channels).
     n_queries : int
         Query count of the first setting that uses this null (for ``B = "auto"``).
+    segment_counts : int array, optional
+        Segments per S_track row (:func:`planned_rows` with ``return_segments``); unequal
+        counts over the pool give the segment-matched null.
+    normalize : {"zscore", "rank"}
+        The setting's normalisation (for the segment-matched null).
     """
     prepared_cache: dict[bytes, Any] = {}
     nulls: dict[str, Any] = {}
     prepared, pool = prepared_for(prepared_cache, store, rows, present, spec)
-    _null_for(nulls, prepared, pool, rows, spec, False, n_queries)
+    _null_for(nulls, prepared, pool, rows, spec, False, n_queries,
+              segment_counts=segment_counts, normalize=normalize)
     return prepared_cache, nulls
 
 
@@ -302,7 +302,8 @@ def _variant_tables(
 
 
 def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndarray,
-                    channels: list[str], chunk_rows: int | None) -> list[dict[str, Any]]:
+                    channels: list[str], chunk_rows: int | None,
+                    feature_set: str) -> list[dict[str, Any]]:
     from aria_tda.alignment import channel_alignment, sequence_histogram
     from aria_tda.features.registry import channels as registry_channels
     from aria_tda.scores import rank1
@@ -310,7 +311,7 @@ def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndar
     u1 = rank1(s_track, chunk_rows=chunk_rows).u1[present]
     store_rows = rows[present]
     by_channel: dict[str, dict[str, np.ndarray]] = {}
-    for channel, specs in registry_channels(store.modality).items():
+    for channel, specs in registry_channels(store.modality, feature_set=feature_set).items():
         if channel not in channels:
             continue
         groups = {}
@@ -331,117 +332,6 @@ def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndar
     for channel, res in channel_alignment(u1, by_channel).items():
         out.append({"channel": channel, **res.to_dict()})
     return out
-
-
-#: Files of a complete step besides its record.
-STEP_FILES = ("diagnostics.json", "alignment.json", *(f"{name}.parquet" for name in TABLES))
-#: Keys every cached ``diagnostics.json`` holds (what the tables are built from).
-_DIAGNOSTICS_KEYS = ("kappa", "r1", "r2_5", "p", "n_train", "n_queries")
-
-
-class DamagedCache(Exception):
-    """A cached step that cannot be used as it is (its message says which file and why)."""
-
-
-def _file_digests(work: Path) -> dict[str, str]:
-    return {name: content_digest(work / name) for name in STEP_FILES}
-
-
-def read_cached(step: Step) -> dict[str, Any]:
-    """The tables of a complete step, as :func:`run_setting` returns them.
-
-    Every file is checked against the digest its record holds and read with its expected
-    shape (the tables' required columns, the setting's name).
-
-    Parameters
-    ----------
-    step : Step
-        A complete step (:meth:`~aria_tda._steps.Step.is_complete`).
-
-    Raises
-    ------
-    DamagedCache
-        A file is missing, altered since the step finished, unreadable or of another shape.
-    """
-    import pandas as pd
-
-    from aria_tda.results import TABLES as SCHEMA
-
-    summary = step.summary()
-    recorded = summary.get("files")
-    if not isinstance(recorded, dict):
-        raise DamagedCache(f"{step.record_path} lists none of its files")
-    for name in STEP_FILES:
-        f = step.path / name
-        if not f.is_file():
-            raise DamagedCache(f"{f} is missing")
-        if content_digest(f) != recorded.get(name):
-            raise DamagedCache(f"{f} differs from what the finished step wrote")
-    try:
-        diagnostics = read_json(step.path / "diagnostics.json")
-        alignment = read_json(step.path / "alignment.json")
-    except (OSError, ValueError) as exc:
-        raise DamagedCache(f"{step.path}: a JSON file is unreadable ({exc})") from None
-    if not isinstance(diagnostics, dict) or any(k not in diagnostics for k in _DIAGNOSTICS_KEYS):
-        raise DamagedCache(f"{step.path / 'diagnostics.json'} is not a diagnostics record")
-    if not isinstance(alignment, list):
-        raise DamagedCache(f"{step.path / 'alignment.json'} is not a list of alignment rows")
-    timings = summary.get("timings")
-    out = {"diagnostics": diagnostics, "alignment": alignment,
-           "timings": timings if isinstance(timings, dict) else {}}
-    setting = (step.params.get("setting") or {}).get("name")
-    for name in TABLES:
-        f = step.path / f"{name}.parquet"
-        try:
-            df = pd.read_parquet(f)
-        except Exception as exc:  # pyarrow raises many types for a damaged file
-            raise DamagedCache(f"{f} is unreadable ({type(exc).__name__})") from None
-        lacking = [c for c in ("setting", "variant", *SCHEMA[name].columns)
-                   if c not in df.columns]
-        if lacking:
-            raise DamagedCache(f"{f} lacks column(s) {lacking}")
-        if setting is not None and len(df) and not (df["setting"] == setting).all():
-            raise DamagedCache(f"{f} holds another setting's rows")
-        out[name] = df
-    return out
-
-
-def load_cached(step: Step, setting: str, log: Callable[[str], None]) -> dict[str, Any] | None:
-    """The cached tables of ``step`` when they can be reused, else ``None`` (to recompute).
-
-    Logs why a stale step is recomputed; a damaged one (unreadable record, a file missing,
-    altered, truncated or of another schema) gives one
-    :class:`~aria_tda.errors.AriaWarning` naming the file.
-
-    Parameters
-    ----------
-    step : Step
-        The setting's step (:func:`setting_step`).
-    setting : str
-        The setting's name, for the messages.
-    log : callable
-        Called with each log line.
-    """
-    damage = step.damage()
-    if damage is None and step.is_complete():
-        try:
-            result = read_cached(step)
-        except DamagedCache as exc:
-            damage = str(exc)
-        else:
-            log(f"{setting}: reusing cached results ({step.path})")
-            return result
-    if damage is not None:
-        warnings.warn(
-            f"setting {setting!r}: damaged cache entry, recomputed: {damage}",
-            AriaWarning,
-            stacklevel=3,
-        )
-        return None
-    reason = step.stale_reason()
-    if reason:
-        log(f"{setting}: recomputing ({reason})")
-    return None
 
 
 def run_setting(
@@ -525,7 +415,9 @@ def setting_step(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any]
                   if k not in {"name", "confound", "queries"}},
         "n_pairs": N_PAIRS,
         "concentration": 1,  # steps cached before the top-K concentration are recomputed
-        "cache": 2,  # content fingerprints and file digests (older steps are recomputed)
+        "aspects": aspects_key(spec),  # the distinctive reading's inputs
+        # 3: the segment-matched null and the distinctive reading (older steps are recomputed)
+        "cache": 3,
     }
     return Step(cache_root, slot_name(setting.name), params)
 
@@ -568,7 +460,7 @@ def compute_step(
                 remove_path(f)
             for f in work.glob(".s_track_*"):  # their temporaries
                 remove_path(f)
-        step.complete(timings=result["timings"], files=_file_digests(work))
+        step.complete(timings=result["timings"], files=file_digests(work))
     return result
 
 
@@ -606,6 +498,11 @@ def _compute(
 
     tables: dict[str, list[Any]] = {name: [] for name in TABLES}
     alignment: list[dict[str, Any]] = []
+    # what the distinctive reading reads beside the scores: the queries' own features (its
+    # anchor, when the study names them) and the sets of queries sharing a confound value
+    queries = read_queries(spec.queries, int(scores.shape[1]))
+    query_values = query_feature_values(spec, int(scores.shape[1]), queries)
+    sets = query_sets(spec, queries)
     variants = ("original", "residual") if spec.residual else ("original",)
     normalize_used: str = setting.normalize
     d["normalize_used"] = normalize_used
@@ -628,8 +525,10 @@ def _compute(
         timings[f"s_track_{variant}"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
+        if variant == "original":  # the segments per S_track row, from the map alone
+            counts = _track_segments(setting, scores, _segments_of(setting, scores, store))[1]
         null = _null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]),
-                         client=client)
+                         client=client, segment_counts=counts, normalize=normalize_used)
         # a query that is degenerate on the original matrix stays excluded on its residual
         # (the residual of a constant column is not constant, but it ranks nothing real)
         constant = constant_queries(src, pool=pool, chunk_rows=spec.chunk_rows)
@@ -647,10 +546,21 @@ def _compute(
             df.insert(0, "setting", setting.name)
             tables[name].append(df)
         timings[f"homogeneity_{variant}"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        log(f"{setting.name}: distinctive reading ({variant}, K = {spec.K_report}, "
+            f"anchored on the {'query and ' if query_values is not None else ''}group)")
+        for name, df in aspect_tables(src, prepared, null, pool, spec, constant,
+                                      query_values=query_values, sets=sets,
+                                      segment_counts=counts, normalize=normalize_used,
+                                      progress=progress, client=client).items():
+            df.insert(0, "variant", variant)
+            df.insert(0, "setting", setting.name)
+            tables[name].append(df)
+        timings[f"aspects_{variant}"] = time.perf_counter() - t0
         if variant == "original":
             t0 = time.perf_counter()
             alignment = _alignment_rows(src, store, rows, present, list(prepared),
-                                        spec.chunk_rows)
+                                        spec.chunk_rows, spec.feature_set)
             timings["alignment"] = time.perf_counter() - t0
 
     result: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings,

@@ -217,6 +217,7 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
         _log(f"counterfactual {r.aspect}: {r.effect:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]",
              quiet)
     store, track_ids = st.features_stage(runner, p, train, root, threads, progress)
+    query_store = st.query_features_stage(runner, queries, threads, progress)
     scores = st.attribution_stage(runner, p, seed, qtokens, queries, models, track_ids, threads,
                                   progress)
     marked = {a: np.flatnonzero(train.set_index("item_id").loc[track_ids, "plant"].to_numpy()
@@ -232,7 +233,8 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
         "start": seg["start_s"], "end": seg["end_s"]}).to_csv(index=False))
     return PlantedData(
         modality="audio", aspects=AUDIO_ASPECTS, scores=scores,
-        methods={s: s for s in scores}, feature_store=store, track_ids=np.asarray(track_ids),
+        methods={s: s for s in scores}, feature_store=store, query_features=query_store,
+        track_ids=np.asarray(track_ids),
         marked=marked, queries=queries, learned=learned, counterfactual=counterfactual,
         stage_seconds={k: v for k, v in runner.timings.items() if k.startswith("audio-")},
         info={"preset": p.to_dict(), "stage": st.STAGE, "n_train": len(train),

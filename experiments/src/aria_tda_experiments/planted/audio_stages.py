@@ -348,6 +348,55 @@ def features_stage(runner: _Runner, p: AudioPlantedPreset, train: pd.DataFrame, 
     return fdir / "store", [str(t) for t in store.track_ids]
 
 
+def query_features_stage(runner: _Runner, queries: pd.DataFrame, threads: int,
+                         progress: bool | None) -> Path:
+    """The queries' own features (the distinctive reading's anchor): each query's audible
+    part (``media`` from ``start`` to ``end``: the prompt) cut into a WAV file of its own and
+    extracted as the training tracks are (``aria-tda features audio``); track ids = query ids.
+
+    Parameters
+    ----------
+    runner : aria_tda_experiments.demo._Runner
+        Runs the stage resumably.
+    queries : pandas.DataFrame
+        ``query_id``, ``media`` (absolute path), ``start``, ``end`` (seconds).
+    threads : int
+        Worker processes of the extraction.
+    progress : bool or None
+        Progress bars.
+    """
+    import soundfile as sf
+
+    from aria_tda._io import atomic_path, write_text
+    from aria_tda.features.extract import extract_to_store
+    from aria_tda_experiments.audio.listing import paths_for_listing
+    from aria_tda_experiments.audio.versions import SR
+
+    def _features(d: Path) -> dict[str, Any]:
+        clips = d / "clips"
+        clips.mkdir(exist_ok=True)
+        paths = []
+        for r in queries.itertuples():
+            y, sr = sf.read(str(r.media), always_2d=True)
+            a, b = int(round(float(r.start) * sr)), int(round(float(r.end) * sr))
+            f = clips / f"{r.query_id}.wav"
+            with atomic_path(f) as tmp:
+                sf.write(str(tmp), y[a:b], sr, format="WAV")
+            paths.append(f)
+        listing = pd.DataFrame({"track_id": queries["query_id"].astype(str),
+                                "path": paths_for_listing(paths, d / "queries.csv")})
+        write_text(d / "queries.csv", listing.to_csv(index=False))
+        info = extract_to_store(d / "queries.csv", d / "store", modality="audio",
+                                params={"sr": SR}, workers=threads, progress=progress)
+        return {k: v for k, v in info.items() if isinstance(v, int | float | str)}
+
+    key = {"sr": SR, "queries": queries["query_id"].astype(str).tolist(),
+           "windows": [[str(Path(m).name), float(a), float(b)] for m, a, b in
+                       zip(queries["media"], queries["start"], queries["end"], strict=True)]}
+    return runner.stage("audio-query-features", key, ["audio-queries", "audio-plants"],
+                        _features, resumable=True) / "store"
+
+
 def attribution_stage(runner: _Runner, p: AudioPlantedPreset, seed: int,
                       qtokens: np.ndarray, queries: pd.DataFrame, models: _Models,
                       track_ids: list[str], threads: int,

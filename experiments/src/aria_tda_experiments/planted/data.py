@@ -81,6 +81,9 @@ class PlantedData:
         method did).
     segment_map : Path or None
         The segment → track map of ``segment_scores`` (``segment, track_id, start, end``).
+    query_features : Path or None
+        A feature store of the queries themselves (track ids = ``queries["query_id"]``),
+        extracted like the training items': the study's distinctive reading is anchored on it.
     """
 
     modality: str
@@ -97,3 +100,4 @@ class PlantedData:
     info: dict = field(default_factory=dict)
     segment_scores: dict[str, Path] = field(default_factory=dict)
     segment_map: Path | None = None
+    query_features: Path | None = None

@@ -67,6 +67,7 @@ def _study(data: Any, results: Path, root: Path, *, B: int, n_boot: int, seed: i
                               normalize="none")),
         K=tuple(study_ks(len(data.track_ids), k)), K_report=k, B=B, seed=seed,
         n_bootstrap=n_boot, residual=True, queries=queries_csv, confound=("plant",),
+        query_features=data.query_features,
     ), source="aria-tda demo planted")
     write_text(root / f"{data.modality}-study.toml",
                study_to_toml(spec, header="Written by `aria-tda demo planted`; `aria-tda run` "

@@ -527,10 +527,27 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
 
     from aria_tda_experiments.demo_media import MEDIA_VERSION, write_token_midis
 
-    feat_dir = runner.stage("symbolic-features", {"form": "paper", "media": MEDIA_VERSION},
-                            ["symbolic-plants"], _features)
+    from aria_tda.features.symbolic import FEATURE_NAMES
+
+    # the feature list is part of the key: a store extracted before a feature existed is redone
+    feat_key = {"form": "paper", "media": MEDIA_VERSION, "features": list(FEATURE_NAMES)}
+    feat_dir = runner.stage("symbolic-features", feat_key, ["symbolic-plants"], _features)
 
     qids = [f"s{j:03d}" for j in range(len(plant_of))]
+
+    def _query_features(d: Path) -> dict[str, Any]:
+        from aria_tda.features.store import write_store
+        from aria_tda_experiments.featurize import window_features
+
+        # the queries' own features, extracted as the training windows' (the distinctive
+        # reading's anchor): one track per query, named by its query id
+        write_store(d / "store", modality="symbolic", track_ids=qids,
+                    features=window_features(q_tokens),
+                    params={"source": "aria_tda_experiments", "level": "query"})
+        return {"n_queries": len(qids)}
+
+    qf_dir = runner.stage("symbolic-query-features", feat_key, ["symbolic-queries"],
+                          _query_features)
     src = pd.concat([built["heldout"][built["heldout"].aspect == a].head(sz.n_queries)
                      for a in (*ASPECTS, "control")], ignore_index=True)
     # each query's MIDI (prompt + continuation decoded) beside its tokens
@@ -546,7 +563,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
         modality="symbolic", aspects=ASPECTS,
         scores={m: attr_dir / "scores" / f"{m}.npy" for m in methods},
         methods={m: m for m in methods},
-        feature_store=feat_dir / "store",
+        feature_store=feat_dir / "store", query_features=qf_dir / "store",
         track_ids=built["meta"]["segment_id"].to_numpy(str),
         marked=built["marked"], queries=queries,
         learned=pd.read_csv(eff_dir / "learned.csv"),

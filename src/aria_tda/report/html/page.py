@@ -330,6 +330,14 @@ def render_html(
     t = tables.get("reliability")
     if t is not None:
         add("reliability", "Reliability", _e(t.title), _table_html(t), t.caption)
+    t = tables.get("aspects")
+    if t is not None:
+        body = _table_html(t)
+        ts = tables.get("set_aspects")
+        if ts is not None:
+            body += (f"<h3>{_e(ts.title)}</h3>" + _table_html(ts)
+                     + f'<p class="caption">{_e(ts.caption)}</p>')
+        add("aspects", "Which aspect", _e(t.title), body, t.caption)
     t = tables.get("homogeneity")
     if t is not None:
         add("homogeneity", "Homogeneity", _e(t.title), _table_html(t), t.caption)

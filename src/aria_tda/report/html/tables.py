@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from aria_tda.report import _fmt
+from aria_tda.report.aspects import ASPECT_TABLES, aspects_html
 from aria_tda.report.html._cells import (
     Cell,
     _best_low_within,
@@ -520,6 +521,8 @@ def table_html(t: ReportTable) -> str:
     """
     if t.name == "reliability":
         return reliability_html(t)
+    if t.name in ASPECT_TABLES:
+        return aspects_html(t)
     if t.name.startswith("homogeneity"):
         return homogeneity_html(t)
     if t.name in ("alignment", "alignment_embeddings"):

@@ -17,6 +17,7 @@ import pandas as pd
 
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
+from aria_tda.report.aspects import ASPECT_TABLES, aspects_latex
 from aria_tda.report.latex._cells import (
     DAGGER,
     MISSING,
@@ -401,6 +402,8 @@ def render_latex(t: ReportTable) -> str | None:
     """
     if t.name.startswith("homogeneity"):
         return PREAMBLE + homogeneity_latex(t)
+    if t.name in ASPECT_TABLES:
+        return PREAMBLE + aspects_latex(t)
     fn = _RENDERERS.get(t.name)
     return PREAMBLE + fn(t) if fn else None
 
