@@ -88,12 +88,16 @@ def make_user_study(root: Path, *, audio_tracks=(1, 2, 6), missing_track=3, quer
         qmedia.append(str(path.relative_to(root)))
 
     feats = {}
-    for spec in registry_features("symbolic"):
+    for spec in registry_features("symbolic", feature_set="paper"):
         x = rng.normal(size=(N_TRACKS, spec.dim))
         if spec.channel == "harmony":
             centers = rng.normal(scale=4.0, size=(4, spec.dim))
             x = centers[cluster] + 0.3 * x
         feats[spec.name] = x
+    extra = np.random.default_rng(7)  # the pattern features: their own draws, the rest as is
+    for spec in registry_features("symbolic"):
+        if spec.name not in feats:
+            feats[spec.name] = extra.normal(size=(N_TRACKS, spec.dim))
     meta = pd.DataFrame({
         "track_id": ids,
         "title": [f"piece {i}" for i in range(N_TRACKS)],

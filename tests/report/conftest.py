@@ -269,6 +269,7 @@ def build_results(
     from aria_tda.paired import zbar_paired_table
 
     out["paired"] = zbar_paired_table(out["query_z"], n_boot=50, seed=7)
+    out.update(_aspect_frames(out["query_z"], list(channels)))
     out["planted"] = pd.DataFrame(
         [
             (s, m, st, level, K, min(1.0, 0.2 * i + K / 100), 5, 8)
@@ -359,6 +360,44 @@ def build_results(
         },
     )
     return out
+
+
+def _aspect_frames(qz: pd.DataFrame, channels: list[str]) -> dict[str, pd.DataFrame]:
+    """The distinctive reading's three tables, from the fixture's z at K = 300 (its own draws:
+    the other tables keep theirs)."""
+    arng = np.random.default_rng(99)
+    qa, asp, sa = [], [], []
+    for (s, v), g in qz[qz["K"] == 300].groupby(["setting", "variant"], sort=False):
+        z = g.pivot_table(index="query", columns="channel", values="z")[channels]
+        delta = (z - z.median()) / np.maximum(1.0, 1.4826 * (z - z.median()).abs().median())
+        named = np.where(delta.max(axis=1) > 2.0, delta.idxmax(axis=1), "none")
+        for (q, row), ans in zip(delta.iterrows(), named, strict=True):
+            for c in channels:
+                qa.append((s, v, int(q), c, float(z.loc[q, c]), float(row[c]), str(ans)))
+        base = z.median()
+        for c in channels:
+            asp.append((s, v, 300, "group", c, float(base[c]), float(base[c]) - 0.4,
+                        float(base[c]) + 0.4, float(np.mean(named == c)),
+                        float(np.mean(named == "none")), len(z),
+                        channels[int(np.argmax(base.to_numpy()))], 0.05, 2.3))
+        for val in ("a", "b"):
+            p = float(arng.uniform(0.01, 0.5))
+            lead = channels[int(arng.integers(len(channels)))]
+            for c in channels:
+                sa.append((s, v, "genre", val, 6, c, float(arng.normal()),
+                           float(arng.normal() + (3.0 if c == lead else 0.0)), p,
+                           lead if p < 0.05 else "none"))
+    return {
+        "query_aspects": pd.DataFrame(qa, columns=["setting", "variant", "query", "channel",
+                                                   "z", "delta", "named"]),
+        "aspects": pd.DataFrame(asp, columns=["setting", "variant", "K", "anchor", "channel",
+                                              "baseline", "baseline_lo", "baseline_hi",
+                                              "named_share", "none_share", "n_queries",
+                                              "method_aspect", "alpha", "threshold"]),
+        "set_aspects": pd.DataFrame(sa, columns=["setting", "variant", "variable", "value",
+                                                 "n_queries", "channel", "z", "delta", "p",
+                                                 "named"]),
+    }
 
 
 @pytest.fixture

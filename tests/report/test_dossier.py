@@ -98,8 +98,8 @@ def test_collapsed_setting_labelled_on_every_section(results, tmp_path):
                          media=False).read_text(encoding="utf-8")
     assert 'data-verdict="collapsed"' in page
     sections = re.findall(r'<section id="([^"]+)"[^>]*>(.*?)</section>', page, flags=re.S)
-    assert [s for s, _ in sections] == ["verdict", "query-section", "channels", "items",
-                                        "evidence", "units"]
+    assert [s for s, _ in sections] == ["verdict", "aspect", "query-section", "channels",
+                                        "items", "evidence", "units"]
     for sid, body in sections:
         if sid not in ("verdict", "units"):
             assert 'class="collapsed-label"' in body, sid

@@ -87,7 +87,7 @@ def test_not_toml(tmp_path):
 
 
 def test_study_to_toml_round_trip(tmp_path):
-    from aria_tda.study.config import study_to_toml
+    from aria_tda.study.studyfile import study_to_toml
 
     (tmp_path / "s.toml").write_text(GOOD.replace('method = "TRAK"', 'method = "TR\\"AK"'))
     s = load_study(tmp_path / "s.toml")
@@ -138,12 +138,13 @@ def test_defaults_come_from_one_place():
 def test_file_keys_params_and_toml_are_derived_from_the_fields(tmp_path):
     import dataclasses
 
-    from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml
+    from aria_tda.study.config import SettingSpec, StudySpec
+    from aria_tda.study.studyfile import study_to_toml
 
     setting = SettingSpec(scores="s.npy", segments="m.csv", key="arr")
     embedding = SettingSpec(train_embeddings="emb/train", query_embeddings="emb/queries")
-    s = _spec(queries=tmp_path / "q.csv", channels=("harmony",), chunk_rows=7,
-              scheduler="local:2", settings=(setting, embedding))
+    s = _spec(queries=tmp_path / "q.csv", query_features=tmp_path / "qf", channels=("harmony",),
+              chunk_rows=7, scheduler="local:2", settings=(setting, embedding))
     text = study_to_toml(s)  # every key set: None values are left out of the file
     keys = {line.split(" = ")[0] for line in text.splitlines() if " = " in line}
     for cls in (StudySpec, SettingSpec):
@@ -156,7 +157,8 @@ def test_file_keys_params_and_toml_are_derived_from_the_fields(tmp_path):
     assert {"output", "chunk_rows", "report", "settings", "scheduler"}.isdisjoint(s.params())
     back = parse_study(text)
     assert back.params() == s.params() | {"feature_store": back.params()["feature_store"],
-                                          "queries": str(tmp_path / "q.csv")}
+                                          "queries": str(tmp_path / "q.csv"),
+                                          "query_features": str(tmp_path / "qf")}
     assert back.chunk_rows == 7 and back.settings[0].transpose is False
     assert back.scheduler == "local:2"
 

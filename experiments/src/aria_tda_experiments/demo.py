@@ -460,7 +460,8 @@ def run_demo(
     queries_csv = root / "queries.csv"
     qmeta["media"] = query_media(query_midis(queries), queries_csv)  # each query's MIDI
     write_text(queries_csv, qmeta.to_csv(index=False))
-    from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml, validate_study
+    from aria_tda.study.config import SettingSpec, StudySpec, validate_study
+    from aria_tda.study.studyfile import study_to_toml
 
     spec = validate_study(StudySpec(
         path=None, name=f"ARIA demo: MusicTransformer on music21 {corpus_label}",

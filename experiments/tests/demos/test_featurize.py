@@ -16,7 +16,9 @@ def test_window_features_match_direct_extraction(tiny_corpus):
     feats = window_features(c.train_tokens, start_velocities=c.train_meta["start_velocity"])
     n = len(c.train_meta)
     assert all(v.shape[0] == n and np.isfinite(v).all() for v in feats.values())
-    assert len(feats) == 12
+    from aria_tda.features.symbolic import FEATURE_NAMES
+
+    assert len(feats) == len(FEATURE_NAMES) == 15
     for i in (0, n // 2, n - 1):
         notes = tk.decode(
             c.train_tokens[i], initial_velocity=int(c.train_meta["start_velocity"].iloc[i])

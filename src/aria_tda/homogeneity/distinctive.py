@@ -539,8 +539,8 @@ def distinctive_reading(
     """
     from aria_tda.homogeneity.anchor import anchored_z
     from aria_tda.homogeneity.core import homogeneity
+    from aria_tda.homogeneity.draws import reference_groups
     from aria_tda.homogeneity.groups import _flatten
-    from aria_tda.homogeneity.null import reference_groups
     from aria_tda.homogeneity.profiles import distinctive_groups
 
     alpha = check_float("alpha", alpha, min_value=0.0, max_value=1.0, min_inclusive=False)

@@ -27,7 +27,6 @@ error per ``K`` and channel, and ``B="auto"`` grows ``B`` (200, 400, ... up to
 
 from __future__ import annotations
 
-import hashlib
 import os
 import warnings
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ import numpy as np
 from aria_tda._checks import check_int
 from aria_tda.errors import AriaWarning, ManifestMismatchError, ParameterError, expected
 from aria_tda.homogeneity._scan import _pool_mask
+from aria_tda.homogeneity.draws import describe_sampling, draw_groups, sampling_of
 from aria_tda.homogeneity.groups import (
     _check_ks,
     _check_pool_valid,
@@ -57,7 +57,7 @@ from aria_tda.homogeneity.sweep import (
 )
 
 __all__ = ["AUTO_B_MAX", "AUTO_B_START", "AUTO_FRACTION", "NullDistribution",
-           "null_distribution", "reference_groups"]
+           "null_distribution"]
 
 #: first ``B`` tried by ``B="auto"`` (doubled until the Monte-Carlo error is small enough)
 AUTO_B_START = 200
@@ -68,10 +68,6 @@ AUTO_B_MAX = 3200
 AUTO_FRACTION = 0.25
 #: bootstrap resamples of the reference groups behind :meth:`NullDistribution.mc_se`
 MC_SE_BOOT = 200
-#: per-query normalisations the segment-matched null simulates (``auto`` is resolved before)
-_MATCHED_NORMALIZATIONS = ("zscore", "rank")
-#: numbers simulated per block when drawing segment-matched groups
-_MATCHED_BLOCK = 2**22
 
 
 def _resampled_z(g_query: np.ndarray, g_null: np.ndarray, used: np.ndarray, chan: np.ndarray,
@@ -226,11 +222,11 @@ class NullDistribution:
             problems.append("pool: a different set of eligible tracks")
         if segment_counts is not None and feats[0].n == self.n_rows:
             mask = self.pool if pool is None else _pool_mask(pool, self.n_rows)
-            want = _sampling(segment_counts, normalize, mask)[:3]
+            want = sampling_of(segment_counts, normalize, mask)[:3]
             have = (self.sampling, self.segments_digest, self.normalize)
             if want != have:
-                problems.append(f"segments: null has {_describe(*have)} reference groups, "
-                                f"asked {_describe(*want)}")
+                problems.append(f"segments: null has {describe_sampling(*have)} reference groups, "
+                                f"asked {describe_sampling(*want)}")
         if problems:
             raise ManifestMismatchError(
                 "null distribution was made with other data; refusing to reuse it:\n  "
@@ -548,125 +544,6 @@ def null_distribution_reference(
                  exact=True, segment_counts=segment_counts, normalize=normalize)
 
 
-def _sampling(segment_counts: Any, normalize: Any, mask: np.ndarray
-              ) -> tuple[str, str | None, str | None, np.ndarray | None]:
-    """``(sampling, segments_digest, normalize, counts)`` of the null for this segment map:
-    uniform (``None`` for the last three) without counts or with equal counts over the pool."""
-    n = mask.size
-    if segment_counts is None:
-        return "uniform", None, None, None
-    arr = np.asarray(segment_counts)
-    if arr.shape != (n,) or (arr.size and arr.dtype.kind not in "iu"):
-        raise ParameterError(expected(
-            "segment_counts", f"{n} integers, the segments of each row of S_track",
-            f"shape {arr.shape}, dtype {arr.dtype}"))
-    if arr.size and arr.min() < 1:
-        raise ParameterError(expected("segment_counts", "counts >= 1", int(arr.min())))
-    counts = arr.astype(np.int64)
-    in_pool = counts[mask]
-    if in_pool.size == 0 or bool(np.all(in_pool == in_pool[0])):
-        return "uniform", None, None, None
-    if normalize not in _MATCHED_NORMALIZATIONS:
-        raise ParameterError(expected(
-            "normalize", "'zscore' or 'rank', the normalisation S_track was aggregated with "
-            "('auto' resolved)", normalize))
-    h = hashlib.blake2b(digest_size=16)
-    h.update(str(n).encode())
-    h.update(counts.astype("<i8").tobytes())
-    return "segment-matched", h.hexdigest(), str(normalize), counts
-
-
-def _describe(sampling: str, digest: str | None, normalize: str | None) -> str:
-    if sampling == "uniform":
-        return "uniform"
-    return f"segment-matched (normalize={normalize!r}, segment counts {str(digest)[:12]})"
-
-
-def _top_k_rows(x: np.ndarray, k: int) -> np.ndarray:
-    """Column indices of the ``k`` largest entries of each row of ``x`` ``(r, n)``, best first,
-    ties to the lower index (the order of :func:`~aria_tda.homogeneity.top_k_groups`)."""
-    r, n = x.shape
-    kth = np.partition(x, n - k, axis=1)[:, n - k, None]  # the k-th largest value
-    above = x > kth
-    tied = x == kth
-    take = above | (tied & (np.cumsum(tied, axis=1) <= k - above.sum(axis=1, keepdims=True)))
-    idx = np.nonzero(take)[1].reshape(r, k)
-    vals = np.take_along_axis(x, idx, axis=1)
-    return np.take_along_axis(idx, np.lexsort((idx, -vals), axis=1), axis=1)
-
-
-def _matched_groups(rng: np.random.Generator, rows: np.ndarray, counts: np.ndarray, k: int,
-                    b: int, normalize: str) -> np.ndarray:
-    """``b`` segment-matched reference groups of size ``k`` (see :func:`null_distribution`)."""
-    n_seg = counts[rows]
-    m = int(counts.sum())
-    width = m if normalize == "rank" else rows.size
-    step = max(1, _MATCHED_BLOCK // width)  # simulated columns per block
-    out = np.empty((b, k), dtype=np.int64)
-    if normalize == "rank":
-        ranks = np.arange(1, m + 1, dtype=np.int64)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    else:
-        scale = 1.0 / np.sqrt(n_seg)
-    for s in range(0, b, step):
-        r = min(step, b - s)
-        if normalize == "rank":  # segments of row i are columns starts[i] .. + counts[i]
-            perm = rng.permuted(np.broadcast_to(ranks, (r, m)), axis=1)
-            x = np.add.reduceat(perm, starts, axis=1)[:, rows] / n_seg
-        else:
-            x = rng.standard_normal((r, rows.size)) * scale
-        out[s : s + r] = rows[_top_k_rows(x, k)]
-    return out
-
-
-def _draw_groups(rng: np.random.Generator, rows: np.ndarray, ks: np.ndarray, B: int,
-                 counts: np.ndarray | None, normalize: str | None) -> list[np.ndarray]:
-    """The reference groups of every ``K``, ``(B, K)`` each, in the documented order."""
-    if counts is None:
-        return [np.stack([rng.choice(rows, int(k), replace=False) for _ in range(B)])
-                .astype(np.int64) for k in ks]
-    return [_matched_groups(rng, rows, counts, int(k), B, str(normalize)) for k in ks]
-
-
-def reference_groups(k: int, n_groups: int, *, pool_rows: Any, seed: int,
-                     segment_counts: Any = None, normalize: str = "zscore") -> np.ndarray:
-    """``n_groups`` random reference groups of size ``k`` drawn as the null draws them: uniform
-    from the pool, or segment-matched when ``segment_counts`` differ over it
-    (:func:`null_distribution`), seeded by ``numpy.random.default_rng([seed, k, 271828])``.
-
-    Parameters
-    ----------
-    k : int
-        Group size.
-    n_groups : int
-        How many groups.
-    pool_rows : np.ndarray [shape=(P,), dtype=int]
-        The pool's rows.
-    seed : int
-        Seed.
-    segment_counts : int array [shape=(n_rows,)], optional
-        Segments per row.
-    normalize : {"zscore", "rank"}
-        The normalisation the segment-matched groups simulate.
-
-    Returns
-    -------
-    np.ndarray [shape=(n_groups, k), dtype=int64]
-    """
-    rows = np.asarray(pool_rows, dtype=np.int64)
-    k = check_int("k", k, min_value=1, max_value=int(rows.size))
-    n_groups = check_int("n_groups", n_groups, min_value=0)
-    counts = None
-    if segment_counts is not None:
-        c = np.asarray(segment_counts, dtype=np.int64)
-        if np.unique(c[rows]).size > 1:
-            counts = c
-    rng = np.random.default_rng([check_int("seed", seed, min_value=0), k, 271828])
-    if n_groups == 0:
-        return np.zeros((0, k), dtype=np.int64)
-    return _draw_groups(rng, rows, np.array([k]), n_groups, counts, normalize)[0]
-
-
 def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: int,
           n_jobs: int | None, progress: bool | None, exact: bool,
           client: Any = None, segment_counts: Any = None,
@@ -685,12 +562,12 @@ def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: in
     if ks_arr[-1] > rows.size:
         raise ParameterError(expected(
             "ks", f"group sizes at most the pool size {rows.size}", ks_arr.tolist()))
-    sampling, digest, norm, counts = _sampling(segment_counts, normalize, mask)
+    sampling, digest, norm, counts = sampling_of(segment_counts, normalize, mask)
     rng = np.random.default_rng(seed)
     n_f, n_k = len(feats), ks_arr.size
     g = np.empty((n_k, n_f, B))
     # drawn first, in the order of the generator, on every path
-    grps = _draw_groups(rng, rows, ks_arr, B, counts, norm)
+    grps = draw_groups(rng, rows, ks_arr, B, counts, norm)
     if client is not None and not exact:
         from aria_tda.homogeneity.distributed import evaluate_groups_dask
 

@@ -108,7 +108,7 @@ def _aspect_section(d: Any) -> str:
     per-channel numbers with the paper's z beside them."""
     a = d.aspect
     if a is None:
-        return (f'<section id="aspect"><h2>Which aspect</h2><p class="note">'
+        return (f'<section id="aspect"><h2>Which aspect</h2>{_label(d)}<p class="note">'
                 f"{_e(words.TEMPLATES['aspect_missing'])}.</p></section>")
     lead = words.describe_aspect(a["named"], a["delta"], method=d.setting, anchor=a["anchor"],
                                  threshold=a["threshold"], alpha=a["alpha"])

@@ -222,6 +222,45 @@ def random_pair_means(data: ResultsData, k: int | None) -> dict[tuple[str, str],
     return out
 
 
+def _aspect_arrays(data: ResultsData, arrays_all: dict[str, np.ndarray], has: np.ndarray,
+                   block_of: Any, queries: np.ndarray, channels: list[str],
+                   nb: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """The distinctive reading into the dense arrays (``aspect_named``: channel index, -1 for
+    none, -2 for no reading; ``aspect_delta``) and each block's header fields."""
+    qa, asp = data.table("query_aspects"), data.table("aspects")
+    if qa is None or asp is None or qa.empty or asp.empty:
+        return {}
+    t, c_n = len(queries), len(channels)
+    b = block_of(qa)
+    c = _codes(qa["channel"], channels)
+    q = np.searchsorted(queries, qa["query"].to_numpy())
+    ok = (b >= 0) & (c >= 0) & (q < t)
+    ok[ok] &= queries[q[ok]] == qa["query"].to_numpy()[ok]
+    delta = np.full((nb, t, c_n), np.nan, dtype=np.float32)
+    delta[b[ok], q[ok], c[ok]] = qa["delta"].to_numpy(dtype=np.float64)[ok]
+    named = np.full((nb, t), -2, dtype=np.int32)
+    ans = qa["named"].astype(str).to_numpy()
+    code = np.where(ans == "none", -1, _codes(pd.Series(ans), channels))
+    named[b[ok], q[ok]] = code[ok]
+    arrays_all["aspect_named"] = named
+    arrays_all["aspect_delta"] = delta
+    has[np.unique(b[ok])] = True
+    from aria_tda.report.words import ANCHOR_WORDS
+
+    out = {}
+    for (s, v), g in asp.groupby(["setting", "variant"], sort=False):
+        first = g.iloc[0]
+        out[(str(s), str(v))] = {
+            "anchor": str(first["anchor"]),
+            "anchor_words": ANCHOR_WORDS.get(str(first["anchor"]), str(first["anchor"])),
+            "k": int(first["K"]), "alpha": float(first.get("alpha", np.nan)),
+            "threshold": float(first.get("threshold", np.nan)),
+            "method_aspect": str(first["method_aspect"]),
+            "baseline": {str(r.channel): float(r.baseline) for r in g.itertuples()},
+        }
+    return out
+
+
 def build_evidence(
     data: ResultsData,
     *,
@@ -384,6 +423,7 @@ def build_evidence(
             arrays_all[name] = arr
         has[np.unique(pr["b"])] = True
 
+    aspect_info = _aspect_arrays(data, arrays_all, has, block_of, queries, channels, nb)
     random_means = random_pair_means(data, pk)
     payload = EvidencePayload(header)
     for bi in np.flatnonzero(has):
@@ -396,6 +436,8 @@ def build_evidence(
         if "pair_a" in block_arrays and (block_arrays["pair_a"] < 0).all():
             for name in ("pair_a", "pair_b", "pair_sim", "pair_contrib"):
                 del block_arrays[name]
+        if "aspect_named" in block_arrays and (block_arrays["aspect_named"] == -2).all():
+            del block_arrays["aspect_named"], block_arrays["aspect_delta"]
         packed, layout = pack_arrays(block_arrays)
         info = data.setting_info(s)
         bh = {
@@ -406,6 +448,7 @@ def build_evidence(
             "reason": info["reason"],
             "layout": layout,
             "random_mean": random_means.get((s, v), {}),
+            **({"aspect": aspect_info[(s, v)]} if (s, v) in aspect_info else {}),
         }
         payload.blocks.append(EvidenceBlock(s, v, bh, packed))
         header["blocks"].append(bh)

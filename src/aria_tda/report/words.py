@@ -122,6 +122,7 @@ UNITS: dict[str, str] = {
 ANCHOR_WORDS: dict[str, str] = {
     "query": "more similar to the query",
     "group": "more alike among themselves",
+    "both": "more similar to the query and to each other",
 }
 
 

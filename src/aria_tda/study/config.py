@@ -42,7 +42,8 @@ One source of truth
 -------------------
 Each key is a field of :class:`StudySpec` or :class:`SettingSpec`, declared once with
 :func:`aria_tda._options.option`: its type, range, default and help live in the field. The file
-parser (which keys exist, their checks), :meth:`StudySpec.params`, :func:`study_to_toml`,
+parser (which keys exist, their checks), :meth:`StudySpec.params`,
+:func:`aria_tda.study.studyfile.study_to_toml`,
 :func:`validate_study` and the defaults and help of ``aria-tda homogeneity`` are all derived from
 those fields. The checks run when a spec is built (``__post_init__``), so a spec built in
 Python is checked exactly like a study file; the file parser only adds the line numbers.
@@ -74,7 +75,6 @@ __all__ = [
     "field_default",
     "load_study",
     "parse_study",
-    "study_to_toml",
     "validate_study",
 ]
 
@@ -451,7 +451,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _file_fields(cls: type[Options]) -> dict[str, dataclasses.Field[Any]]:
+def file_fields(cls: type[Options]) -> dict[str, dataclasses.Field[Any]]:
     """Study-file key -> field, for the fields of ``cls`` that are file keys (carry help)."""
     return {
         (f.metadata.get("key") or f.name): f
@@ -564,7 +564,7 @@ def _from_table(cls: type[Options], table: Mapping[str, Any], base: Path) -> dic
         return p if p.is_absolute() else base / p
 
     kwargs: dict[str, Any] = {}
-    for key, f in _file_fields(cls).items():
+    for key, f in file_fields(cls).items():
         if key in table:
             value = table[key]
         elif _is_path(f) and f.default not in (_MISSING, None):
@@ -595,7 +595,7 @@ def parse_study(
         raise FileFormatError(f"{source}: not valid TOML: {exc}") from None
     loc = _Locator(text, source)
     base = Path(base_dir)
-    top = _file_fields(StudySpec)
+    top = file_fields(StudySpec)
     loc.unknown(data, top)
     for key, f in top.items():
         if _is_required(f) and key not in data:
@@ -604,7 +604,7 @@ def parse_study(
     raw_settings = data["setting"]
     if not isinstance(raw_settings, list):
         raise loc.error(expected("setting", "[[setting]] tables", raw_settings))
-    known = _file_fields(SettingSpec)
+    known = file_fields(SettingSpec)
     settings = []
     for i, table in enumerate(raw_settings):
         if not isinstance(table, dict):
@@ -640,53 +640,6 @@ def load_study(path: str | os.PathLike[str]) -> StudySpec:
         raise FileFormatError(f"study: cannot read {str(p)!r}: {exc}") from None
     spec = parse_study(text, base_dir=p.parent, source=str(p))
     return dataclasses.replace(spec, path=p)
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    text = str(value)
-    for old, new in (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\t", "\\t")):
-        text = text.replace(old, new)
-    return f'"{text}"'
-
-
-def _toml_lines(spec: Options) -> list[str]:
-    """``key = value`` lines of the file keys of ``spec`` (paths absolute; ``None`` left out)."""
-    lines = []
-    for key, f in _file_fields(type(spec)).items():
-        value = getattr(spec, f.name)
-        if key == "scores" and getattr(spec, "scores_from_embeddings", False):
-            continue  # the study's own cosine matrix: made again from the embedding stores
-        if value is None or (
-            isinstance(value, tuple) and value and all(isinstance(v, Options) for v in value)
-        ):
-            continue
-        if isinstance(value, Path):
-            value = str(value.absolute())
-        lines.append(f"{key} = {_toml_value(value)}")
-    return lines
-
-
-def study_to_toml(spec: StudySpec, *, header: str | None = None) -> str:
-    """The study file text of ``spec`` (absolute paths); :func:`parse_study` reads it back equal.
-
-    Parameters
-    ----------
-    spec : StudySpec
-        The study to write.
-    header : str, optional
-        Comment lines written at the top of the file.
-    """
-    lines = [f"# {line}" for line in (header or "").splitlines()]
-    lines += _toml_lines(spec)
-    for s in spec.settings:
-        lines += ["", "[[setting]]", *_toml_lines(s)]
-    return "\n".join(lines) + "\n"
 
 
 def _absolute(spec: OptionsT) -> OptionsT:

@@ -314,7 +314,8 @@ def run_audio_demo(
 
     # 9. ARIA -----------------------------------------------------------------------------
     from aria_tda.study import run_study
-    from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml, validate_study
+    from aria_tda.study.config import SettingSpec, StudySpec, validate_study
+    from aria_tda.study.studyfile import study_to_toml
     from aria_tda_experiments.audio.presets import audio_ks
 
     results = root / "results"

@@ -378,7 +378,7 @@ def query_features_stage(runner: _Runner, queries: pd.DataFrame, threads: int,
         paths = []
         for r in queries.itertuples():
             y, sr = sf.read(str(r.media), always_2d=True)
-            a, b = int(round(float(r.start) * sr)), int(round(float(r.end) * sr))
+            a, b = round(float(r.start) * sr), round(float(r.end) * sr)
             f = clips / f"{r.query_id}.wav"
             with atomic_path(f) as tmp:
                 sf.write(str(tmp), y[a:b], sr, format="WAV")

@@ -45,7 +45,8 @@ def _log(msg: str, quiet: bool) -> None:
 def _study(data: Any, results: Path, root: Path, *, B: int, n_boot: int, seed: int,
            progress: bool | None, quiet: bool) -> Path:
     from aria_tda.study import run_study
-    from aria_tda.study.config import SettingSpec, StudySpec, study_to_toml, validate_study
+    from aria_tda.study.config import SettingSpec, StudySpec, validate_study
+    from aria_tda.study.studyfile import study_to_toml
     from aria_tda_experiments.planted.analysis import study_ks
 
     k = int(max(len(r) for r in data.marked.values()))
@@ -156,15 +157,20 @@ def combined_tables(top: Path, fresh: dict[str, dict[str, pd.DataFrame]]
 
 def _summary(df: pd.DataFrame) -> str:
     lines = [f"{'modality':<9}{'setting':<11}{'aspect':<9}{'recall@k':>9} {'[95% CI]':<16}"
-             f"{'chance':>7}{'AP':>7}{'learned':>8}{'cf effect':>10}  leading channel (z̄)"]
+             f"{'chance':>7}{'AP':>7}{'learned':>8}{'cf effect':>10}  leading channel (z̄)"
+             "       distinctive"]
     for _, r in df.iterrows():
         lead = f"{r.top_channel} ({r.top_channel_z:+.2f})" if r.top_channel else "-"
         mark = "" if r.aspect == "control" else (" ✓" if r.right else " ✗")
         learned = "" if r.learned is None or pd.isna(r.learned) else ("yes" if r.learned else "no")
+        named = r.get("named_channel")
+        dist = "" if named is None or pd.isna(named) else str(named)
+        if dist and r.aspect != "control":
+            dist += " ✓" if dist == r.aspect else " ✗"
         lines.append(
             f"{r.modality:<9}{r.setting:<11}{r.aspect:<9}{r.recall_at_k:>9.2f} "
             f"[{r.ci_low:.2f}, {r.ci_high:.2f}]{'':<3}{r.chance:>7.3f}{r.average_precision:>7.2f}"
-            f"{learned:>8}{r.counterfactual_effect:>+10.3f}  {lead}{mark}")
+            f"{learned:>8}{r.counterfactual_effect:>+10.3f}  {lead + mark:<22}{dist}")
     return "\n".join(lines)
 
 
@@ -302,8 +308,9 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
                pd.DataFrame([{"stage": k, "seconds": v} for k, v in runner.timings.items()]
                             ).to_csv(index=False))
     if not quiet:
-        print("\nPlanted ground truth per aspect (k = marked-set size; ✓/✗: ARIA's leading "
-              "channel is / is not the planted aspect):")
+        print("\nPlanted ground truth per aspect (k = marked-set size; ✓/✗: the reading names / "
+              "does not name the planted aspect; leading channel: the paper's reading; "
+              "distinctive: the reading beyond what the method shows for every query):")
         print(_summary(pd.concat(combined["planted_aspects"].values(), ignore_index=True)))
         print("\nStage wall times (s): " + ", ".join(f"{k} {v:.1f}"
                                                      for k, v in runner.timings.items()))

@@ -525,9 +525,8 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
         build_feature_store(planted, d / "store", media_dir=d / "midi", media="window")
         return {}
 
-    from aria_tda_experiments.demo_media import MEDIA_VERSION, write_token_midis
-
     from aria_tda.features.symbolic import FEATURE_NAMES
+    from aria_tda_experiments.demo_media import MEDIA_VERSION, write_token_midis
 
     # the feature list is part of the key: a store extracted before a feature existed is redone
     feat_key = {"form": "paper", "media": MEDIA_VERSION, "features": list(FEATURE_NAMES)}

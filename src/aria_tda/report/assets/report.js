@@ -271,6 +271,42 @@
     box.appendChild(el('b', null, 'Query ' + queries[q]));
     Object.keys(qmeta).forEach(function (k) { if (k !== 'query' && qmeta[k][q] !== '') { box.appendChild(document.createTextNode(' \u00b7 ' + k + ': ')); box.appendChild(el('span', null, qmeta[k][q])); } });
   }
+  // The distinctive reading leads: this query's aspect beyond what the method shows for every
+  // query, or none (aria_tda.homogeneity.distinctive); the paper's z follows below.
+  function renderAspect(A, block) {
+    var box = byId('qv-aspect');
+    if (!box) return;
+    clear(box);
+    var info = block.aspect, t = W.templates;
+    if (!info || !A.aspect_named) { box.appendChild(el('p', { 'class': 'note' }, t.aspect_missing || 'No distinctive reading in these results')); box.removeAttribute('data-named'); return; }
+    var q = state.q, code = A.aspect_named.data[q], best = -1, bestV = -Infinity;
+    var deltas = [];
+    for (var c = 0; c < C; c++) { var d = A.aspect_delta.data[q * C + c]; deltas.push(d); if (fin(d) && d > bestV) { bestV = d; best = c; } }
+    var vals = { method: block.setting, anchor: info.anchor_words, threshold: fSigned(info.threshold, 2), alpha: fPercent(info.alpha) };
+    var named = code >= 0 ? channels[code] : (code === -1 ? 'none' : null);
+    var text;
+    if (named === null) text = 'This query was not read (constant scores, or no features of its own)';
+    else if (named !== 'none') { vals.channel = named; vals.delta = fSigned(deltas[code], 2); text = fill(t.aspect_named, vals); }
+    else { vals.channel = best >= 0 ? channels[best] : '\u2014'; vals.delta = best >= 0 ? fSigned(bestV, 2) : '\u2014'; text = fill(t.aspect_none, vals); }
+    box.setAttribute('data-named', named === null ? '' : named);
+    box.appendChild(el('h3', null, 'Which aspect: ' + (named === null ? 'not read' : named === 'none' ? 'no distinctive aspect' : named)));
+    box.appendChild(el('p', { 'class': 'lead' }, text + '.'));
+    var ma = info.method_aspect;
+    box.appendChild(el('p', { 'class': 'note' }, (ma && ma !== 'none' ? fill(t.aspect_method, { method: block.setting, channel: ma, baseline: fSigned(info.baseline[ma], 2) }) : fill(t.aspect_method_none, { method: block.setting })) + '. The paper\u2019s z below says how alike the top-K items are to each other.'));
+    var tbl = el('table', { 'class': 'data compact', id: 'qv-aspect-table' });
+    var hr = el('tr'); ['Channel', '\u0394 (distinctive)', 'method follows (median z)'].forEach(function (h) { hr.appendChild(el('th', null, h)); });
+    var th = el('thead'); th.appendChild(hr); tbl.appendChild(th);
+    var tb = el('tbody');
+    for (c = 0; c < C; c++) {
+      var tr = el('tr', c === code ? { 'class': 'named', 'data-channel': channels[c] } : { 'data-channel': channels[c] });
+      tr.appendChild(el('td', { 'class': 'txt' }, channels[c]));
+      tr.appendChild(el('td', { 'class': 'num' }, fSigned(deltas[c], 2)));
+      tr.appendChild(el('td', { 'class': 'num' }, fSigned(info.baseline[channels[c]], 2)));
+      tb.appendChild(tr);
+    }
+    tbl.appendChild(tb);
+    var wrap = el('div', { 'class': 'tablewrap' }); wrap.appendChild(tbl); box.appendChild(wrap);
+  }
   function renderZ(A) {
     var box = byId('qv-zchart'), tb = byId('qv-ztable');
     clear(box); clear(tb.tBodies[0]);
@@ -397,6 +433,7 @@
     if (token !== state.token) return;
     renderBanner(block);
     renderMeta();
+    renderAspect(A, block);
     renderZ(A);
     renderMedia();
     renderTopk(A);

@@ -222,9 +222,10 @@ def _query_view(payload: EvidencePayload | None) -> str:
  <div id="qv-banner" class="banner" hidden></div>
  <div class="status" id="qv-status">loading…</div>
  <div class="qv-meta" id="qv-query"></div>
+ <section class="qv-aspect" id="qv-aspect" aria-live="polite"></section>
  <div class="qv-grid">
   <div>
-   <h3>z<sub>c</sub>(q) per channel against the null ({_e(k_txt)})</h3>
+   <h3>The paper's z<sub>c</sub>(q): how alike its top-K are, per channel ({_e(k_txt)})</h3>
    <div id="qv-zchart"></div>
    <p class="note">Grey curve: the null reference N(0, 1) that z<sub>c</sub>(q) follows for \
 random groups; dashed line: z = 1.96.
