@@ -1,6 +1,6 @@
 """The study's distinctive reading of one setting (:mod:`aria_tda.homogeneity.distinctive`).
 
-For every setting and variant the study reads, at ``K_report``, which channel explains each
+For every setting and variant the study reads, at ``K_aspects``, which channel explains each
 query's attribution beyond what the method shows for every query (or none), the same for the
 sets of queries that share a value of a ``confound`` column of the queries file, and the
 method's baseline. The reading is anchored on the queries' own features when the study names a
@@ -149,7 +149,7 @@ def aspect_tables(
     pool : np.ndarray [shape=(N,), dtype=bool]
         The track pool.
     spec : StudySpec
-        The study (``K_report``, ``alpha``, ``seed``, ``n_bootstrap``, ``chunk_rows``).
+        The study (``K_aspects``, ``alpha``, ``seed``, ``n_bootstrap``, ``chunk_rows``).
     constant : np.ndarray [shape=(T,), dtype=bool]
         Queries left out (constant columns).
     query_values : dict or None
@@ -183,7 +183,7 @@ def aspect_tables(
                 have |= np.asarray([x is not None for x in v])
         exclude |= ~have
     reading = distinctive_reading(
-        s_track, prepared, null, k=int(spec.K_report), pool=pool, query_values=query_values,
+        s_track, prepared, null, k=int(spec.K_aspects), pool=pool, query_values=query_values,
         sets=sets, exclude=exclude, segment_counts=segment_counts, normalize=normalize,
         alpha=float(spec.alpha), n_boot=int(spec.n_bootstrap),
         seed=int(spec.seed), chunk_rows=spec.chunk_rows, progress=progress, client=client)
@@ -209,4 +209,4 @@ def aspects_key(spec: StudySpec) -> dict[str, Any]:
         return None if path is None else file_fingerprint(str(path))
 
     return {"query_features": fp(spec.query_features), "queries": fp(spec.queries),
-            "confound": list(spec.confound), "reading": 2}
+            "confound": list(spec.confound), "reading": 3}

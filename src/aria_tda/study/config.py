@@ -79,6 +79,8 @@ __all__ = [
 ]
 
 NORMALIZE = ("zscore", "rank", "auto", "none")
+#: The distinctive reading's default K is at most this (the items most specific to a query).
+ASPECTS_K_CAP = 100
 Normalize = Literal["zscore", "rank", "auto", "none"]
 
 _MISSING: Any = dataclasses.MISSING
@@ -340,6 +342,13 @@ class StudySpec(Options):
         help=f"K of the report's tables (default: {PREFERRED_K_REPORT} if swept, else the "
         "largest K)",
     )
+    K_aspects: int = _opt(
+        None,
+        kind="int",
+        min_value=2,
+        help="K of the distinctive reading, one of K (default: the largest K up to "
+        f"min(K_report, {ASPECTS_K_CAP}): the items most specific to each query)",
+    )
     B: int | str = _opt(
         200,
         check=_b,
@@ -416,6 +425,13 @@ class StudySpec(Options):
             object.__setattr__(self, "K_report", default_k_report(self.K))
         elif self.K_report not in self.K:
             raise ParameterError(expected("K_report", f"one of K = {list(self.K)}", self.K_report))
+        if self.K_aspects is None:
+            cap = min(int(self.K_report), ASPECTS_K_CAP)
+            below = [k for k in self.K if k <= cap]
+            object.__setattr__(self, "K_aspects", max(below) if below else min(self.K))
+        elif self.K_aspects not in self.K:
+            raise ParameterError(expected("K_aspects", f"one of K = {list(self.K)}",
+                                          self.K_aspects))
         names: set[str] = set()
         for i, s in enumerate(self.settings):
             if s.name in names:

@@ -547,7 +547,7 @@ def _compute(
             tables[name].append(df)
         timings[f"homogeneity_{variant}"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        log(f"{setting.name}: distinctive reading ({variant}, K = {spec.K_report}, "
+        log(f"{setting.name}: distinctive reading ({variant}, K = {spec.K_aspects}, "
             f"anchored on the {'query and ' if query_values is not None else ''}group)")
         for name, df in aspect_tables(src, prepared, null, pool, spec, constant,
                                       query_values=query_values, sets=sets,
