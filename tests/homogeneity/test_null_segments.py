@@ -27,7 +27,7 @@ from aria_tda.homogeneity import (
     run_homogeneity,
     top_k_groups,
 )
-from aria_tda.homogeneity.null import _matched_groups
+from aria_tda.homogeneity.draws import _matched_groups
 from aria_tda.scores import aggregate
 from aria_tda.similarity import prepare_feature
 

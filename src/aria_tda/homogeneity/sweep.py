@@ -78,13 +78,14 @@ def _evaluate_groups(
             oi = np.empty(n_top, dtype=np.int64)
             oj = np.empty(n_top, dtype=np.int64)
             ov = np.empty(n_top)
+        if evidence is None:  # the whole block of groups per feature (batched kernels)
+            cs = np.empty((hi - lo, k))
+            for f, pf in enumerate(feats):
+                pf._groups_colsums(groups[lo:hi], cs)
+                sums[lo:hi, f] = np.cumsum(cs, axis=1)[:, ks - 1]
+            return hi - lo
         for g in range(lo, hi):
             idx = groups[g]
-            if evidence is None:
-                for f, pf in enumerate(feats):
-                    pf._group_colsums(idx, colsum)
-                    sums[g, f] = np.cumsum(colsum)[ks - 1]
-                continue
             emat[:] = 0.0
             for f, pf in enumerate(feats):
                 pf._group_colsums(idx, colsum, emat=emat[chan[f]],

@@ -144,6 +144,12 @@ class PreparedFeature:
         """
         raise NotImplementedError
 
+    def _groups_colsums(self, groups: np.ndarray, colsum: np.ndarray) -> None:
+        """Kernel entry for a batch: ``colsum[g, j] = Σ_{i<j} sim(groups[g, i], groups[g, j])``
+        (``groups`` (G, k), ``colsum`` (G, k)); one group at a time unless a subclass batches."""
+        for g in range(groups.shape[0]):
+            self._group_colsums(groups[g], colsum[g])
+
     @property
     def digest(self) -> str:
         """Content hash of the prepared data (values, scale), used to check a stored null."""

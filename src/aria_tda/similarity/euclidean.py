@@ -29,6 +29,8 @@ __all__ = ["VectorFeature", "standardization_scale", "std_euclidean_similarity"]
 GRAM_RECOMPUTE_TOL = 1e-6
 #: a dimension with ``std <= ZERO_VAR_RTOL * max|x|`` is treated as zero-variance
 ZERO_VAR_RTOL = 1e-12
+#: Gram elements per batch of groups evaluated at once (bounds the batch's memory: 32 MB)
+_BATCH_ELEMENTS = 2**22
 
 
 def std_euclidean_similarity(a: Any, b: Any, scale: Any) -> float:
@@ -158,6 +160,17 @@ class VectorFeature(PreparedFeature):
         gram = zg @ zg.T  # BLAS syrk
         _k.vec_group_colsums(gram, zg, colsum, emat, float(weight), int(k_e), block,
                              GRAM_RECOMPUTE_TOL)
+
+    def _groups_colsums(self, groups: np.ndarray, colsum: np.ndarray) -> None:
+        g_n, k = groups.shape
+        if self.z.shape[1] == 0:  # every dimension dropped: every pair is 1
+            colsum[:] = np.arange(k, dtype=np.float64)
+            return
+        step = max(1, _BATCH_ELEMENTS // max(1, k * k))  # bounds the (G, k, k) Gram block
+        for s in range(0, g_n, step):
+            zg = self.z[groups[s : s + step]]  # (G, k, d)
+            gram = np.matmul(zg, zg.transpose(0, 2, 1))
+            _k.vec_groups_colsums(gram, zg, colsum[s : s + step], GRAM_RECOMPUTE_TOL)
 
     def pair_similarity(self, ii: Any, jj: Any) -> np.ndarray:
         """Similarities of the pairs ``(ii[t], jj[t])`` → ``(n_pairs,)`` float64.
