@@ -177,6 +177,17 @@ def test_tables_show_the_numbers_of_the_results_files(page, report):
         assert cell.split("\n")[0] == f"{r.alpha_reg:.3f}" and r.alpha_reg_group in cell
     assert pg.locator("#table-confound-1 tbody tr").count() == 3
     assert pg.locator("#table-timings").inner_text().count("754.2 s") == 1
+    # the distinctive reading's section: named shares and baselines of aspects.csv
+    asp = frames["aspects"]
+    for _, r in asp[asp.variant == "original"].iterrows():
+        row = pg.locator(f'#table-aspects tbody tr[data-setting="{r.setting}"]'
+                         '[data-variant="original"]')
+        named = row.locator(f'td[data-col="{r.channel}_named_share"]').inner_text()
+        assert named == f"{100 * r.named_share:.0f}%"
+        base = row.locator(f'td[data-col="{r.channel}_baseline"]').inner_text()
+        assert base.split()[0] == f"{r.baseline:+.2f}"
+    assert pg.locator("#table-set_aspects tbody tr").count() == len(
+        frames["set_aspects"].drop_duplicates(["setting", "variant", "variable", "value"]))
 
 
 def test_query_view_switches_queries(page, report):
@@ -227,6 +238,35 @@ def test_query_view_switches_queries(page, report):
     pg.select_option("#qv-variant", "residual")
     shows(pg, "variant", "residual")
     assert _topk_tracks(page) == _expected_topk(frames, "TRAK/semantic", "residual", 4)
+    page.clean()
+
+
+def test_query_view_leads_with_the_distinctive_reading(page, report):
+    """The per-query view opens with the query's distinctive aspect (or none), its Δ per
+    channel from query_aspects, and the paper's z below it."""
+    _, frames = report
+    pg = page.page
+    qa = frames["query_aspects"]
+    rows = qa[(qa.setting == "TRAK/semantic") & (qa.variant == "original")]
+    for q in (0, 1, 2):
+        pg.select_option("#qv-list", str(q))
+        shows(pg, "query", str(q))
+        mine = rows[rows["query"] == q]
+        named = str(mine["named"].iloc[0])
+        box = pg.locator("#qv-aspect")
+        assert box.get_attribute("data-named") == named
+        heading = box.locator("h3").inner_text()
+        assert heading.endswith("no distinctive aspect" if named == "none" else named)
+        lead = box.locator("p.lead").inner_text()
+        assert lead.startswith("No distinctive aspect" if named == "none" else "Distinctive aspect")
+        for c, d in zip(mine.channel, mine.delta, strict=True):
+            cell = box.locator(f'tr[data-channel="{c}"] td:nth-child(2)')
+            assert cell.inner_text() == f"{d:+.2f}"
+    # the reading comes before the paper's z
+    order = pg.evaluate("""() => {
+      const a = document.getElementById('qv-aspect'), z = document.getElementById('qv-zchart');
+      return !!(a.compareDocumentPosition(z) & Node.DOCUMENT_POSITION_FOLLOWING); }""")
+    assert order
     page.clean()
 
 
