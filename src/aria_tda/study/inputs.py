@@ -414,12 +414,8 @@ def check_inputs(spec: StudySpec, store: Any) -> Any:
         )
     if spec.confound and spec.queries is None:
         raise ParameterError("confound: needs a queries file (queries = ...) holding those columns")
-    if spec.query_features is not None:
-        from aria_tda.features.store import FeatureStore
-
-        FeatureStore.open(spec.query_features).check_modality(spec.modality,
-                                                              name="query_features")
     if spec.queries is None:
+        _check_query_features(spec, n_queries, None)
         return None
     if len(set(n_queries.values())) > 1:
         raise DataError(
@@ -432,4 +428,15 @@ def check_inputs(spec: StudySpec, store: Any) -> Any:
         raise DataError(
             expected("confound", f"columns of the queries file {list(queries.columns)}", missing)
         )
+    _check_query_features(spec, n_queries, queries)
     return queries
+
+
+def _check_query_features(spec: StudySpec, n_queries: dict[str, int], queries: Any) -> None:
+    """The query feature store opens, is of the study's modality and names the queries."""
+    if spec.query_features is None:
+        return
+    from aria_tda.study.aspects import query_feature_values
+
+    for t in sorted(set(n_queries.values())):
+        query_feature_values(spec, t, queries)
