@@ -89,8 +89,25 @@ def _summary(data: ResultsData, tables: Mapping[str, ReportTable], k: int | None
                 "query: their homogeneity numbers describe that fixed group, not attribution, and "
                 "they are excluded from rankings.</p>"
             )
+    asp = tables.get("aspects")
+    if asp is not None:
+        items = []
+        for _, r in asp.df[asp.df["variant"] == "original"].iterrows():
+            shares = {c: r.get(f"{c}_named_share") for c in asp.layout["channels"]}
+            named = ", ".join(f"{_e(c)} {100 * float(v):.0f}%" for c, v in shares.items()
+                              if v == v and float(v) > 0)
+            items.append(
+                f"<li><b>{_e(r['setting'])}</b>: follows its queries along "
+                f"<b>{_e(r['method_aspect'])}</b>; a distinctive aspect for "
+                f"{100 * (1 - float(r['none_share'])):.0f}% of its queries"
+                + (f" ({named})" if named else "") + "</li>")
+        parts.append("<p>Which aspect (the distinctive reading, original scores):</p>"
+                     f"<ul>{''.join(items)}</ul>")
     parts.append(
         '<dl class="howto">'
+        "<dt>Distinctive aspect</dt><dd>the channel that explains a query's attribution "
+        "beyond what the same method shows for every query, or none (a randomly ranking "
+        "score matrix names a query with probability α).</dd>"
         "<dt>κ, r₁, r₂:₅, p</dt><dd>reliability of the score matrix (lower = more "
         "query-dependent; paper Eqs. 1–3).</dd>"
         "<dt>z_c(q)</dt><dd>how much more alike, along channel c, the top-K tracks of query q are "
