@@ -36,6 +36,10 @@ _FIELDS: dict[str, tuple[type[Any], str]] = {
     "residual": (StudySpec, "residual"),
     "queries": (StudySpec, "queries"),
     "confound": (StudySpec, "confound"),
+    "query_features": (StudySpec, "query_features"),
+    "alpha": (StudySpec, "alpha"),
+    "K_aspects": (StudySpec, "K_aspects"),
+    "feature_set": (StudySpec, "feature_set"),
     "report": (StudySpec, "report"),
 }
 
@@ -71,8 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="homogeneity of the top-K attributed tracks of one score matrix, per channel",
         description=(
             "Analyse one setting: reliability diagnostics, S_track, top-K groups, z-scores "
-            "against B random groups per K (K-sweep), the rank-1 residual and the alignment "
-            "of u1. Writes a results folder like 'aria-tda run' with a single setting."
+            "against B random groups per K (K-sweep), the rank-1 residual, the alignment "
+            "of u1, and the distinctive reading (which aspect explains each query's "
+            "attribution beyond what the method shows for every query, or none). Writes a "
+            "results folder like 'aria-tda run' with a single setting."
         ),
     )
     p.add_argument("scores", metavar="SCORES",
@@ -98,6 +104,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=_help("residual"))
     p.add_argument("--queries", default=None, help=_help("queries"))
     p.add_argument("--confound", nargs="*", default=None, help=_help("confound"))
+    p.add_argument("--query-features", dest="query_features", default=None, metavar="STORE",
+                   help=_help("query_features"))
+    p.add_argument("--alpha", type=float, default=None, help=_help("alpha"))
+    p.add_argument("--k-aspects", dest="K_aspects", type=int, default=None, metavar="K",
+                   help=_help("K_aspects"))
+    p.add_argument("--feature-set", dest="feature_set", default=None,
+                   choices=("extended", "paper"), help=_help("feature_set"))
     p.add_argument("--no-report", dest="report", action="store_false", default=None,
                    help=_help("report"))
     p.add_argument("--out", required=True, help="results folder")
