@@ -124,8 +124,9 @@ def _aspect_section(d: Any) -> str:
             f'<td class="num">{_e(words.format_signed(za))}</td>'
             f'<td class="num">{_e(words.format_signed(a["baseline"].get(c, math.nan)))}</td>'
             f'<td class="num">{_e(words.format_signed(zp))}</td></tr>')
-    anchor = ("the query's own features" if a["anchor"] == "query"
-              else "the attributed group (no query features in the study)")
+    anchor = {"query": "the query's own features",
+              "both": "the query's own features and the attributed group"}.get(
+        a["anchor"], "the attributed group (no query features in the study)")
     answer = "none" if a["named"] == "none" else a["named"]
     return (
         f'<section id="aspect" data-named="{_e(answer)}" aria-live="polite">'
