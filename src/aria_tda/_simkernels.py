@@ -257,6 +257,27 @@ def lcs_group_colsums(  # pragma: no cover - numba
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
+def cross_sims(gram, nq, nx, zq, zx, tol, out):  # pragma: no cover - numba
+    r"""Standardised-Euclidean similarities of rows ``zq`` (a, d) to rows ``zx`` (b, d) from
+    their Gram block ``gram`` (a, b) and squared norms ``nq``, ``nx``, into ``out`` (a, b):
+    ``d2 = nq_i + nx_j - 2 G_ij``, recomputed exactly where ``d2 <= tol (nq_i + nx_j)``
+    (cancellation), ``sim = 1 / (1 + sqrt(max(d2, 0)))`` — fused, one pass.
+    """
+    d = zq.shape[1]
+    for a in range(gram.shape[0]):
+        for b in range(gram.shape[1]):
+            n2 = nq[a] + nx[b]
+            d2 = n2 - 2.0 * gram[a, b]
+            if d2 <= tol * n2:
+                e = 0.0
+                for t in range(d):
+                    diff = zq[a, t] - zx[b, t]
+                    e += diff * diff
+                d2 = e
+            out[a, b] = 1.0 / (1.0 + np.sqrt(max(d2, 0.0)))
+
+
+@nb.njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")
 def vec_groups_colsums(gram, zg, colsum, tol):  # pragma: no cover - numba
     r""":func:`vec_group_colsums` (column sums only) for a batch of groups at once.
 

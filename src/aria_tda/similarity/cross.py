@@ -67,16 +67,12 @@ def _vector_cross(feature: VectorFeature, values: Any, rows: np.ndarray) -> np.n
     if zq.shape[1] == 0:  # every dimension dropped: a constant feature, every pair is 1
         out = np.ones((zq.shape[0], rows.size))
     else:
+        zx = np.ascontiguousarray(zx)
         nq = np.einsum("ij,ij->i", zq, zq)
         nx = np.einsum("ij,ij->i", zx, zx)
-        d2 = nq[:, None] + nx[None, :] - 2.0 * (zq @ zx.T)
-        # cancellation: recompute the near-duplicate pairs exactly (as the group kernel does)
-        close = d2 <= GRAM_RECOMPUTE_TOL * (nq[:, None] + nx[None, :])
-        if close.any():
-            qi, xi = np.nonzero(close)
-            diff = zq[qi] - zx[xi]
-            d2[qi, xi] = np.einsum("ij,ij->i", diff, diff)
-        out = 1.0 / (1.0 + np.sqrt(np.maximum(d2, 0.0)))
+        out = np.empty((zq.shape[0], rows.size))
+        # near-duplicate pairs are recomputed exactly (cancellation), as the group kernel does
+        _k.cross_sims(zq @ zx.T, nq, nx, zq, zx, GRAM_RECOMPUTE_TOL, out)
     out[~qvalid, :] = np.nan
     out[:, ~feature.valid[rows]] = np.nan
     return out
