@@ -11,8 +11,10 @@ costs one ``stat`` per file.
 
 A folder (a feature store, a zarr store) is fingerprinted over its files' relative paths and
 digests, hidden temporaries and the writer lock left out. A damaged digest cache (not a
-database, truncated) is removed and rebuilt with one warning; one that cannot be written is
-simply not used.
+database, malformed) is removed and rebuilt with one warning; one that cannot be written (a
+read-only or full file system) is used read-only, or not at all, with one warning per process
+(:func:`cache_unwritable`, which ARIA's other caches under :func:`cache_dir` share), and is never
+called damaged.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ from typing import Any
 from aria_tda._io import is_temporary
 from aria_tda.errors import AriaWarning
 
-__all__ = ["BLOCK", "cache_dir", "content_digest", "hash_bytes"]
+__all__ = ["BLOCK", "cache_dir", "cache_unwritable", "content_digest", "hash_bytes",
+           "write_error"]
 
 #: Bytes hashed per block (the digest is a hash of the blocks' SHA-256 digests).
 BLOCK = 32 * 2**20
@@ -104,16 +107,24 @@ def hash_bytes(path: str | os.PathLike[str], *, workers: int = 2,
 
 
 class _Cache:
-    """The ``fingerprints.sqlite`` table; every failure degrades to "not cached"."""
+    """The ``fingerprints.sqlite`` table; every failure degrades to "not cached".
+
+    A cache that cannot be written (a read-only or full file system, no permission) is used
+    read-only, or not at all when it cannot be opened, with one warning per process
+    (:func:`cache_unwritable`); only a file that is not a database (or a malformed one) is
+    called damaged, removed and rebuilt.
+    """
 
     def __init__(self) -> None:
         self.conn: sqlite3.Connection | None = None
-        try:
-            base = cache_dir()
-            base.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return
+        self.writable = True
+        base = cache_dir()
         path = base / CACHE_FILE
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            cache_unwritable("fingerprint cache", base, exc, "inputs are hashed without it")
+            return
         for attempt in range(2):
             try:
                 self.conn = sqlite3.connect(path, timeout=30)
@@ -121,10 +132,17 @@ class _Cache:
                                   "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
                 self.conn.execute("SELECT count(*) FROM digest").fetchone()
                 return
-            except sqlite3.DatabaseError as exc:
+            except sqlite3.OperationalError as exc:  # busy, unwritable, full: not damage
                 self.close()
-                if attempt or "locked" in str(exc) or not path.is_file():
-                    return  # busy or unwritable: hash without the cache
+                if "locked" not in str(exc):
+                    if path.is_file() and path.stat().st_size > 0:
+                        self._open_read_only(path)
+                    self._unwritable(path, exc)
+                return
+            except sqlite3.DatabaseError as exc:  # not a database, malformed: damaged
+                self.close()
+                if attempt or not path.is_file():
+                    return
                 warnings.warn(
                     f"{path}: the fingerprint cache is damaged ({exc}); it is rebuilt (inputs "
                     "are hashed again once)", AriaWarning, stacklevel=4)
@@ -133,6 +151,21 @@ class _Cache:
             except (sqlite3.Error, OSError):
                 self.close()
                 return
+
+    def _open_read_only(self, path: Path) -> None:
+        """Use an existing cache that cannot be written for look-ups only."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=30)
+            self.conn.execute("SELECT count(*) FROM digest").fetchone()
+            self.writable = False
+            return
+        self.close()
+
+    def _unwritable(self, path: Path, exc: BaseException) -> None:
+        self.writable = False
+        cache_unwritable("fingerprint cache", path, exc,
+                         "it is used read-only, and inputs it lacks are hashed each time"
+                         if self.conn is not None else "inputs are hashed without it")
 
     def get(self, key: str) -> str | None:
         if self.conn is None:
@@ -144,17 +177,75 @@ class _Cache:
         return None if row is None else str(row[0])
 
     def put(self, key: str, value: str) -> None:
-        if self.conn is None:
+        if self.conn is None or not self.writable:
             return
-        with contextlib.suppress(sqlite3.Error):
+        try:
             with self.conn:
                 self.conn.execute("INSERT OR REPLACE INTO digest VALUES (?, ?)", (key, value))
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                self._unwritable(Path(cache_dir()) / CACHE_FILE, exc)
+        except sqlite3.Error:
+            pass
 
     def close(self) -> None:
         if self.conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.close()
         self.conn = None
+
+
+#: The caches already said to be unwritable in this process (one warning each).
+_UNWRITABLE: set[str] = set()
+
+
+def cache_unwritable(what: str, path: str | os.PathLike[str], exc: BaseException,
+                     consequence: str) -> None:
+    """Warn, once per process and cache, that a cache under :func:`cache_dir` cannot be written.
+
+    Parameters
+    ----------
+    what : str
+        The cache (``"fingerprint cache"``, ``"media cache"``).
+    path : path-like
+        Its file or folder.
+    exc : BaseException
+        Why it cannot be written (an ``OSError``, or SQLite's error).
+    consequence : str
+        What is done instead (``"inputs are hashed without it"``).
+    """
+    if what in _UNWRITABLE:
+        return
+    _UNWRITABLE.add(what)
+    if not (isinstance(exc, OSError) and exc.errno):  # SQLite's words: ask the file system
+        exc = write_error(Path(path).parent if Path(path).suffix else Path(path)) or exc
+    reason = (os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno
+              else " ".join(str(exc).split())[:120] or type(exc).__name__)
+    warnings.warn(
+        f"{path}: the {what} cannot be written ({reason}); {consequence} (set ARIA_CACHE_DIR "
+        "to a writable folder with free space)", AriaWarning, stacklevel=3)
+
+
+def write_error(folder: Path) -> OSError | None:
+    """Why a small file (64 KiB) cannot be written in ``folder`` (``None``: it can).
+
+    Parameters
+    ----------
+    folder : Path
+        An existing folder.
+    """
+    probe = folder / f".aria-write-test-{os.getpid()}"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"\0" * 65536)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return exc
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+    return None
 
 
 def _stat_key(path: Path, st: os.stat_result) -> str:

@@ -10,7 +10,10 @@ leaves nothing. A second writer is refused at once in one line that names the ho
 (:class:`~aria_tda.errors.LockedError`) instead of both writing and each overwriting the other.
 
 The lock is re-entrant within one process (a command that writes a store and then a results
-folder inside it takes it once). Readers never lock.
+folder inside it takes it once). Readers never hold it: :func:`active_writer` tells whether
+another process writes a folder now (it takes a shared lock for an instant and releases it; a
+writer that meets such a reader retries for a moment instead of being refused), so that a
+reader can wait for a publication to end (:func:`aria_tda.report.load.load_results`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 from aria_tda.errors import LockedError
 
-__all__ = ["LOCK_NAME", "output_lock", "writer_lock"]
+__all__ = ["LOCK_NAME", "active_writer", "output_lock", "writer_lock"]
 
 #: The lock file inside a locked folder.
 LOCK_NAME = ".aria-lock"
@@ -160,12 +163,67 @@ def output_lock(path: str | os.PathLike[str], what: str = "output") -> Any:
 _NAME_WAIT_S = 2.0
 
 
+def active_writer(folder: str | os.PathLike[str], *, lock_name: str = LOCK_NAME) -> str | None:
+    """Who writes ``folder`` now, when another process holds its writer lock; else ``None``.
+
+    The lock of this process (a run writing its own report) does not count. Nothing is
+    created: a folder without a lock file has no writer.
+
+    Parameters
+    ----------
+    folder : path-like
+        A store or results folder.
+    lock_name : str
+        The lock file inside it.
+
+    Returns
+    -------
+    str or None
+        ``"process pid 123 on HOST, 'aria-tda run ...', since ..."`` (``"another process"``
+        while the holder has not written its name yet), or ``None``.
+    """
+    d = Path(folder)
+    try:
+        key = str(d.resolve() / lock_name)
+    except OSError:
+        return None
+    with _guard:
+        if key in _held:
+            return None
+    try:
+        fd = os.open(d / lock_name, os.O_RDONLY)
+    except OSError:
+        return None  # no lock file: no writer (or one that cannot be read: none to wait for)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return None
+            return _holder_text(fd) or "another process"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def _shared_only(fd: int) -> bool:
+    """Whether the lock on ``fd``'s file is held shared (a reader's instant), not by a writer."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
 def _acquire(d: Path, lock_name: str, what: str, subject: Path) -> int:
     """Open and flock ``d/lock_name``; retry when the file was unlinked under us.
 
     A holder writes its name into the file just after its ``flock``; a writer refused in that
     instant would name "another process". It retries the lock for up to ``_NAME_WAIT_S``
-    instead, until the holder's name is there (or the holder is gone and the lock is free).
+    instead, until the holder's name is there (or the holder is gone and the lock is free);
+    so it does while the lock is held shared (a reader's look, :func:`active_writer`).
     """
     path = d / lock_name
     deadline = time.monotonic() + _NAME_WAIT_S
@@ -175,10 +233,11 @@ def _acquire(d: Path, lock_name: str, what: str, subject: Path) -> int:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             text = _holder_text(fd)
+            reader = _shared_only(fd)  # active_writer's instant look, not a writer
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise
-            if text is None and time.monotonic() < deadline:
+            if (text is None or reader) and time.monotonic() < deadline:
                 time.sleep(0.01)
                 continue
             raise LockedError(

@@ -10,6 +10,7 @@ One hierarchy, so callers (and the CLI) can tell a user mistake from a bug:
 - :class:`MissingDependencyError` — an optional extra is not installed.
 - :class:`DiskFullError` — a writer would not fit on its file system (checked before writing).
 - :class:`LockedError` — another ARIA process is writing the same store or results folder.
+- :class:`MemoryLimitError` — an allocation does not fit in the memory the process may use.
 
 Warnings are :class:`AriaWarning` (degenerate-but-defined input: a constant column, a group
 larger than the pool); they always say what was done about it.
@@ -32,6 +33,7 @@ __all__ = [
     "FileFormatError",
     "LockedError",
     "ManifestMismatchError",
+    "MemoryLimitError",
     "MissingDependencyError",
     "ParameterError",
     "expected",
@@ -75,6 +77,11 @@ class DiskFullError(AriaError, OSError):
 
 class LockedError(AriaError):
     """Another process holds the writer lock of a store or results folder (named in the text)."""
+
+
+class MemoryLimitError(AriaError, MemoryError):
+    """An allocation does not fit in the memory the process may use; the message names the
+    limit and the mode or budget that needs less (:mod:`aria_tda._memory`)."""
 
 
 class AriaWarning(UserWarning):

@@ -6,7 +6,6 @@ not write (refused before any work), a spill folder that is a file."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -165,25 +164,28 @@ def test_retrieve_output_that_is_an_input(tmp_path):
 
 
 @pytest.mark.slow
-def test_users_file_is_refused_unless_overwrite(tmp_path, seg):
+def test_users_file_is_refused_and_arias_own_replaced_only_with_overwrite(tmp_path, seg):
     path, seg_map = seg
     mine = tmp_path / "results.npy"
     np.save(mine, np.arange(10.0))
     before = mine.read_bytes()
-    proc = cli(["aggregate", path, "--segments", seg_map, "--out", mine])
-    line = one_line_error(proc)
-    assert "already exists and ARIA did not write it as track_scores" in line, line
-    assert "--overwrite" in line and mine.read_bytes() == before
-    assert not Path(f"{mine}.manifest.json").exists()
+    for extra in ([], ["--overwrite"]):  # a file ARIA did not write: never written over
+        proc = cli(["aggregate", path, "--segments", seg_map, "--out", mine, *extra])
+        line = one_line_error(proc)
+        assert "already exists and ARIA did not write it as track_scores" in line, line
+        assert "remove it yourself" in line and mine.read_bytes() == before
+        assert not Path(f"{mine}.manifest.json").exists()
     # a segment-level matrix of the user's (an ARIA manifest of another kind) likewise
     proc = cli(["aggregate", path, "--segments", seg_map, "--out", path.with_name("seg.npy")])
     assert "refusing to overwrite an input" in one_line_error(proc)
     other = save_scores(np.ones((3, 3)), tmp_path / "other.npy")
     proc = cli(["aggregate", path, "--segments", seg_map, "--out", other])
-    assert "its manifest says kind 'scores'" in one_line_error(proc)
-    ok = cli(["aggregate", path, "--segments", seg_map, "--out", mine, "--overwrite"])
+    line = one_line_error(proc)
+    assert "its manifest says kind 'scores'" in line and "--overwrite" in line
+    # an earlier ARIA output of another kind is replaced when asked
+    ok = cli(["aggregate", path, "--segments", seg_map, "--out", other, "--overwrite"])
     assert ok.returncode == 0, ok.stderr[-2000:]
-    assert np.load(mine).shape == (100, 150)
-    again = cli(["aggregate", path, "--segments", seg_map, "--out", mine])  # now ARIA's own
+    assert np.load(other).shape == (100, 150)
+    again = cli(["aggregate", path, "--segments", seg_map, "--out", other])  # now its kind
     assert again.returncode == 0, again.stderr[-2000:]
-    assert os.path.getsize(mine) > len(before) and leftovers(tmp_path) == []
+    assert mine.read_bytes() == before and leftovers(tmp_path) == []

@@ -105,7 +105,8 @@ def test_bare_results_folder(tmp_path):
     page = out.html.read_text()
     assert out.k is None and out.tables == ()
     assert "reliability.csv" in page and "no per-query tables" in page
-    assert sorted(p.name for p in out.exports.iterdir()) == []
+    # nothing exported but the marker that says the folder is ARIA's own
+    assert sorted(p.name for p in out.exports.iterdir()) == [".aria-output.json"]
 
 
 def test_settings_without_meta_list(results):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pandas as pd
@@ -80,10 +81,18 @@ def test_a_rebuilt_report_reuses_its_clips_and_rebuilds_what_changed(tmp_path, m
     wav = tmp_path / "study" / "media" / "train_001.wav"
     y, sr = sf.read(wav)
     sf.write(wav, 0.5 * y[::-1], sr)  # other music in the same file
-    _, third = build("m3")
+    # the run recorded the file: other music is refused, not played (aria_tda.media.recorded)
+    m3, third = build("m3")
+    assert loads[n_first:] == [] and not any(n.startswith("t/t001_") for n in third)
+    assert "changed since the results were made" in json.dumps(m3)
+    # a results folder without that record (an older one): the file's new clip is built, alone
+    meta = json.loads((res / "results.json").read_text())
+    del meta["media"]
+    (res / "results.json").write_text(json.dumps(meta))
+    _, fourth = build("m4")
     rebuilt = loads[n_first:]
     assert rebuilt and set(rebuilt) == {str(wav)}
-    changed = {n for n in third if third[n] != first.get(n)}
+    changed = {n for n in fourth if fourth[n] != first.get(n)}
     assert changed == {n for n in first if n.startswith("t/t001_")}, changed  # track t001's
 
 

@@ -200,7 +200,10 @@ def test_prefetch_errors_propagate_and_threads_end(rng):
     src = Exploding(rng.standard_normal((50, 4)).astype(np.float32))
     src.zero_copy = False
     src.io_bound = True
-    before = threading.active_count()
+    def prefetchers():
+        return [t for t in threading.enumerate() if t.name == "aria-prefetch"]
+
+    assert prefetchers() == []
     with pytest.raises(OSError, match="disk on fire"):
         for _ in src.iter_chunks(10, prefetch=True):
             pass
@@ -209,7 +212,28 @@ def test_prefetch_errors_propagate_and_threads_end(rng):
     ok.io_bound = True
     for _start, _block in ok.iter_chunks(5):
         break
-    assert threading.active_count() == before
+    assert prefetchers() == []  # (a progress bar's monitor thread may start; that is not ours)
+
+
+def test_a_reader_thread_that_dies_mid_handover_is_an_error_not_a_hang(rng, monkeypatch):
+    """If the reader cannot even hand over its error (memory gone), the consumer says so."""
+    import queue as queue_module
+
+    from aria_tda.scores import source as source_module
+
+    class NoRoomForErrors(queue_module.Queue):
+        def put(self, item, block=True, timeout=None):
+            if isinstance(item, BaseException):
+                raise MemoryError("no room to hand the error over")
+            super().put(item, block, timeout)
+
+    monkeypatch.setattr(source_module.queue, "Queue", NoRoomForErrors)
+    src = Exploding(rng.standard_normal((50, 4)).astype(np.float32))
+    src.zero_copy = False
+    src.io_bound = True
+    with pytest.raises(RuntimeError, match=r"reader thread .* ended without handing over"):
+        for _ in src.iter_chunks(10, prefetch=True):
+            pass
 
 
 def test_writer_columns_and_rows(rng, tmp_path):

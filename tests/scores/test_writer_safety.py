@@ -70,7 +70,7 @@ def test_a_zarr_output_holding_the_input_is_refused(rng, tmp_path):
 
 
 # -- files ARIA did not write ------------------------------------------------------------
-def test_a_users_file_is_refused_unless_overwrite(seg, tmp_path):
+def test_a_users_file_is_never_written_over(seg, tmp_path):
     s, path, tracks = seg
     mine = tmp_path / "results.npy"
     np.save(mine, np.arange(5.0))
@@ -80,9 +80,9 @@ def test_a_users_file_is_refused_unless_overwrite(seg, tmp_path):
         aggregate(path, segments=tracks, out=mine)
     with pytest.raises(ParameterError, match="already exists and ARIA did not write it as scores"):
         save_scores(s, mine)
+    with pytest.raises(ParameterError, match="remove it yourself"):
+        aggregate(path, segments=tracks, out=mine, overwrite=True)  # not even when asked
     assert mine.read_bytes() == before and read_manifest(mine) is None
-    got = aggregate(path, segments=tracks, out=mine, overwrite=True)
-    assert got.shape == (10, 6) and read_manifest(mine)["kind"] == "track_scores"
 
 
 def test_a_manifest_of_another_kind_or_purpose_is_refused(seg, tmp_path):
@@ -91,6 +91,8 @@ def test_a_manifest_of_another_kind_or_purpose_is_refused(seg, tmp_path):
     with pytest.raises(ParameterError, match="its manifest says kind 'scores'"):
         aggregate(path, segments=tracks, out=other)
     np.testing.assert_array_equal(open_scores(other).to_numpy(), np.ones((2, 2)))
+    got = aggregate(path, segments=tracks, out=other, overwrite=True)  # ARIA's own, when asked
+    assert got.shape == (10, 6) and read_manifest(other)["kind"] == "track_scores"
     cos = tmp_path / "cos.npy"
     np.save(cos, np.ones((10, 6), dtype=np.float32))
     write_manifest(cos, make_manifest("track_scores", parameters={"score": "cosine"}))

@@ -18,7 +18,9 @@ unexpected exception keeps its traceback (a bug should be visible); an ``OSError
 path given to a flag names the flag. ARIA's warnings print once each, other libraries'
 warnings as one line each; repeats that differ only in K are one line listing the K's
 (:class:`aria_tda.cli._common.WarningPrinter`). A usage error (an unknown flag, a bad choice) is
-one line too, and a failed command removes the empty folders it made for its output. A
+one line too, and a failed command removes the empty folders it made for its output. Under a
+tight memory limit (``ulimit -v``) libraries load with one BLAS thread and Arrow on ``malloc``
+(:func:`aria_tda._memory.adapt_to_limit`), and what the limit refuses is one line. A
 closed pipe (``aria-tda diagnose F --json | head -5``) ends quietly with status 141, as a
 command killed by ``SIGPIPE`` does (:func:`aria_tda.cli._common.quiet_broken_pipe`).
 """
@@ -140,6 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv : sequence of str, optional
         The arguments (default: ``sys.argv[1:]``).
     """
+    from aria_tda._memory import adapt_to_limit
+
+    adapt_to_limit()  # a tight memory limit: one BLAS thread (else it may spin), Arrow on malloc
     parser = build_parser()
     args = parser.parse_args(argv)
     absent = _absent_output_dirs(args)

@@ -1,12 +1,14 @@
 """Shared CLI plumbing: one-line errors, warnings printed once, JSON printing, common flags.
 
 Errors: an :class:`~aria_tda.errors.AriaError` (a user mistake: bad parameters, bad data,
-unreadable files, manifest mismatch, missing extra) or an ``OSError`` (missing or unwritable
-paths) is one line ``aria-tda CMD: error: ...`` and exit status 2; Ctrl-C is one line and
-status 130. Any other exception is a bug in ARIA and keeps its traceback. ``ARIA_DEBUG=1``
-shows the traceback of user mistakes too. The line is one line whatever the message: ANSI
-escape codes are removed, a message's lines are joined and a message longer than
-:data:`MAX_ERROR_CHARS` is cut (``ARIA_DEBUG=1`` shows all of it).
+unreadable files, manifest mismatch, missing extra), an ``OSError`` (missing or unwritable
+paths) or a ``MemoryError`` (an allocation beyond what the process may use; under a memory
+limit also a library that could not load for it: :func:`aria_tda._memory.limit_failure`) is one
+line ``aria-tda CMD: error: ...`` and exit status 2; Ctrl-C is one line and status 130. Any other
+exception is a bug in ARIA and keeps its traceback. ``ARIA_DEBUG=1`` shows the traceback of user
+mistakes too. The line is one line whatever the message: ANSI escape codes are removed, a
+message's lines are joined and a message longer than :data:`MAX_ERROR_CHARS` is cut
+(``ARIA_DEBUG=1`` shows all of it).
 
 A closed pipe (``aria-tda diagnose F --json | head -5``) ends quietly, as a command-line tool
 killed by ``SIGPIPE`` does: nothing on stderr, exit status 141 (128 + SIGPIPE), standard output
@@ -37,7 +39,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from aria_tda.errors import AriaError, AriaWarning, one_line
+from aria_tda._memory import headroom, limit_failure
+from aria_tda.errors import AriaError, AriaWarning, MemoryLimitError, one_line
 
 __all__ = [
     "WarningPrinter",
@@ -100,13 +103,29 @@ def handle_errors(
     except OSError as exc:
         if debug:
             raise
+        err = _limit_failure(command, exc)
+        if err is not None:  # a memory map that did not fit, a library that could not load
+            _one_line_error(command, f"{type(err).__name__}: {err}")
+            return EXIT_USAGE
         from aria_tda._paths import os_error_message
 
         _one_line_error(command, os_error_message(exc, name=_flag_of(exc, args, flags)))
         return EXIT_USAGE
+    except Exception as exc:  # re-raised below unless it is the memory limit's doing
+        err = _limit_failure(command, exc)
+        if err is None or debug:
+            raise  # not the memory limit: a bug, with its traceback
+        _one_line_error(command, f"{type(err).__name__}: {err}")
+        return EXIT_USAGE
     except KeyboardInterrupt:
         _one_line_error(command, "interrupted; finished stages are kept and a rerun resumes")
         return EXIT_INTERRUPTED
+
+
+def _limit_failure(command: str, exc: BaseException) -> MemoryLimitError | None:
+    """``exc`` read as the memory limit it ran into (:func:`aria_tda._memory.limit_failure`)."""
+    return limit_failure(exc, what=f"aria-tda {command}",
+                         advice="raise the limit" if headroom() is not None else "")
 
 
 def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -8,6 +8,12 @@ check the file's orientation and drop it). ``--scheduler local:N`` (or a schedul
 pass as Dask tasks on row ranges (:mod:`aria_tda.diagnostics.distributed`); this path sums the exact
 in-memory ``T x T`` Gram, so it refuses ``--approx``, ``--exact-tiled``, ``--device`` and a
 Gram larger than ``--memory`` with a one-line error.
+
+Under a memory limit (``ulimit -v``, ``prlimit --as``) the default ``--memory`` is half of what
+the limit leaves, and whatever does not fit is one line naming the limit and what needs less
+(``--memory``, ``--approx``, or raising the limit): the libraries' load is checked first
+(:func:`aria_tda._memory.load_libraries`; OpenBLAS would otherwise spin for ever), and an
+allocation that fails later is read as such (:func:`aria_tda._memory.out_of_memory`).
 """
 
 from __future__ import annotations
@@ -82,8 +88,9 @@ def register(subparsers: Any) -> None:
         "--memory",
         default=None,
         metavar="SIZE",
-        help="memory budget, e.g. 8GB (default: half the physical memory); when the in-memory "
-        "T x T Gram exceeds it, the exact Gram is tiled over column blocks and spilled to disk",
+        help="memory budget, e.g. 8GB (default: half the physical memory, or of what an "
+        "address-space limit, ulimit -v, leaves); when the in-memory T x T Gram exceeds it, "
+        "the exact Gram is tiled over column blocks and spilled to disk",
     )
     choice = many.add_mutually_exclusive_group()
     choice.add_argument(
@@ -252,6 +259,11 @@ def run(args: argparse.Namespace) -> int:
     """
     import sys
 
+    from aria_tda._memory import load_libraries, out_of_memory
+
+    # under a memory limit (ulimit -v): one line when SciPy, numba or llvmlite cannot load
+    load_libraries(("aria_tda.diagnostics", "aria_tda.scores.readers"),
+                   what="NumPy, SciPy and numba (the diagnostics' libraries)")
     from aria_tda._dask import check_scheduler, open_client
     from aria_tda._optional import require_all, require_scheduler
     from aria_tda.diagnostics import ApproxOptions, choose_mode, diagnose
@@ -276,8 +288,9 @@ def run(args: argparse.Namespace) -> int:
                 f"--scheduler: the Dask path runs the exact in-memory Gram on the workers' "
                 f"CPUs; drop {other} or --scheduler")
     mode = "approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto"
-    stored = as_source(args.scores, key=args.key)
-    src = as_source(stored, transpose=args.transpose)
+    with out_of_memory(f"opening {args.scores}", "raise the limit"):
+        stored = as_source(args.scores, key=args.key)
+        src = as_source(stored, transpose=args.transpose)
     mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
     if scheduler is not None and mode != "exact":
         raise ParameterError(

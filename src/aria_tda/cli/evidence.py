@@ -3,7 +3,9 @@
 One self-contained HTML file (clips and pictures embedded) with the setting's verdict first,
 players for the query and its top-N attributed training items, A/B listening, piano rolls or
 spectrograms, and per-channel evidence in words (:func:`aria_tda.report.dossier.write_dossier`).
-Progress lines and timings go to stderr; the path written goes to stdout.
+Progress lines and timings go to stderr; the path written goes to stdout. ``--out`` replaces
+only an earlier dossier of ARIA: any other file, a folder, a link, the results folder's own files
+and anything in its ``.cache`` are refused before any work, in one line naming the path.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--query", required=True, metavar="Q",
                    help="the query: its id (the tables' query value or query_id) or its "
                    "0-based index")
-    p.add_argument("--out", required=True, metavar="FILE.html", help="HTML file to write")
+    p.add_argument("--out", required=True, metavar="FILE.html",
+                   help="HTML file to write: a new path, or a dossier ARIA wrote earlier "
+                   "(nothing else is written over)")
     p.add_argument("--setting", default=None, metavar="NAME",
                    help="the setting whose attribution is shown (default: the first)")
     p.add_argument("--top", type=int, default=5, metavar="N",
@@ -54,7 +58,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--bitrate", dest="bitrate_kbps", type=int, default=32, metavar="KBPS",
                    help="bit rate of the embedded clips, Ogg/Vorbis kb/s (default: 32)")
     p.add_argument("--soundfont", default=None, metavar="SF2",
-                   help="General-MIDI soundfont for MIDI (default: the installed one)")
+                   help="General-MIDI soundfont for MIDI: a .sf2 file or a folder of them "
+                        "(default: $ARIA_SOUNDFONT, then the installed one)")
     p.add_argument("--no-media", dest="media", action="store_false",
                    help="numbers and words only, no clips or pictures")
     p.set_defaults(func=run)

@@ -9,6 +9,10 @@ While the listening room's clips and pictures are built, one progress line per q
 stderr (``media: query 3/20 (2), 4 clips, 4.1 s``, then the files, MB and seconds), with a bar
 on a terminal (``--no-progress`` or ``ARIA_PROGRESS=0`` turn the bar off); ``--quiet`` silences
 both.
+
+Nothing is written over that ARIA did not write for the same purpose: ``--out``, the media
+folder beside it and ``--tables-dir`` are checked before any work
+(:func:`aria_tda.report.write_report`), and a refusal is one line naming the path and the flag.
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("results_dir", metavar="RESULTS_DIR", help="results folder (holds results.json)")
     p.add_argument(
-        "--out", default=None, help="HTML file to write (default: RESULTS_DIR/report.html)"
+        "--out", default=None,
+        help="HTML file to write (default: RESULTS_DIR/report.html); an existing file is "
+        "replaced only when it is a report page ARIA wrote",
     )
     p.add_argument(
         "--latex",
@@ -52,7 +58,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--tables-dir",
         default=None,
-        help="folder of the --latex exports (default: next to the HTML, '<name>-tables')",
+        help="folder of the --latex exports (default: next to the HTML, '<name>-tables'): "
+        "new, empty or one ARIA wrote, of which only ARIA's own files are replaced",
     )
     p.add_argument(
         "--k",

@@ -55,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
     args : argparse.Namespace
         The parsed command line.
     """
+    from aria_tda._memory import STUDY_LIBRARIES_BYTES, load_libraries
+
+    # under a memory limit (ulimit -v): one line when Arrow, SciPy or numba cannot load
+    load_libraries(("aria_tda.study", "aria_tda.homogeneity", "pyarrow.parquet"),
+                   what="Arrow, pandas, SciPy and numba (a study's libraries)",
+                   need=STUDY_LIBRARIES_BYTES)
     from aria_tda._dask import check_scheduler
     from aria_tda.study import run_study
 

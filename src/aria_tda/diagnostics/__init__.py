@@ -59,7 +59,8 @@ Many queries
 ------------
 The in-memory finish holds three ``T x T`` float64 arrays
 (:func:`aria_tda.diagnostics.tiled.gram_bytes`). ``mode="auto"`` (the default) keeps that path
-while they fit ``memory`` (default: half the physical memory) and otherwise switches to
+while they fit ``memory`` (default: half the physical memory, or half of what an address-space
+limit leaves: :func:`aria_tda._memory.default_budget`) and otherwise switches to
 ``"exact-tiled"`` (:mod:`aria_tda.diagnostics.tiled`: the Gram in column panels within the
 budget, spilled to disk, top eigenpairs by block Krylov on the spilled Gram, converged to
 ``1e-11`` of :math:`\sigma_1^2`). ``mode="approx"`` (:mod:`aria_tda.diagnostics.sketch`) needs a
@@ -67,7 +68,9 @@ few passes of :math:`O(M T b)`: r_i from randomised block Krylov with guaranteed
 (:func:`aria_tda.diagnostics.krylov.ritz_bounds`), κ from sampled columns with a confidence
 interval, p exact. :attr:`Diagnostics.mode` and :attr:`Diagnostics.sources` say which method
 produced each number; the intervals are in :attr:`Diagnostics.r1_interval` and the fields after
-it.
+it. The row blocks of every mode fit the budget too, when one is given or a limit is set; an
+allocation that still does not fit is a one-line :class:`~aria_tda.errors.MemoryLimitError`
+naming the limit and a budget (or mode) that needs less.
 """
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda._checks import check_choice, check_int, check_int_list
+from aria_tda._memory import default_budget, flag_size, headroom, out_of_memory
 from aria_tda.diagnostics.concentration import (
     TopKAccumulator,
     topk_concentration_reference,
@@ -91,7 +92,9 @@ def diagnose(
         ``"exact"`` while its ``T x T`` arrays fit ``memory``, else ``"exact-tiled"``
         (:func:`choose_mode`).
     memory : str or int, optional
-        Memory budget (``"8GB"``; default: half the physical memory).
+        Memory budget (``"8GB"``; default: half the physical memory, or half of what an
+        address-space limit leaves, :func:`aria_tda._memory.default_budget`). When given, or
+        under a limit, the row blocks fit it too.
     spill_dir : path, optional
         Where ``"exact-tiled"`` spills its tiles (default ``$ARIA_CACHE_DIR/tiles``);
         removed afterwards.
@@ -115,6 +118,9 @@ def diagnose(
         an all-zero matrix.
     FileFormatError
         missing, truncated or unreadable files.
+    MemoryLimitError
+        an allocation did not fit in the memory the process may use (the message names the
+        limit and a smaller ``memory`` or ``mode="approx"``).
 
     Warns
     -----
@@ -148,22 +154,65 @@ def diagnose(
             transpose=transpose,
             topk=ks,
         )
-    src = as_source(scores, key=key, transpose=transpose)
+    room = headroom()
+    with out_of_memory("opening the score matrix", "raise the limit"):
+        src = as_source(scores, key=key, transpose=transpose)
     _check_dims(*src.shape)
     _warn_orientation(*src.shape, transposed=transpose, fmt=getattr(src, "format", None))
     mode, _ = choose_mode(src.n_cols, mode=mode, memory=memory)
-    acc = TopKAccumulator(src.n_cols, ks, n_rows=src.n_rows) if ks else None
-    if mode == "exact-tiled":
-        return _diagnose_tiled(
-            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress,
-            memory, spill_dir, seed, acc,
-        )
+    with out_of_memory(f"the {mode} pass over {src.n_rows} x {src.n_cols} scores",
+                       _smaller(mode, room)):
+        acc = TopKAccumulator(src.n_cols, ks, n_rows=src.n_rows) if ks else None
+        if mode == "exact-tiled":
+            return _diagnose_tiled(
+                src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress,
+                memory, spill_dir, seed, acc,
+            )
+        if chunk_rows is None and (memory is not None or room is not None):
+            chunk_rows = _budget_rows(src, mode, memory, compute_dtype, acc)
+        if mode == "approx":
+            opts = approx if approx is not None else ApproxOptions()
+            return _diagnose_approx(
+                src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress, seed,
+                opts, acc,
+            )
+        return _diagnose_exact(src, n_energy, with_u1, chunk_rows, compute_dtype, device,
+                               n_threads, progress, acc)
+
+
+def _smaller(mode: str, room: int | None) -> str:
+    """What needs less memory than ``mode`` did (``room``: the headroom when it started)."""
     if mode == "approx":
-        opts = approx if approx is not None else ApproxOptions()
-        return _diagnose_approx(
-            src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress, seed, opts,
-            acc,
-        )
+        return ("raise the limit or sample fewer columns "
+                "(approx.sample_columns, --sample-columns)")
+    size = flag_size(max(16 * 2**20, (room or 0) // 4)) if room is not None else None
+    budget = f"memory='{size}' (--memory {size})" if size else "a smaller memory (--memory)"
+    return (f"use a smaller budget, {budget}, which the row blocks (and the exact Gram, tiled "
+            "when it does not fit) keep to, or mode='approx' (--approx)")
+
+
+def _budget_rows(src: Any, mode: str, memory: Any, compute_dtype: str | None,
+                 acc: Any) -> int:
+    """Rows per block of the exact or approximate pass within the memory budget.
+
+    The budget (``memory``, else :func:`aria_tda._memory.default_budget`, which honours an
+    address-space limit) less the in-memory Gram and the top-K heaps; blocks take an eighth of
+    the rest (:func:`aria_tda.diagnostics.tiled.pass_rows`).
+    """
+    from aria_tda.diagnostics.tiled import gram_bytes, parse_memory, pass_rows
+
+    total = default_budget() if memory is None else parse_memory(memory)
+    rest = total - (gram_bytes(src.n_cols) if mode == "exact" else 0)
+    if acc is not None:
+        rest -= acc.memory_bytes(256)
+    return pass_rows(src, max(2**20, rest), compute_dtype=compute_dtype)
+
+
+def _diagnose_exact(
+    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None, compute_dtype: str | None,
+    device: Any, n_threads: int | None, progress: bool | None, acc: Any,
+) -> Diagnostics:
+    """:func:`diagnose` in mode ``"exact"``: one pass summing the in-memory Gram."""
     stats = stream_stats(
         src,
         chunk_rows=chunk_rows,

@@ -9,7 +9,6 @@ into a :class:`Diagnostics`.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda._checks import check_choice
+from aria_tda._memory import HEADROOM_SHARE, headroom, limit_error, size_text
 from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_sum
 from aria_tda.diagnostics.result import CONST_ULPS, MODES, ApproxOptions, Diagnostics
 from aria_tda.errors import DataError, ParameterError
@@ -28,10 +28,11 @@ __all__ = ["choose_mode"]
 
 
 def _default_memory() -> int:
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) // 2
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 8 * 2**30
+    """Half the physical memory (or the control group's limit), within the process's address
+    space limit (:func:`aria_tda._memory.default_budget`)."""
+    from aria_tda._memory import default_budget
+
+    return default_budget()
 
 
 def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str, str]:
@@ -44,7 +45,8 @@ def choose_mode(t: int, *, mode: str = "auto", memory: Any = None) -> tuple[str,
     mode : {"auto", "exact", "exact-tiled", "approx"}
         The mode asked for.
     memory : str or int, optional
-        Memory budget (default: half the physical memory).
+        Memory budget (default: half the physical memory; under an address-space limit,
+        ``ulimit -v``, half of what the process may still map).
 
     Returns
     -------
@@ -174,6 +176,11 @@ def _diagnose_tiled(
         while plan is None and least < 2**50:
             least = int(least * 1.05) + 1
             plan = _tiled_budget(src, n_energy, least, acc, compute_dtype, chunk_rows)
+        if memory is None and headroom() is not None:  # the default budget, under a limit
+            raise limit_error(int(least / HEADROOM_SHARE), what=(
+                f"the exact-tiled pass of {t} columns (a budget of {size_text(least)} for the "
+                "eigensolver's basis, the top-K heaps and one row block)"),
+                advice="raise the limit or use mode='approx' (--approx)")
         raise ParameterError(expected_text(
             "memory", f"at least {least / 2**20:.2f} MB for the exact-tiled pass of {t} "
             "columns (the eigensolver's basis, the top-K heaps and one row block)",

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from aria_tda._fingerprint import cache_dir
 from aria_tda._io import (
     as_disk_full,
     check_space,
@@ -113,7 +114,7 @@ def gram_bytes(t: int) -> int:
 
 def default_spill_dir() -> Path:
     """``$ARIA_CACHE_DIR/tiles`` (default ``~/.cache/aria/tiles``): where tiles are spilled."""
-    base = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
+    base = cache_dir()
     return base / "tiles"
 
 

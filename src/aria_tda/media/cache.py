@@ -19,7 +19,9 @@ Conventions
   piano rolls draw. Written atomically (temporary name, then rename), so concurrent builders
   never see half an entry; an unreadable entry is treated as absent and rebuilt.
 - **Where.** ``$ARIA_CACHE_DIR/media-v<MEDIA_VERSION>`` (default ``~/.cache/aria``). After each
-  report the oldest entries are removed while the folder exceeds :data:`MAX_BYTES`.
+  report the oldest entries are removed while the folder exceeds :data:`MAX_BYTES`. A cache
+  that cannot be written (a read-only or full file system) is read as it is, and what it lacks
+  is built without it, with one warning per process; it is never called damaged.
 - Missing files, failed renders and failed encodes are never cached: they are tried again.
 """
 
@@ -187,8 +189,14 @@ def store(key: str | None, clip: CachedClip) -> None:
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     buf = io.BytesIO()
     np.savez(buf, **cast(Any, arrays))  # names only: nothing here is allow_pickle
-    with contextlib.suppress(OSError), atomic_path(_entry(key)) as tmp:  # full disk: not kept
-        tmp.write_bytes(buf.getvalue())
+    try:
+        with atomic_path(_entry(key)) as tmp:
+            tmp.write_bytes(buf.getvalue())
+    except OSError as exc:  # a full or read-only disk: not kept, said once per process
+        from aria_tda._fingerprint import cache_unwritable
+
+        cache_unwritable("media cache", media_cache_dir(), exc,
+                         "clips it lacks are built without it (again next time)")
 
 
 def prune(max_bytes: int = MAX_BYTES) -> int:

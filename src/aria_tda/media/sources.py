@@ -37,7 +37,9 @@ Where media come from (what a user of their own study already has):
 Anything absent — no queries file, no media column, a file that does not exist, an unknown id,
 a window that makes no sense — gives a :class:`MediaRef` whose ``missing`` is one sentence naming
 what is missing (the file, the column, the id); :func:`resolve_media` and the lookups never
-raise for it. Only a bad argument raises (an unknown ``setting`` name, a folder that is not a
+raise for it. So does a file that is no longer the one the run read (changed since, or gone:
+``results.json`` ``media``, :mod:`aria_tda.media.recorded`): other music is never played under
+the run's numbers. Only a bad argument raises (an unknown ``setting`` name, a folder that is not a
 results folder).
 """
 
@@ -46,11 +48,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aria_tda.errors import AriaError, ParameterError, expected, one_line
+from aria_tda.media.recorded import MEDIA_KEY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -291,6 +294,17 @@ class MediaIndex:
     _queries_bases: list[Path] = field(default_factory=list, repr=False)
     _no_queries: str | None = field(default=None, repr=False)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    recorded: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def _verified(self, key: str, ref: MediaRef) -> MediaRef:
+        """``ref``, refused when its file is not the one the run recorded under ``key``
+        (:func:`aria_tda.media.recorded.recorded_problem`)."""
+        if not self.recorded or key not in self.recorded:
+            return ref
+        from aria_tda.media.recorded import recorded_problem
+
+        problem = recorded_problem(ref, self.recorded[key])
+        return ref if problem is None else replace(ref, missing=problem)
 
     # -- queries
     def _queries(self) -> tuple[pd.DataFrame | None, str | None]:
@@ -358,7 +372,8 @@ class MediaIndex:
                 f"the queries file {self.queries_path} has no {media!r} entry for query {item}"
             ))
         where = f"the queries file {self.queries_path} (query {item})"
-        return _ref(item, "query", _locate(value, self._queries_bases), _window(row, where))
+        return self._verified(f"query:{item}", _ref(
+            item, "query", _locate(value, self._queries_bases), _window(row, where)))
 
     @staticmethod
     def _query_row(df: pd.DataFrame, query_id: Any) -> dict[str, Any] | None:
@@ -531,7 +546,8 @@ class MediaIndex:
                 f"no source column ({_listing(TRAIN_MEDIA_COLUMNS)}) in the feature store "
                 f"metadata of {self.store_path}"
             ))
-        return _ref(item, "train", _locate(value, bases), _window(window_row, where))
+        return self._verified(f"train:{track if track is not None else item}", _ref(
+            item, "train", _locate(value, bases), _window(window_row, where)))
 
     def _store_bases(self) -> list[Path]:
         bases = []
@@ -630,6 +646,7 @@ def resolve_media(
         no_queries = f"the queries file {named} does not exist (nor {copy})"
     else:
         no_queries = f"results.json names no queries file and {copy} does not exist"
+    recorded = meta.get(MEDIA_KEY)
     return MediaIndex(
         results_dir=root,
         queries_path=queries,
@@ -637,4 +654,5 @@ def resolve_media(
         segment_maps=maps,
         _queries_bases=bases,
         _no_queries=no_queries,
+        recorded=recorded if isinstance(recorded, Mapping) else {},
     )

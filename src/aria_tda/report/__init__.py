@@ -26,6 +26,17 @@ With ``latex=True`` every table is also written as ``<name>.csv`` and ``<name>.t
 (booktabs, the paper's layouts) into ``tables_dir``, with the K-sweep plots as PDFs and a
 ``ksweep.tex`` figure.
 
+What the report writes over
+---------------------------
+Nothing it did not write for the same purpose (:mod:`aria_tda._outputs`,
+:mod:`aria_tda._output_folders`), checked before any work: the page replaces only an earlier
+report page of ARIA; the tables folder and the media folder (``<stem>_media``) must be new,
+empty or ARIA's own folder of that kind (it lists what ARIA wrote there in
+``.aria-output.json``), and only ARIA's earlier files in them are replaced.
+No output may be the results folder, hold it, replace one of its files (``results.json``, the
+tables) or lie inside its ``.cache``; a symbolic link at an output path is never written
+through. A refusal is one line naming the path and the flag to change.
+
 Example
 -------
 >>> from aria_tda.report import write_report
@@ -36,21 +47,36 @@ Example
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from aria_tda._checks import check_int, check_writable_path
-from aria_tda._io import atomic_path, sweep_leftovers, write_text
+from aria_tda._checks import check_int
+from aria_tda._io import sweep_leftovers
 from aria_tda._lock import writer_lock
+from aria_tda._output_folders import (
+    FolderState,
+    check_collisions,
+    check_folder_output,
+    owned_folder,
+)
+from aria_tda._outputs import (
+    REPORT_PAGE,
+    TABLES_FOLDER,
+    check_lock_file,
+    check_page_output,
+    results_keeps,
+    write_page,
+)
 from aria_tda._progress import progress_enabled
-from aria_tda.errors import AriaWarning, ParameterError
+from aria_tda.errors import AriaWarning
 from aria_tda.report.load import ResultsData, choose_k, load_results
-from aria_tda.report.media_pack import MediaStats
+from aria_tda.report.media_pack import MediaStats, check_media_folder, media_folder
 from aria_tda.report.tables import ReportTable, build_tables
-from aria_tda.results import REPORT_FILE, RESULTS_FILE, is_aria_report
+from aria_tda.results import REPORT_FILE, RESULTS_FILE
 
 __all__ = ["ReportOutput", "ResultsData", "export_tables", "load_results", "write_report"]
 
@@ -168,7 +194,9 @@ def export_tables(
         The report's tables by export name, from :func:`aria_tda.report.tables.build_tables`.
         Every table gets a CSV; tables with a LaTeX layout also get a ``.tex``.
     tables_dir : str or path-like
-        The folder to write; an existing folder of that name is replaced.
+        The folder to write: new, empty, or a folder of tables ARIA wrote, of which only
+        ARIA's earlier files are replaced (files of others stay; one where ARIA writes is
+        refused).
     k : int or None
         The tables' group size, marked with a dotted line in the K-sweep PDFs and named in
         the caption of ``ksweep.tex``.
@@ -183,14 +211,19 @@ def export_tables(
 
     Raises
     ------
+    ParameterError
+        ``tables_dir`` is not new, empty or ARIA's own folder of tables, or holds a file ARIA
+        did not write where a table goes.
     FileFormatError
-        if the parent folder of ``tables_dir`` cannot be created or is not writable.
+        if the parent folder of ``tables_dir`` is not writable.
     """
     from aria_tda.report import latex
 
-    tables_dir = check_writable_path("tables_dir", tables_dir)
-    with atomic_path(tables_dir) as tmp:
-        tmp.mkdir(parents=True)
+    state = check_folder_output("tables_dir", tables_dir, TABLES_FOLDER, flag="--tables-dir",
+                                legacy=_legacy_tables)
+    check_collisions("tables_dir", state, _export_names(data, tables), flag="--tables-dir")
+    with owned_folder(tables_dir, TABLES_FOLDER, name="tables_dir", flag="--tables-dir",
+                      legacy=_legacy_tables) as tmp:
         for name, t in tables.items():
             t.df.to_csv(tmp / f"{name}.csv", index=False)
             tex = latex.render_latex(t)
@@ -230,27 +263,66 @@ def _stderr_line(msg: str) -> None:
     sys.stderr.flush()
 
 
-def _check_target(name: str, path: Path, what: str, *, want_dir: bool) -> None:
-    """Raise unless ``path`` can be written as a file (``want_dir=False``) or a folder.
+#: Names of the tables :func:`export_tables` wrote before its folders listed their files (a
+#: folder of only these is recognised as ARIA's; see :func:`_legacy_tables`).
+_LEGACY_TABLES = frozenset({
+    "reliability", "homogeneity", "aspects", "set_aspects", "ksweep", "alignment",
+    "alignment_embeddings", "confound", "ranking", "lds", "lds_summary", "agreement",
+    "lds_paired", "paired", "planted", "planted_segment", "planted_aspects",
+    "planted_confusion", "planted_naming", "planted_effects", "planted_agreement",
+    "sensitivity", "null",
+})
+_LEGACY_PDF = re.compile(r"ksweep/ksweep_\d{2,}\.pdf")
 
-    An existing page is replaced only when ARIA wrote it (its head says so): the report never
-    writes over a file it did not create.
+
+def _legacy_tables(path: Path, files: list[str], others: list[str]) -> frozenset[str] | None:
+    """A folder of tables written before it carried its manifest: nothing but ARIA's export
+    names (then all its files are ARIA's)."""
+    if others or not any(f.endswith(".csv") for f in files):
+        return None
+    for f in files:
+        if _LEGACY_PDF.fullmatch(f):
+            continue
+        stem, _, ext = f.partition(".")
+        if "/" in f or ext not in ("csv", "tex"):
+            return None
+        if stem not in _LEGACY_TABLES and not stem.startswith("homogeneity_"):
+            return None
+    return frozenset(files)
+
+
+def _export_names(data: ResultsData, tables: dict[str, ReportTable]) -> list[str]:
+    """The files :func:`export_tables` may write (``.tex`` counted for every table)."""
+    names = [f"{n}.{ext}" for n in tables for ext in ("csv", "tex")]
+    names += ["ksweep.tex", *(f"ksweep/ksweep_{i + 1:02d}.pdf"
+                              for i in range(len(data.settings)))]
+    return names
+
+
+def _check_outputs(data: ResultsData, out_path: Path, tdir: Path | None,
+                   media: Path | None) -> FolderState | None:
+    """Refuse, before any work, outputs that would write over what ARIA did not write for them.
+
+    The page, the media folder and the tables folder are checked against each other and
+    against the results folder (:func:`aria_tda._outputs.results_keeps`).
+
+    Returns
+    -------
+    FolderState or None
+        What the tables folder holds (``None`` without one).
     """
-    if path.exists() and path.is_dir() != want_dir:
-        kind = "an existing folder" if path.is_dir() else "an existing file"
-        raise ParameterError(f"{name}: expected {what}, got {kind}: {str(path)!r}")
-    if not want_dir and path.is_file() and not is_aria_report(path):
-        raise ParameterError(
-            f"{name}: expected {what} (new, or a report ARIA wrote), got an existing file "
-            f"ARIA did not write: {str(path)!r}; move it or choose another --out"
-        )
-    for parent in path.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ParameterError(
-                    f"{name}: expected {what}, got a path inside the file {str(parent)!r}"
-                )
-            break
+    keeps = results_keeps(data.path, data.meta)
+    page_keeps = [k for k in keeps if k.path != data.path / REPORT_FILE]
+    check_page_output("out", out_path, REPORT_PAGE, flag="--out", keeps=page_keeps)
+    if media is not None:
+        check_media_folder(media, keeps=keeps, others=[(out_path, "the report page")])
+    if tdir is not None:
+        others = [(out_path, "the report page")]
+        if media is not None:
+            others.append((media, "the report's media folder"))
+        return check_folder_output("tables_dir", tdir, TABLES_FOLDER, flag="--tables-dir",
+                                   keeps=keeps, others=others, legacy=_legacy_tables)
+    return None
 
 
 def write_report(
@@ -278,7 +350,8 @@ def write_report(
     results_dir : path
         A results folder written by ``aria-tda run`` or ``aria-tda demo``.
     out : path, optional
-        The HTML file; default ``results_dir/report.html``.
+        The HTML file; default ``results_dir/report.html``. An existing file is replaced only
+        when it is a report page ARIA wrote.
     latex : bool
         Also export every table as CSV and LaTeX (booktabs, the paper's layouts), and the
         K-sweep plots as PDF.
@@ -291,7 +364,8 @@ def write_report(
     pairs_per_channel : int
         Contributing track pairs embedded per query, channel and block (>= 0).
     tables_dir : path, optional
-        Folder of the exports; default ``<out folder>/<out stem>-tables``.
+        Folder of the exports; default ``<out folder>/<out stem>-tables``. It must be new,
+        empty or a folder of tables ARIA wrote (:func:`export_tables`).
     plots : bool
         Draw the K-sweep plots (needs matplotlib, the ``report`` extra; without it the report
         says so and carries the numbers).
@@ -329,9 +403,11 @@ def write_report(
     FileFormatError
         if ``results_dir`` is not an ARIA results folder.
     ParameterError
-        for an invalid ``k``, ``top_n`` or ``pairs_per_channel``, an ``out`` that is an
-        existing folder or a ``tables_dir`` that is an existing file (checked before anything
-        is written).
+        for an invalid ``k``, ``top_n`` or ``pairs_per_channel``, or an output that would
+        write over what ARIA did not write for it: an ``out`` that is a folder, a link or a
+        file other than an earlier report page of ARIA; a ``tables_dir`` or media folder that
+        is not new, empty or ARIA's own of that kind; any output that is, holds or replaces
+        the results folder or its files (checked before anything is written).
     """
     top_n = check_int("top_n", top_n, min_value=1)
     pairs_per_channel = check_int("pairs_per_channel", pairs_per_channel, min_value=0)
@@ -353,6 +429,7 @@ def write_report(
                              plots=plots, **media_opts)
     # the page goes into the results folder: one writer at a time (a run publishing its
     # tables, another report)
+    check_lock_file("out", results_path, flag="--out")
     with writer_lock(results_path, "results folder"):
         sweep_leftovers(results_path)
         return _write_report(results_dir, out_path, latex=latex, k=k, top_n=top_n,
@@ -401,18 +478,19 @@ def _write_report(
             if tables_dir is not None
             else out_path.with_name(out_path.stem + "-tables")
         )
-    # refuse before anything is written (a folder is never replaced by the page, a file never
-    # by the tables' folder)
-    _check_target("out", out_path, "an HTML file path", want_dir=False)
-    if tdir is not None:
-        _check_target("tables_dir", tdir, "a folder path", want_dir=True)
+    # refuse before anything is written: nothing is written over that ARIA did not write for
+    # the same purpose (aria_tda._outputs)
+    tables_state = _check_outputs(data, out_path, tdir, media_folder(out_path) if media else None)
     tables = build_tables(data, k=kk)
+    if tables_state is not None:  # the names are known now: a file of others where one goes
+        check_collisions("tables_dir", tables_state, _export_names(data, tables),
+                         flag="--tables-dir")
     svgs, plot_note = _plots(data, kk, enabled=plots)
     planted_svgs, planted_note = _planted_plots(data, enabled=plots)
     evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
     manifest, stats = None, None
     if media and not evidence.empty:
-        from aria_tda.report.media_pack import media_folder, write_report_media
+        from aria_tda.report.media_pack import write_report_media
 
         manifest, stats = write_report_media(data, media_folder(out_path),
                                              queries=media_queries, top=media_top,
@@ -421,7 +499,7 @@ def _write_report(
     page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence,
                        planted_plots=planted_svgs, planted_plot_note=planted_note,
                        media=manifest)
-    write_text(check_writable_path("out", out_path), page)
+    write_page(out_path, page, REPORT_PAGE)
     exports = None
     if tdir is not None:
         exports = export_tables(data, tables, tdir, k=kk, plots=plots)

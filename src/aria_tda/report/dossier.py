@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda._checks import check_float, check_int, check_writable_path
+from aria_tda._checks import check_float, check_int
 from aria_tda.errors import ParameterError, expected, one_line
 from aria_tda.report.load import ResultsData, choose_k, load_results
 
@@ -363,7 +363,10 @@ def write_dossier(
     query : int or str
         The query: its id (``query`` value or ``query_id``) or its 0-based index.
     out : path
-        The HTML file to write (replaced atomically).
+        The HTML file to write: a new path, or an earlier dossier of ARIA (replaced
+        atomically). Any other file, a folder, a link, the results folder's own files (its
+        ``results.json``, tables, ``report.html``) and anything inside its ``.cache`` are
+        refused before any work.
     setting : str, optional
         The setting whose attribution is shown (default: the first).
     top : int
@@ -395,18 +398,22 @@ def write_dossier(
     FileFormatError
         ``results_dir`` is not a results folder.
     ParameterError
-        An unknown query, setting or channel (the message lists valid ones), or a bad number.
+        An unknown query, setting or channel (the message lists valid ones), a bad number, or
+        an ``out`` that ARIA may not write (one line naming it and ``--out``).
     """
-    from aria_tda._io import write_text
+    from aria_tda._outputs import DOSSIER_PAGE, check_page_output, results_keeps, write_page
     from aria_tda.report.dossier_html import render_dossier
 
     context = check_float("context", context, min_value=0.0)
     max_seconds = check_float("max_seconds", max_seconds, min_value=0.0, min_inclusive=False)
     bitrate_kbps = check_int("bitrate_kbps", bitrate_kbps, min_value=6, max_value=510)
-    out_path = check_writable_path("out", out)
     say = log or (lambda _m: None)
     t0 = time.perf_counter()
     data = load_results(results_dir)
+    # before any work: a new path or an earlier dossier of ARIA, never the results folder's
+    # own files, its cache or the study's inputs (aria_tda._outputs)
+    out_path = check_page_output("out", out, DOSSIER_PAGE, flag="--out",
+                                 keeps=results_keeps(data.path, data.meta))
     d = gather_dossier(data, query, setting=setting, top=top, channel=channel, k=k)
     d.timings["read results"] = time.perf_counter() - t0
     say(f"query {d.query}{' (' + d.query_label + ')' if d.query_label else ''}, setting "
@@ -425,7 +432,7 @@ def write_dossier(
         d.media_note = "Media were left out of this dossier (media=False / --no-media)."
     t2 = time.perf_counter()
     page = render_dossier(d)
-    write_text(out_path, page)
+    write_page(out_path, page, DOSSIER_PAGE)
     d.timings["page"] = time.perf_counter() - t2
     say(f"wrote {out_path} ({len(page.encode('utf-8')) / 1e6:.2f} MB) "
         f"[{time.perf_counter() - t0:.1f} s in all]")

@@ -11,6 +11,14 @@ by another run: :func:`aria_tda.results.table_mismatches`) is shown and named th
 folder that is not a results folder at all raises (:class:`~aria_tda.errors.FileFormatError`, from
 :func:`aria_tda.results.read_results_meta`).
 
+A folder that ``aria-tda run`` is publishing into is read whole or not at all, never half old and
+half new: a run removes ``results.json`` before it moves its new tables in and writes it again
+after, so a read during which ``results.json`` changed (or went) is read again, and while it is
+absent and the run (holding the folder's writer lock, :func:`aria_tda._lock.active_writer`)
+publishes, the reader waits for it, at most ``wait`` seconds (then one line naming the run:
+:class:`~aria_tda.errors.LockedError`). While a run computes, before it publishes, the folder
+holds its last complete publication, which is read.
+
 Ordering used everywhere in the report:
 
 - settings — the order of ``results.json`` ``settings``, then any further setting in the order
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +41,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aria_tda._checks import check_int
-from aria_tda.errors import FileFormatError, ParameterError, expected
+from aria_tda._checks import check_float, check_int
+from aria_tda._lock import active_writer
+from aria_tda.errors import FileFormatError, LockedError, ParameterError, expected
 from aria_tda.results import (
+    RESULTS_FILE,
     TABLES,
     default_k_report,
     read_results_meta,
@@ -42,7 +53,7 @@ from aria_tda.results import (
     table_mismatches,
 )
 
-__all__ = ["EXPECTED_TABLES", "ResultsData", "choose_k", "load_results"]
+__all__ = ["EXPECTED_TABLES", "READ_WAIT_S", "ResultsData", "choose_k", "load_results"]
 
 #: Tables a full ``aria-tda run`` writes; their absence is reported as a missing piece.
 #: (``lds``, ``agreement``, ``planted``, ``sensitivity``, ``queries`` and ``tracks`` are shown
@@ -350,7 +361,16 @@ def _registry_channels(modality: Any) -> list[str]:
         return []
 
 
-def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = None) -> ResultsData:
+#: How long a reader waits, by default, for a run publishing into the folder (seconds).
+READ_WAIT_S = 120.0
+#: How often a waiting reader looks again (seconds).
+_POLL_S = 0.1
+#: How long a reader looks for signs of a publication before it says there is none (seconds).
+_GRACE_S = 2.0
+
+
+def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = None,
+                 wait: float = READ_WAIT_S) -> ResultsData:
     """Read ``results_dir`` (a results folder written by ``aria-tda run`` / ``aria-tda demo``).
 
     Parameters
@@ -360,6 +380,9 @@ def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = Non
     top_n : int, optional
         Read only ranks ``<= top_n`` of the per-query ``topk`` table (the filter is pushed
         down into the Parquet read, so paper-scale folders are never read whole).
+    wait : float
+        Longest wait, in seconds, for a run that is publishing into the folder (module
+        docstring); ``0``: do not wait.
 
     Returns
     -------
@@ -369,7 +392,73 @@ def load_results(results_dir: str | os.PathLike[str], *, top_n: int | None = Non
     ------
     FileFormatError
         if ``results_dir`` is not an ARIA results folder.
+    LockedError
+        if a run is publishing into it and has not finished within ``wait`` seconds, or
+        another process writes it and has published no results there yet.
     """
+    wait = check_float("wait", wait, min_value=0.0)
+    deadline = time.monotonic() + wait
+    while True:
+        before = _stamp(results_dir)
+        if before is None:
+            _await_publication(results_dir, deadline, wait)
+            before = _stamp(results_dir)
+        data = _load_once(results_dir, top_n)
+        if _stamp(results_dir) == before:
+            return data
+        # results.json went or changed while the tables were read: a run published meanwhile
+        if time.monotonic() >= deadline:
+            data.missing.append(f"{RESULTS_FILE} changed while the folder was read (another "
+                                "process keeps writing it); tables may be of two runs")
+            return data
+
+
+def _stamp(results_dir: str | os.PathLike[str]) -> tuple[int, int, int, int] | None:
+    """What tells one ``results.json`` from the next (inode, size, times); ``None``: absent."""
+    try:
+        st = os.stat(Path(results_dir) / RESULTS_FILE)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _await_publication(results_dir: str | os.PathLike[str], deadline: float,
+                       wait: float) -> None:
+    """Wait while a run publishes into a folder that has no ``results.json`` (module docstring).
+
+    Returns at once when no other process writes the folder (the read then says what it is).
+    """
+    d = Path(results_dir)
+    seen = False  # the run's staging folder seen: it publishes (it removes the folder before
+    # it writes results.json, so the folder's absence later says nothing)
+    grace = time.monotonic() + min(wait, _GRACE_S)
+    while _stamp(d) is None:
+        holder = active_writer(d)
+        if holder is None:
+            return
+        seen = seen or any(p.name.startswith(".staging-") for p in _entries(d))
+        if not seen and time.monotonic() >= grace:
+            raise LockedError(
+                f"{d}: no results are published there yet: this results folder is being written "
+                f"by {holder}; read it when that run has finished"
+            )
+        if time.monotonic() >= deadline:
+            raise LockedError(
+                f"{d}: this results folder is being published by {holder}; waited {wait:g} s "
+                "for it to finish; read it again when it has"
+            )
+        time.sleep(_POLL_S)
+
+
+def _entries(d: Path) -> list[Path]:
+    try:
+        return list(d.iterdir())
+    except OSError:
+        return []
+
+
+def _load_once(results_dir: str | os.PathLike[str], top_n: int | None) -> ResultsData:
+    """:func:`load_results` of one ``results.json`` and the tables beside it."""
     meta = read_results_meta(results_dir)
     data = ResultsData(path=Path(results_dir), meta=meta)
     data.missing.extend(table_mismatches(results_dir, meta))

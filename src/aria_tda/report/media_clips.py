@@ -5,7 +5,10 @@ The query's and each item's :class:`ClipView` are filled here for
 cache (:mod:`aria_tda.media.cache`); else it is cut from its file
 (:func:`aria_tda.media.load_clip`), loudness-matched with the others of the query
 (:func:`aria_tda.media.loudness_match`) and encoded as Ogg/Vorbis. Nothing here raises for a
-missing or unreadable file: the view is marked ``missing`` with a sentence.
+missing or unreadable file: the view is marked ``missing`` with a sentence; so is a file that
+changed or went since the run (:mod:`aria_tda.media.recorded`, through its reference). What no
+clip can do without — a General-MIDI soundfont, FluidSynth — is also one warning, which names
+where ARIA looked and how to install it.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import base64
 import hashlib
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aria_tda.errors import one_line
+from aria_tda.errors import AriaWarning, FileFormatError, MissingDependencyError, one_line
 
 __all__ = ["Asset", "ClipView", "slug"]
 
@@ -131,9 +135,18 @@ def load_view(ref: Any, view: ClipView, *, context: float, max_seconds: float, s
         view.missing = str(ref.missing)
         return
     try:
+        if view.kind == "midi":
+            from aria_tda.features.audio.render import find_soundfont
+
+            find_soundfont(soundfont)  # none, or a wrong one named: one warning, not per clip
         view.clip = load_clip(ref, context=context, sr=sr, max_seconds=max_seconds,
                               soundfont=soundfont)
-    except Exception as exc:  # an unreadable file, FluidSynth absent: the page says so
+    except (MissingDependencyError, FileFormatError) as exc:
+        if isinstance(exc, MissingDependencyError) or "soundfont" in str(exc).lower():
+            # no soundfont (or FluidSynth): said once, in full, where ARIA looked included
+            warnings.warn(f"{exc}; the MIDI clips are not playable", AriaWarning, stacklevel=2)
+        view.missing = f"could not load {ref.path}: {one_line(exc)}"
+    except Exception as exc:  # an unreadable file: the page says so
         view.missing = f"could not load {ref.path}: {one_line(exc)}"
 
 

@@ -24,6 +24,7 @@ Conventions
 from __future__ import annotations
 
 import os
+import re
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -53,6 +54,7 @@ __all__ = [
     "MediaStats",
     "QueryMedia",
     "build_query_media",
+    "check_media_folder",
     "media_folder",
     "select_media_items",
     "summary_line",
@@ -62,7 +64,9 @@ __all__ = [
 #: The folder of the report's media, beside ``report.html``.
 MEDIA_DIR = "report_media"
 
-_MARK = "README.txt"  # marks a media folder ARIA wrote
+_MARK = "README.txt"  # what the folder is, for a person who finds it
+_MARK_TEXT = ("Clips and pictures of the report beside this folder (written by aria-tda "
+              "report); the page loads them from here. Keep or remove them together.\n")
 
 
 @dataclass
@@ -110,6 +114,55 @@ def media_folder(page: str | os.PathLike[str]) -> Path:
     """
     p = Path(page)
     return p.with_name(f"{p.stem}_media")
+
+
+#: The files of a media folder: clips and pictures of queries (``q/``) and training items
+#: (``t/``), piano rolls (``r/``) and drawn evidence (``a/``), named by :func:`slug`.
+_ASSET = re.compile(r"[qt]/[^/]+-[0-9a-f]{8}\.(?:ogg|png)|[ra]/[^/]+-[0-9a-f]{8}\.svg")
+
+
+def _legacy_media(path: Path, files: list[str], others: list[str]) -> frozenset[str] | None:
+    """A media folder written before folders carried their manifest: ARIA's README in it.
+
+    Its README and the files named like assets are ARIA's; anything else in it is kept.
+    """
+    if _MARK not in files:
+        return None
+    try:
+        text = (path / _MARK).read_text(encoding="utf-8")[:400]
+    except (OSError, UnicodeDecodeError):
+        return None
+    if "(written by aria-tda report)" not in text:
+        return None
+    return frozenset(f for f in files if f == _MARK or _ASSET.fullmatch(f))
+
+
+def check_media_folder(folder: str | os.PathLike[str], *, keeps: Iterable[Any] = (),
+                       others: Iterable[tuple[Path, str]] = ()) -> None:
+    """Refuse, before any work, a media folder that :func:`write_report_media` may not write.
+
+    The folder must be new, empty or a report media folder ARIA wrote; only ARIA's earlier
+    files in it are replaced (:func:`aria_tda._output_folders.check_folder_output`).
+
+    Parameters
+    ----------
+    folder : path
+        The media folder (:func:`media_folder` of the page).
+    keeps : iterable of aria_tda._outputs.Keep
+        Paths it must not be, hold or lie inside (the results folder and its files).
+    others : iterable of (Path, str)
+        The report's other outputs.
+
+    Raises
+    ------
+    ParameterError
+        ``out: 'x_media' holds files ARIA did not write (...); choose another --out (...)``.
+    """
+    from aria_tda._output_folders import check_folder_output
+    from aria_tda._outputs import MEDIA_FOLDER
+
+    check_folder_output("out", folder, MEDIA_FOLDER, flag="--out", keeps=keeps, others=others,
+                        legacy=_legacy_media)
 
 
 def _roll(query: ClipView, item: ClipView, problems: list[str]) -> Asset | None:
@@ -374,7 +427,9 @@ def write_report_media(
     data : aria_tda.report.load.ResultsData
         The results folder.
     folder : path
-        The media folder (``report_media`` beside the report); replaced as a whole.
+        The media folder (``report_media`` beside the report): new, empty or ARIA's earlier
+        media folder, whose own files are replaced (:func:`check_media_folder`); files ARIA
+        did not write there are kept.
     queries : int
         Keep media for the first ``queries`` queries (the order of the per-query view).
     top : int
@@ -401,7 +456,8 @@ def write_report_media(
         piano rolls, as URLs relative to the report.
     stats : MediaStats
     """
-    from aria_tda._io import atomic_path
+    from aria_tda._output_folders import owned_folder, remove_owned_folder
+    from aria_tda._outputs import MEDIA_FOLDER
     from aria_tda.media import resolve_media
     from aria_tda.media.attributed import segment_pickers, segment_refs
 
@@ -466,21 +522,16 @@ def write_report_media(
                 if v.clip is not None and not isinstance(v.clip, NotesOnly):
                     v.clip = NotesOnly(getattr(v.clip, "notes", None))
     n_files, n_bytes = len(assets), sum(len(x.data) for x in assets.values())
-    if assets:
-        with atomic_path(folder) as tmp:
-            tmp.mkdir(parents=True)
-            (tmp / _MARK).write_text(
-                "Clips and pictures of the report beside this folder (written by aria-tda "
-                "report); the page loads them from here. Keep or remove them together.\n",
-                encoding="utf-8")
+    if assets:  # only ARIA's earlier media in the folder are replaced (owned_folder)
+        with owned_folder(folder, MEDIA_FOLDER, name="out", flag="--out",
+                          legacy=_legacy_media) as tmp:
+            (tmp / _MARK).write_text(_MARK_TEXT, encoding="utf-8")
             for x in assets.values():
                 p = tmp / x.name
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_bytes(x.data)
-    elif (folder / _MARK).is_file():  # an earlier report's media, of which nothing is left
-        from aria_tda._io import remove_path
-
-        remove_path(folder)
+    else:  # an earlier report's media, of which nothing is left
+        remove_owned_folder(folder, MEDIA_FOLDER, legacy=_legacy_media)
     stats = MediaStats(folder if assets else None, n_files, n_bytes, len(ids),
                        len(ids) + len(cache), n_missing,
                        time.perf_counter() - t0)

@@ -20,11 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import DataError, FileFormatError, ParameterError, expected, library_message
+from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 from aria_tda.scores.formats import FORMATS, is_partition, resolve_scores_path
 from aria_tda.scores.formats.bergson import BergsonSource
 from aria_tda.scores.formats.kronfluence import open_partitions
-from aria_tda.scores.formats.npy import NpySource, RawFileSource, check_trak_finalized
+from aria_tda.scores.formats.npy import (
+    NpySource,
+    RawFileSource,
+    check_trak_finalized,
+    read_small_npy,
+)
 from aria_tda.scores.formats.npz import ROW_IDS_KEY, open_npz
 from aria_tda.scores.formats.safetensors import open_safetensors
 from aria_tda.scores.formats.torch import TorchSource, load_torch
@@ -68,14 +73,12 @@ __all__ = [
 ROW_IDS_SUFFIX = ".row_ids.npy"
 
 
-def _sidecar_row_ids(path: Path) -> np.ndarray | None:
+def _sidecar_row_ids(path: Path, n_rows: int) -> np.ndarray | None:
+    """The ``.row_ids.npy`` beside ``path``: ``n_rows`` ids, its header checked before reading."""
     side = path.with_name(path.name + ROW_IDS_SUFFIX)
     if not side.is_file():
         return None
-    try:
-        return np.load(side, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise FileFormatError(f"{side}: unreadable row ids ({library_message(exc)})") from None
+    return read_small_npy(side, str(side), n=n_rows, kinds="USiu", what="row ids")
 
 
 def _check_transpose(transpose: Any) -> bool:
@@ -141,7 +144,10 @@ def open_scores(
         raise FileFormatError(f"{p}: a {fmt} file holds one matrix; drop key={key!r}")
     if fmt == "npy":
         check_trak_finalized(p)
-        src = NpySource(p, row_ids=_sidecar_row_ids(p), manifest=manifest)
+        src = NpySource(p, manifest=manifest)
+        ids = _sidecar_row_ids(p, src.n_rows)
+        if ids is not None:
+            src.row_ids = _as_row_ids(ids, src.n_rows)
     elif fmt == "npz":
         src = open_npz(p, key, manifest)
     elif fmt == "torch":

@@ -544,7 +544,18 @@ def _prefetched(
     thread.start()
     try:
         while True:
-            item = q.get()
+            try:
+                item = q.get(timeout=0.5)
+            except queue.Empty:
+                if thread.is_alive():
+                    continue
+                try:  # it may have handed something over just before it ended
+                    item = q.get_nowait()
+                except queue.Empty:
+                    raise RuntimeError(
+                        f"the reader thread of {src.describe()} ended without handing over "
+                        "its blocks or its error (out of memory?)"
+                    ) from None
             if isinstance(item, _Stop):
                 return
             if isinstance(item, BaseException):

@@ -18,9 +18,10 @@ What an output may replace
 ARIA writes over nothing it did not make for the same purpose (:func:`check_output_path`,
 before any work): an output that is one of the command's inputs (the same path, or the same
 file through a link) is refused; so is an existing file or store that has no ARIA manifest of
-the same ``kind`` beside it (a user's ``results.npy``, a segment-level matrix where a track
-matrix goes) unless ``overwrite=True`` (``--overwrite``). An earlier output of the same kind is
-replaced atomically.
+the same ``kind`` beside it: a file without an ARIA manifest (a user's ``results.npy``) always,
+an ARIA output of another kind or purpose (a segment-level matrix where a track matrix goes)
+unless ``overwrite=True`` (``--overwrite``). An earlier output of the same kind is replaced
+atomically.
 
 Full disks and killed runs
 --------------------------
@@ -169,18 +170,19 @@ def check_not_input(
 
 def _foreign_reason(
     path: Path, kind: str, purpose: Callable[[dict[str, Any]], bool] | None
-) -> str | None:
-    """Why the existing ``path`` is not an earlier ARIA output of ``kind`` (None: it is one)."""
+) -> tuple[str, bool] | None:
+    """Why the existing ``path`` is not an earlier ARIA output of ``kind`` (None: it is one),
+    and whether ARIA wrote it at all (an ARIA output of another kind or purpose)."""
     try:
         man = read_manifest(path)
     except FileFormatError:
-        return f"its manifest {str(manifest_path(path))!r} is unreadable"
+        return f"its manifest {str(manifest_path(path))!r} is unreadable", False
     if man is None:
-        return f"there is no ARIA manifest ({manifest_path(path).name}) for it"
+        return f"there is no ARIA manifest ({manifest_path(path).name}) for it", False
     if man.get("kind") != kind:
-        return f"its manifest says kind {man.get('kind')!r}"
+        return f"its manifest says kind {man.get('kind')!r}", True
     if purpose is not None and not purpose(man):
-        return f"its manifest describes another {kind} (method {man.get('method')!r})"
+        return f"its manifest describes another {kind} (method {man.get('method')!r})", True
     return None
 
 
@@ -206,7 +208,8 @@ def check_output_path(
         ARIA wrote it as this kind (its manifest says so, and ``purpose`` accepts it), or
         when ``overwrite`` is true. Without ``kind``, existing matrices are not checked.
     overwrite : bool
-        Replace an existing file or zarr store that ARIA did not write as ``kind``.
+        Replace an existing file or zarr store that ARIA wrote as another kind or for another
+        purpose (a file ARIA did not write is never replaced).
     inputs : mapping of str to path-like, optional
         The command's inputs (:func:`check_not_input`): never written over.
     purpose : callable, optional
@@ -250,13 +253,18 @@ def check_output_path(
                 "refusing to replace it"
             )
         existing = _is_zarr_store(p)
-    if existing and kind is not None and not overwrite:
-        reason = _foreign_reason(p, kind, purpose)
-        if reason is not None:
+    if existing and kind is not None:
+        found = _foreign_reason(p, kind, purpose)
+        if found is not None and not found[1]:  # not ARIA's at all: never written over
             raise ParameterError(
                 f"{name}: {str(p)!r} already exists and ARIA did not write it as {kind} "
-                f"({reason}); choose another path, or pass overwrite=True (--overwrite) to "
-                "replace it"
+                f"({found[0]}); choose another path (or remove it yourself)"
+            )
+        if found is not None and not overwrite:
+            raise ParameterError(
+                f"{name}: {str(p)!r} already exists and ARIA did not write it as {kind} "
+                f"({found[0]}); choose another path, or pass overwrite=True (--overwrite) to "
+                "replace this earlier ARIA output"
             )
     return check_writable_path(name, p)
 

@@ -11,25 +11,29 @@ the same folder is refused in one line naming the first; under the lock it first
 killed runs left (their staging folders and temporaries, cache steps they left unfinished).
 Inputs are read-only: a results folder that is, or lies inside, an input, or whose files the
 run writes would replace an input, or a folder ARIA did not make that holds files of those
-names, is refused before any work (:func:`check_output`). The old ``report.html`` and
-``results.json`` are removed before new tables are published, so neither is ever left beside
-tables it was not built from; without a report (``--no-report``) a note says the old one was
-removed.
+names, is refused before any work (:func:`check_output`); so is a ``.cache`` that is not the
+runner's (pip's, a model hub's: :func:`foreign_cache_entries`), a link at a name the run
+writes, and an output folder given as a link to a folder ARIA did not write. The old
+``report.html`` and ``results.json`` are removed before new tables are published, so neither is
+ever left beside tables it was not built from; without a report (``--no-report``) a note says
+the old one was removed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from aria_tda._dask import check_scheduler
-from aria_tda._io import as_disk_full, remove_path, sweep_leftovers, temp_name
+from aria_tda._io import as_disk_full, is_temporary, remove_path, sweep_leftovers, temp_name
 from aria_tda._lock import LOCK_NAME, writer_lock
-from aria_tda._steps import Step, file_fingerprint
+from aria_tda._outputs import REPORT_PAGE, RESULTS_CACHE, check_lock_file, page_kind, refusal
+from aria_tda._steps import RECORD, Step, file_fingerprint
 from aria_tda.errors import ParameterError, expected
 from aria_tda.results import (
     REPORT_FILE,
@@ -39,16 +43,16 @@ from aria_tda.results import (
     is_aria_report,
     is_results_dir,
 )
-from aria_tda.study.cache import slot_name
+from aria_tda.study.cache import STEP_FILES, slot_name
 from aria_tda.study.config import StudySpec, load_study
 from aria_tda.study.inputs import check_inputs, embedding_scores
 from aria_tda.study.setting import run_setting
 from aria_tda.study.tables import publish, write_tables
 
-__all__ = ["CACHE", "PUBLISH_DELAY_ENV", "check_output", "run_study"]
+__all__ = ["CACHE", "PUBLISH_DELAY_ENV", "check_output", "foreign_cache_entries", "run_study"]
 
 #: Folder of the per-setting cache steps inside the results folder.
-CACHE = ".cache"
+CACHE = RESULTS_CACHE
 #: Folder (inside :data:`CACHE`) of the cosine matrices of embedding settings; a setting's
 #: step folder never starts with "_" (:func:`aria_tda.study.cache.slot_name`).
 EMBEDDING_SCORES = "_embedding_scores"
@@ -115,14 +119,130 @@ def _written_names(report: bool) -> set[str]:
     return names if report else names - {REPORT_FILE}
 
 
+#: A setting's step folder in the cache (:func:`aria_tda.study.cache.slot_name`).
+_SLOT = re.compile(r"[A-Za-z0-9_.-]{1,80}-[0-9a-f]{8}")
+#: Files of the embedding settings' cosine matrices (and their sidecars, output locks).
+_SCORE_FILE = re.compile(r"[^/]+\.npy(?:\.manifest\.json|\.row_ids\.npy|\.digest\.json|"
+                         r"\.queries\.csv)?|\..+\.aria-lock")
+
+
+def _entry_names(folder: Path) -> list[os.DirEntry[str]]:
+    """The entries of ``folder`` other than the temporaries of ARIA's writers, by name."""
+    with os.scandir(folder) as it:
+        return sorted((e for e in it if not is_temporary(e.name)), key=lambda e: e.name)
+
+
+def _step_shaped(entry: os.DirEntry[str]) -> bool:
+    """A setting's step folder: a slot name, and a step record or only step files in it."""
+    if not _SLOT.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+        return False
+    inner = _entry_names(Path(entry.path))
+    names = {e.name for e in inner if e.is_file(follow_symlinks=False)}
+    return len(names) == len(inner) and (RECORD in names or names <= set(STEP_FILES))
+
+
+def foreign_cache_entries(cache: Path) -> list[str]:
+    """What the folder ``cache`` holds that is not the study runner's (empty: all of it is).
+
+    The runner's cache holds its step folders (:func:`aria_tda.study.cache.slot_name`, each
+    with a step record or only step files), the cosine matrices of embedding settings in
+    ``_embedding_scores/``, its writer lock and its writers' temporaries. Anything else — pip's
+    or a model hub's cache, a link — is another program's, and the run neither writes into
+    nor sweeps such a folder.
+
+    Parameters
+    ----------
+    cache : Path
+        An existing folder (``OUTPUT/.cache``).
+
+    Returns
+    -------
+    list of str
+        Names of the entries that are not the runner's (``_embedding_scores/x`` for one inside
+        that folder).
+    """
+    foreign: list[str] = []
+    for entry in _entry_names(cache):
+        if entry.name == LOCK_NAME and entry.is_file(follow_symlinks=False):
+            continue
+        if entry.name == EMBEDDING_SCORES and entry.is_dir(follow_symlinks=False):
+            foreign += [f"{entry.name}/{e.name}" for e in _entry_names(Path(entry.path))
+                        if not (e.is_file(follow_symlinks=False)
+                                and _SCORE_FILE.fullmatch(e.name))]
+            continue
+        if not _step_shaped(entry):
+            foreign.append(entry.name)
+    return foreign
+
+
+#: What a refusal of the results folder asks to change.
+_FLAG = "output folder (--out)"
+
+
+def _refuse(path: Path, what: str, *, removable: bool = True) -> ParameterError:
+    return refusal("output", path, what, flag=_FLAG, removable=removable)
+
+
+def _check_link(out: Path) -> None:
+    """An output folder given as a symbolic link leads to ARIA's results folder or an empty one."""
+    if not out.is_symlink():
+        return
+    if not out.exists():
+        raise _refuse(out, "is a symbolic link to nothing")
+    if not out.is_dir():
+        raise _refuse(out, "is a symbolic link to a file")
+    if is_results_dir(out) or not _entry_names(out):
+        return
+    raise _refuse(out, f"is a symbolic link to {str(out.resolve())!r}, a folder ARIA did not "
+                  f"write (no {RESULTS_FILE}); ARIA follows no link into another's folder")
+
+
+def _check_entries(out: Path, written: set[str]) -> list[str]:
+    """Refuse a link, or a thing of another type, at a name the run writes; return those there.
+
+    ``.cache`` must be the runner's own (:func:`foreign_cache_entries`); an empty one is not
+    counted as there.
+    """
+    present = []
+    for name in sorted(written | {LOCK_NAME, REPORT_FILE}):  # an old report.html is removed
+        p = out / name
+        if p.is_symlink():
+            raise _refuse(p, "is a symbolic link (ARIA writes through no link)")
+        if not p.exists() or name not in written | {LOCK_NAME}:
+            continue
+        if name == CACHE:
+            if not p.is_dir():
+                raise _refuse(p, "is a file where the run keeps its cache folder")
+            foreign = foreign_cache_entries(p)
+            if foreign:
+                shown = ", ".join(foreign[:4]) + (f" and {len(foreign) - 4} more"
+                                                  if len(foreign) > 4 else "")
+                raise _refuse(p, f"holds files ARIA did not write ({shown}), not the run's "
+                              "cache")
+            if not _entry_names(p):
+                continue
+        elif name == LOCK_NAME:
+            check_lock_file("output", out, flag=_FLAG)
+            continue
+        elif not p.is_file():
+            raise _refuse(p, f"is {'a folder' if p.is_dir() else 'a special file'} where the "
+                          "run writes a file")
+        present.append(name)
+    return present
+
+
 def check_output(spec: StudySpec, out: Path, *, report: bool) -> None:
     """Refuse, before any work, a results folder whose writing would touch a file not ARIA's.
 
     Inputs are read-only: the folder must not be an input or lie inside one (a feature store,
     an embedding store, a zarr score folder), and none of the names the run writes (its tables,
-    ``results.json``, ``report.html``, ``.cache``) may be or hold an input. A folder that ARIA
-    did not make (no ``results.json`` of ARIA, no cache, no writer lock) must not hold files of
-    those names, and a ``report.html`` about to be written over must be ARIA's own.
+    ``results.json``, ``report.html``, ``.cache``) may be or hold an input. No name the run
+    writes may be a symbolic link, and ``.cache`` must hold only the runner's steps
+    (:func:`foreign_cache_entries`: never pip's or a model hub's cache). A folder that ARIA
+    did not make (no ``results.json`` of ARIA, no cache of the runner, no writer lock) must not
+    hold files of those names; an output folder given as a link must lead to a results folder
+    ARIA wrote or an empty folder; a ``report.html`` about to be written over must be ARIA's
+    own report page.
 
     Parameters
     ----------
@@ -136,7 +256,7 @@ def check_output(spec: StudySpec, out: Path, *, report: bool) -> None:
     Raises
     ------
     ParameterError
-        Naming the folder, the input or the files.
+        Naming the folder, the input or the files, and the output folder to change.
     """
     target = out.absolute().resolve()
     written = _written_names(report)
@@ -144,34 +264,38 @@ def check_output(spec: StudySpec, out: Path, *, report: bool) -> None:
         real = path.absolute().resolve()
         if real == target or real in target.parents:
             raise ParameterError(
-                expected("output", "a results folder apart from the study's inputs",
-                         f"{out}, which is {'' if real == target else 'inside '}the {key} "
-                         f"{str(path)!r}")
+                f"output: expected a results folder apart from the study's inputs, got "
+                f"{str(out)!r}, which is {'' if real == target else 'inside '}the {key} "
+                f"{str(path)!r}; choose another {_FLAG}"
             )
         if target in real.parents and real.relative_to(target).parts[0] in written:
             name = real.relative_to(target).parts[0]
             raise ParameterError(
-                expected("output", "a results folder whose files are not inputs",
-                         f"{out}, where the run writes {name!r} over the {key} {str(path)!r}")
+                f"output: expected a results folder whose files are not inputs, got "
+                f"{str(out)!r}, where the run writes {name!r} over the {key} {str(path)!r}; "
+                f"choose another {_FLAG}"
             )
+    for d in (target, *target.parents):
+        if d.name == CACHE and is_results_dir(d.parent):
+            raise _refuse(out, f"{'is' if d == target else 'lies inside'} the cache of the "
+                          f"results folder {str(d.parent)!r}", removable=False)
+    _check_link(out)
     if not out.is_dir():
         return
-    ours = is_results_dir(out) or (out / CACHE).is_dir() or (out / LOCK_NAME).is_file()
-    if not ours:
-        foreign = sorted(n for n in written if (out / n).exists())
-        if foreign:
-            raise ParameterError(
-                expected("output", "a new or empty folder, or a results folder ARIA wrote",
-                         f"{out}, which ARIA did not write (no {RESULTS_FILE}) and which holds "
-                         f"{', '.join(foreign)}; the run would replace them")
-            )
+    present = _check_entries(out, written)
+    cache = out / CACHE
+    ours = (is_results_dir(out) or (out / LOCK_NAME).is_file()
+            or (cache.is_dir() and bool(_entry_names(cache))))
+    if not ours and present:
+        raise _refuse(out, f"holds files ARIA did not write ({', '.join(present)}), which the "
+                      "run would replace")
     page = out / REPORT_FILE
-    if report and page.exists() and not (page.is_file() and is_aria_report(page)):
-        raise ParameterError(
-            expected("output", f"a {REPORT_FILE} written by ARIA or none",
-                     f"{str(page)!r}, which ARIA did not write; move it or run with "
-                     "--no-report (report = false)")
-        )
+    kind = page_kind(page)
+    if page.exists() and kind != REPORT_PAGE and (report or kind is not None):
+        # written over by the report, or (another ARIA page) removed as the old report
+        raise refusal("output", page, "is a page ARIA did not write as a report",
+                      flag=f"{_FLAG} or run with --no-report (report = false)"
+                      if kind is None else _FLAG)
 
 
 def _sweep(out: Path, slots: set[str]) -> None:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aria_tda._io import remove_path
+from aria_tda._io import is_temporary, remove_path
 from aria_tda.errors import DataError, expected
 from aria_tda.results import RUN_TABLES  # tables this runner writes (others are left alone)
 from aria_tda.study.aspects import ASPECT_TABLES
@@ -167,6 +167,9 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         Per-query metadata (:func:`aria_tda.study.inputs.read_queries`).
     t_start : float
         ``time.perf_counter()`` at the start of the run (for the total time).
+
+    The returned content records, under ``media``, the media files of the queries and of the
+    tracks of the ``topk`` table as the run found them (:mod:`aria_tda.media.recorded`).
     """
     import pandas as pd
 
@@ -225,7 +228,7 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         write_table(out, "tracks", _tracks(store))
 
     timings = {s.name: results[s.name]["timings"] for s in spec.settings}
-    return {
+    meta: dict[str, Any] = {
         "study": spec.params(),
         "settings": [
             {"name": s.name, "method": s.method, "stage": s.stage,
@@ -247,6 +250,25 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         "timings": {"settings": timings, "total": round(time.perf_counter() - t_start, 3)},
         "notes": [],
     }
+    _record_media(meta, out, queries, results)
+    return meta
+
+
+def _record_media(meta: dict[str, Any], out: Path, queries: Any,
+                  results: dict[str, dict[str, Any]]) -> None:
+    """Add to ``meta`` the media files of the queries and of the top-K tracks as they are now,
+    so that a report made later can tell one changed or gone since
+    (:mod:`aria_tda.media.recorded`)."""
+    from types import SimpleNamespace
+
+    from aria_tda.media.recorded import MEDIA_KEY, record_media
+    from aria_tda.media.sources import resolve_media
+
+    root = out.parent if is_temporary(out.name) else out  # the staging folder's results folder
+    index = resolve_media(SimpleNamespace(meta=meta, path=root))  # what resolve_media reads
+    qids = [] if queries is None or "query" not in queries.columns else list(queries["query"])
+    tracks = [t for r in results.values() for t in r["topk"]["track_id"]]
+    meta[MEDIA_KEY] = record_media(index, queries=qids, tracks=tracks)
 
 
 def _aspect_summary(result: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,10 @@ corrupt, and every later process then crashes (segfault) when it loads them. ARI
    any extraction worker starts (:func:`prepare_workers`), so that concurrent ARIA processes
    never compile at the same time and workers only ever read the cache;
 3. treats a probe that crashes or raises as a corrupt cache: the directory is wiped and the
-   kernels recompiled (once), with a warning, instead of a crash that never goes away;
+   kernels recompiled (once), with a warning, instead of a crash that never goes away. A cache
+   directory that cannot be written (a read-only or full file system, where numba would raise
+   at a kernel's first call) is not corrupt: the kernels of the run go to a private temporary
+   directory instead, with one warning per process (:func:`configure_numba_cache`);
 4. runs the first use of the kernels *in* a process (the listening room's pictures and
    evidence, an extraction on one core, a worker's first file) under the same lock, after the
    same probe (:func:`in_process`): a kernel the probe did not compile (another dtype's) is
@@ -62,13 +65,14 @@ def numba_cache_dir() -> Path:
     """
     from importlib.metadata import PackageNotFoundError, version
 
+    from aria_tda._fingerprint import cache_dir
     from aria_tda._version import __version__
 
     try:
         nb = version("numba")
     except PackageNotFoundError:
         nb = "none"
-    base = Path(os.environ.get("ARIA_CACHE_DIR") or Path.home() / ".cache" / "aria")
+    base = cache_dir()
     py = f"py{sys.version_info.major}.{sys.version_info.minor}"
     return base / "numba" / f"{__version__}-{nb}-{py}"
 
@@ -77,18 +81,82 @@ def configure_numba_cache() -> Path:
     """Point ``NUMBA_CACHE_DIR`` at :func:`numba_cache_dir` (unless the user set it); return it.
 
     Safe to call repeatedly. If numba is already imported its configuration is updated too
-    (kernels compiled afterwards cache there).
+    (kernels compiled afterwards cache there). A cache folder that cannot be written (a
+    read-only or full file system: numba would fail at a kernel's first call) is replaced by a
+    private temporary folder for this process and its workers, removed when the process ends,
+    with one warning (:func:`aria_tda._fingerprint.cache_unwritable`); it is never called
+    corrupt.
     """
     current = os.environ.get("NUMBA_CACHE_DIR")
     if current and current != os.environ.get(_MARK):
         return Path(current)  # the user's own choice
+    if current and os.environ.get(_ASIDE) == current:
+        return Path(current)  # moved aside already, by this process or its parent
     path = numba_cache_dir()
+    if str(path) not in _WRITABLE:
+        _WRITABLE[str(path)] = _write_problem(path) is None
+    if not _WRITABLE[str(path)]:
+        path = _aside(path)
+    _point_numba_at(path)
+    return path
+
+
+#: Whether each cache folder could be written, as found once in this process.
+_WRITABLE: dict[str, bool] = {}
+#: Environment variable naming the private folder the cache was moved to (inherited by workers).
+_ASIDE = "_ARIA_NUMBA_CACHE_ASIDE"
+
+
+def _point_numba_at(path: Path) -> None:
     os.environ["NUMBA_CACHE_DIR"] = str(path)
     os.environ[_MARK] = str(path)
     cfg = sys.modules.get("numba.core.config")
     if cfg is not None:
         cfg.CACHE_DIR = str(path)  # type: ignore[attr-defined]
-    return path
+
+
+def _write_problem(path: Path) -> OSError | None:
+    """Why the cache folder ``path`` cannot be written (``None``: it can)."""
+    from aria_tda._fingerprint import write_error
+
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc
+    return write_error(path)
+
+
+def _aside(path: Path) -> Path:
+    """A private temporary folder for the kernels of this run, said once; ``path`` if none."""
+    import atexit
+    import tempfile
+
+    from aria_tda._fingerprint import cache_unwritable
+
+    problem = _write_problem(path) or OSError(0, "not writable")
+    try:
+        aside = Path(tempfile.mkdtemp(prefix="aria-numba-"))
+    except OSError:
+        cache_unwritable("numba JIT cache", path, problem,
+                         "librosa's kernels are compiled in each process")
+        return path
+    atexit.register(_remove_aside, aside)
+    os.environ[_ASIDE] = str(aside)
+    cache_unwritable("numba JIT cache", path, problem,
+                     f"librosa's kernels are compiled into {aside} for this run only")
+    return aside
+
+
+def _remove_aside(aside: Path) -> None:
+    """Remove the private cache folder and its lock file (at the end of the process)."""
+    shutil.rmtree(aside, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        aside.with_name(aside.name + ".lock").unlink()
+
+
+#: What a probe that failed because the cache could not be written says (not corruption).
+_UNWRITABLE_SIGNS = ("No space left", "Read-only file system", "Permission denied",
+                     "Disk quota exceeded", "[Errno 28]", "[Errno 30]", "[Errno 13]")
 
 
 def _listing(path: Path) -> dict[str, list[int]]:
@@ -194,6 +262,11 @@ def prepare_workers(params: Mapping[str, Any] | None = None, *, force: bool = Fa
         rc, detail = _probe(path)
         if rc == _NOT_APPLICABLE:
             return True
+        if (rc != 0 and os.environ.get(_ASIDE) != str(path)
+                and any(sign in detail for sign in _UNWRITABLE_SIGNS)):
+            # filled up (or made read-only) since it was checked: moved aside, not wiped
+            _WRITABLE[str(path)] = False
+            return prepare_workers(force=force)
         if rc != 0:
             warnings.warn(
                 f"numba JIT cache {str(path)!r}: a probe {_describe(rc, detail)} loading it; "
@@ -213,7 +286,8 @@ def prepare_workers(params: Mapping[str, Any] | None = None, *, force: bool = Fa
                     stacklevel=2,
                 )
                 return False
-        stamp.write_text(json.dumps({"files": _listing(path)}))
+        with contextlib.suppress(OSError):  # a full disk: the next run probes again
+            stamp.write_text(json.dumps({"files": _listing(path)}))
         return True
 
 

@@ -15,10 +15,12 @@ Conventions
   (index 9) is the GM drum kit. Other events (aftertouch, sysex, meta) are ignored.
 - Length: up to the last event plus ``tail`` seconds (release and reverb), or exactly
   ``duration`` seconds when given (events after it are dropped).
-- Soundfont: the ``soundfont`` argument, else ``$ARIA_SOUNDFONT``, else the first that exists
-  of Debian's ``fluid-soundfont-gm`` (``/usr/share/sounds/sf2/FluidR3_GM.sf2``),
+- Soundfont: the ``soundfont`` argument, else ``$ARIA_SOUNDFONT`` (either a ``.sf2`` file or
+  a folder holding one; when given, only it is searched), else the first that exists of
+  Debian's ``fluid-soundfont-gm`` (``/usr/share/sounds/sf2/FluidR3_GM.sf2``),
   ``/usr/share/sounds/sf2/default-GM.sf2``, ``/usr/share/soundfonts/*.sf2``, and the small
-  ``TimGM6mb.sf2`` that pretty_midi ships (:func:`find_soundfont`).
+  ``TimGM6mb.sf2`` that pretty_midi ships (:func:`find_soundfont`). None found is one line
+  naming every place looked in and how to install one.
 
 FluidSynth's output is deterministic for a given MIDI file, soundfont, sample rate and settings.
 """
@@ -164,35 +166,68 @@ def _as_note(i: int, n: Note | Sequence[Any]) -> Note:
 def find_soundfont(soundfont: str | os.PathLike[str] | None = None) -> Path:
     """Return the soundfont to use (see the module docstring for the search order).
 
+    ``soundfont`` and ``$ARIA_SOUNDFONT`` may name a ``.sf2`` file or a folder holding one
+    (its General-MIDI soundfonts by name first, then any ``.sf2``/``.sf3``); when either is
+    given, only it is searched (the user's choice, not the system's).
+
     Parameters
     ----------
     soundfont : path, optional
-        An explicit soundfont (checked to exist); else the search order of the module docstring.
+        An explicit soundfont file or folder (checked to exist); else the search order of the
+        module docstring.
 
     Raises
     ------
     FileFormatError
-        ``soundfont`` (or ``$ARIA_SOUNDFONT``) names a file that does not exist.
+        ``soundfont`` (or ``$ARIA_SOUNDFONT``) names a path that does not exist.
     MissingDependencyError
-        No General-MIDI soundfont is installed.
+        No General-MIDI soundfont where ARIA looked: one line naming every place looked in and
+        how to install one.
     """
     if soundfont is not None:
-        return check_existing_path("soundfont", soundfont, kind="file")
+        return _given_soundfont("soundfont", soundfont, "soundfont (--soundfont)")
     env = os.environ.get("ARIA_SOUNDFONT")
     if env:
-        return check_existing_path("ARIA_SOUNDFONT", env, kind="file")
+        return _given_soundfont("ARIA_SOUNDFONT", env, "$ARIA_SOUNDFONT")
     for cand in _SYSTEM_SOUNDFONTS:
         if Path(cand).is_file():
             return Path(cand)
+    looked = list(_SYSTEM_SOUNDFONTS)
     spec = importlib.util.find_spec("pretty_midi")
     if spec is not None and spec.origin:
         small = Path(spec.origin).parent / "TimGM6mb.sf2"
         if small.is_file():
             return small
-    raise MissingDependencyError(
-        "no General-MIDI soundfont found: install the Debian package fluid-soundfont-gm "
-        "(scripts/setup.sh does), pip install 'aria-tda[audio]' (pretty_midi ships a small one), "
-        "or pass soundfont= / set ARIA_SOUNDFONT"
+        looked.append(str(small))
+    else:
+        looked.append("pretty_midi's TimGM6mb.sf2 (pretty_midi is not installed)")
+    raise _no_soundfont(", ".join(looked))
+
+
+#: Names of General-MIDI soundfonts, preferred in a folder given as the soundfont.
+_GM_NAMES = ("FluidR3_GM.sf2", "default-GM.sf2", "GeneralUser GS.sf2", "TimGM6mb.sf2")
+
+
+def _given_soundfont(name: str, value: str | os.PathLike[str], shown: str) -> Path:
+    """The soundfont a user named: the file, or the General-MIDI soundfont in the folder."""
+    path = check_existing_path(name, value, kind="any")
+    if path.is_file():
+        return path
+    for gm in _GM_NAMES:
+        if (path / gm).is_file():
+            return path / gm
+    found = sorted(p for p in path.iterdir() if p.suffix.lower() in (".sf2", ".sf3")
+                   and p.is_file())
+    if found:
+        return found[0]
+    raise _no_soundfont(f"{shown} {str(path)!r}, a folder with no .sf2 or .sf3 file")
+
+
+def _no_soundfont(looked: str) -> MissingDependencyError:
+    return MissingDependencyError(
+        f"no General-MIDI soundfont found (looked in {looked}): install the Debian package "
+        "fluid-soundfont-gm (scripts/setup.sh does), pip install 'aria-tda[audio]' (pretty_midi "
+        "ships a small one), or name a .sf2 file or folder with --soundfont / ARIA_SOUNDFONT"
     )
 
 

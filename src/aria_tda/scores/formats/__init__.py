@@ -20,6 +20,13 @@ A folder that is not a zarr store is looked into for the one score matrix a tool
 (:mod:`aria_tda.scores.formats.folders`: a bergson run, a Kronfluence analysis, a TRAK save
 folder); Kronfluence's partition files are read whole or refused
 (:mod:`aria_tda.scores.formats.kronfluence`).
+
+Every reader distrusts its header: sizes, offsets, shapes, dtypes and grids are checked against
+the file before any allocation, seek or loop they size, and refused in one line naming the
+field, its value and what the file holds (:mod:`aria_tda.scores.formats.header`). The in-place
+readers hold no file open between reads, and at most
+:data:`~aria_tda.scores.formats.files.MAX_OPEN_FILES` at once
+(:mod:`aria_tda.scores.formats.files`).
 """
 
 from __future__ import annotations

@@ -22,6 +22,13 @@ The format (EleutherAI's bergson, ``bergson/score/score_writer.py``, ``MemmapSeq
   ``written_j`` false — whole later query columns when queries are scored in batches — in
   ``RUN.part/`` (bergson renames the folder to ``RUN`` when a run finishes).
 
+Every field of ``info.json`` is checked against ``scores.bin`` before anything is read (see
+:class:`BergsonSource`): ``num_rows`` x ``itemsize`` must be the file's size exactly — an
+``info.json`` claiming fewer rows than the file holds is refused, not read as a cut matrix — and
+``num_scores``, the names, formats and offsets of the fields must describe one record without
+overlap; numbers must be JSON integers (not text, floats or ``true``). An absurd ``num_scores``
+is refused before any loop over it.
+
 ARIA reads the records with positional reads, one row block at a time (never the whole file),
 builds each block's ``(rows, T)`` float matrix from the score fields, and refuses a block holding
 a cell never written (:class:`~aria_tda.errors.DataError` naming the first such row and query:
@@ -37,15 +44,24 @@ folder.
 
 from __future__ import annotations
 
-import json
+import contextlib
+import itertools
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from aria_tda.errors import DataError, FileFormatError
-from aria_tda.scores.formats.npy import BF16_STORAGE, bf16_to_float32
+from aria_tda.scores.formats.files import open_for_read, pread_exact
+from aria_tda.scores.formats.header import (
+    header_error,
+    header_int,
+    json_object,
+    read_json_header,
+)
+from aria_tda.scores.formats.npy import BF16_STORAGE, bf16_to_float32, read_small_npy
 from aria_tda.scores.source import ScoreSource
 
 __all__ = ["BIN_NAME", "INFO_NAME", "BergsonSource", "find_bergson", "is_bergson_bin"]
@@ -86,41 +102,102 @@ def find_bergson(folder: Path) -> Path | None:
 
 def _read_info(path: Path) -> dict[str, Any]:
     info_path = path.parent / INFO_NAME
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise FileFormatError(
-            f"{info_path}: not a readable bergson info.json ({type(exc).__name__})"
-        ) from None
-    spec = info.get("dtype") if isinstance(info, dict) else None
-    ok = isinstance(spec, dict) and all(
-        isinstance(spec.get(k), list) for k in ("names", "formats", "offsets")
-    ) and isinstance(spec.get("itemsize"), int)
-    if not ok:
-        raise FileFormatError(
-            f"{info_path}: expected bergson's info.json with a structured 'dtype' "
-            "{names, formats, offsets, itemsize}"
-        )
-    return info
+    info = read_json_header(info_path, str(info_path), what="bergson info.json")
+    return json_object(info, str(info_path), "bergson info.json")
 
 
-def _storage(fmt: Any, where: str) -> np.dtype[Any]:
-    """The storage dtype of a score field (bfloat16: its uint16 bit patterns)."""
-    if fmt == "bfloat16":
+#: How info.json may name a score field's format (checked before NumPy parses it).
+_FORMAT_TEXT = re.compile(r"[<>|=]?[A-Za-z][A-Za-z0-9]{0,15}")
+
+
+def _field_format(where: str, field: str, fmt: Any, *, flag: bool) -> np.dtype[Any]:
+    """The storage dtype of a score field (bfloat16: its uint16 bit patterns), or of a flag."""
+    what = "bool" if flag else "float16, bfloat16, float32 or float64"
+    if not flag and fmt == "bfloat16":
         return BF16_STORAGE
-    try:
-        dt = np.dtype(fmt)
-    except TypeError:
-        dt = np.dtype(object)
-    if dt.kind != "f":
-        raise FileFormatError(
-            f"{where}: expected float16, bfloat16, float32 or float64 scores, got {fmt!r}"
-        )
+    dt = None
+    if isinstance(fmt, str) and _FORMAT_TEXT.fullmatch(fmt):
+        with contextlib.suppress(TypeError, ValueError):
+            dt = np.dtype(fmt)
+    ok = dt is not None and (
+        dt == np.bool_ if flag else dt.kind == "f" and dt.itemsize in (2, 4, 8)
+    )
+    if not ok or dt is None:
+        raise header_error(where, field, fmt, what)
     return dt
+
+
+def _fields(
+    where: str, spec: dict[str, Any], n_scores: int
+) -> tuple[np.dtype[Any], bool, np.ndarray, np.ndarray]:
+    """``(score storage, bf16, score offsets, flag offsets)`` of the dtype, every field checked.
+
+    ``dtype.names`` must be exactly ``score_j, written_j`` for ``j < num_scores`` (checked
+    before any loop over ``num_scores``), the formats one float type and ``bool``, the offsets
+    integers inside the record, no two fields overlapping.
+    """
+    names, formats, offsets = spec["names"], spec["formats"], spec["offsets"]
+    itemsize = spec["itemsize"]
+    for field, value in (("dtype.formats", formats), ("dtype.offsets", offsets)):
+        if len(value) != len(names):
+            raise FileFormatError(
+                f"{where}: {field} holds {len(value)} entries: expected one per name of "
+                f"dtype.names ({len(names)})"
+            )
+    if len(names) != 2 * n_scores:
+        raise header_error(where, "num_scores", n_scores,
+                           "half the number of fields (a score_j and a written_j per query)",
+                           f"{len(names)} fields (dtype.names)")
+    index: dict[tuple[str, int], int] = {}
+    for k, name in enumerate(names):
+        m = re.fullmatch(r"(score|written)_(0|[1-9][0-9]{0,17})", name) if isinstance(
+            name, str) else None
+        if m is None or int(m.group(2)) >= n_scores:
+            raise header_error(where, f"dtype.names[{k}]", name,
+                               f"score_j or written_j with j < num_scores ({n_scores})")
+        cell = (m.group(1), int(m.group(2)))
+        if cell in index:
+            raise header_error(where, f"dtype.names[{k}]", name, "each field named once")
+        index[cell] = k
+    fmts = [
+        _field_format(where, f"dtype.formats[{index[('score', j)]}]",
+                      formats[index[("score", j)]], flag=False)
+        for j in range(n_scores)
+    ]
+    for j in range(n_scores):
+        k = index[("written", j)]
+        _field_format(where, f"dtype.formats[{k}]", formats[k], flag=True)
+    storage = fmts[0] if fmts else np.dtype("<f4")
+    odd = next((j for j, f in enumerate(fmts) if f != storage), None)
+    if odd is not None:
+        k = index[("score", odd)]
+        raise header_error(where, f"dtype.formats[{k}]", formats[k],
+                           f"the format of score_0, {formats[index[('score', 0)]]!r}")
+    bf16 = n_scores > 0 and formats[index[("score", 0)]] == "bfloat16"
+    spans = []
+    for k, off in enumerate(offsets):
+        width = storage.itemsize if names[k].startswith("score") else 1
+        header_int(where, f"dtype.offsets[{k}]", off, max_value=itemsize - width,
+                   holds=f"records of {itemsize} bytes (dtype.itemsize) for a {width}-byte field")
+        spans.append((off, off + width, k))
+    spans.sort()
+    for (a0, a1, ka), (b0, _, kb) in itertools.pairwise(spans):
+        if b0 < a1:
+            raise header_error(where, f"dtype.offsets[{kb}]", b0,
+                               f"a field that does not overlap {names[ka]} (bytes {a0} to {a1})")
+    score = np.array([offsets[index[("score", j)]] for j in range(n_scores)], dtype=np.int64)
+    written = np.array([offsets[index[("written", j)]] for j in range(n_scores)], dtype=np.int64)
+    return storage, bf16, score, written
 
 
 class BergsonSource(ScoreSource):
     """A bergson ``scores.bin`` (training x queries), streamed in row blocks.
+
+    Every field of ``info.json`` is checked against ``scores.bin`` before anything is read
+    (:mod:`aria_tda.scores.formats.header`): ``num_rows`` (or ``num_items``) x ``itemsize`` is
+    the file's size exactly; ``num_scores`` is half the fields; each field is named once, of a
+    float format (the same for every query) or ``bool``, at an offset inside the record, no two
+    overlapping. No file is held open between reads.
 
     Parameters
     ----------
@@ -134,59 +211,52 @@ class BergsonSource(ScoreSource):
         self.path = self.bin_path = Path(path)
         info = _read_info(self.bin_path)
         where = str(self.bin_path.parent / INFO_NAME)
-        if info.get("attribute_tokens"):
+        tokens = info.get("attribute_tokens")
+        if tokens is not None and not isinstance(tokens, bool):
+            raise header_error(where, "attribute_tokens", tokens, "true or false")
+        if tokens:
             raise FileFormatError(
                 f"{where}: a per-token bergson store (attribute_tokens: one row per token, "
                 "offsets.npy maps them to documents); ARIA reads one row per training item: "
                 "score without attribute_tokens"
             )
-        spec = info["dtype"]
-        fields = {
-            str(n): (f, int(o))
-            for n, f, o in zip(spec["names"], spec["formats"], spec["offsets"], strict=False)
-        }
-        n_rows = int(info.get("num_rows", info.get("num_items", -1)))
-        n_scores = int(info.get("num_scores", -1))
-        missing = [
-            name
-            for j in range(max(n_scores, 0))
-            for name in (f"score_{j}", f"written_{j}")
-            if name not in fields
-        ]
-        if n_rows < 0 or n_scores < 0 or missing:
+        spec = info.get("dtype")
+        if not isinstance(spec, dict):
+            raise header_error(where, "dtype", spec,
+                               "a structured dtype {names, formats, offsets, itemsize}")
+        for field in ("names", "formats", "offsets"):
+            if not isinstance(spec.get(field), list):
+                raise header_error(where, f"dtype.{field}", spec.get(field), "a list")
+        with open_for_read(self.bin_path, str(self.bin_path)) as (_, identity):
+            self._identity = identity
+        size = identity[2]
+        self.itemsize = header_int(where, "dtype.itemsize", spec.get("itemsize"), min_value=1)
+        n_scores = header_int(where, "num_scores", info.get("num_scores"))
+        self.storage, self.bf16, self.score_offsets, self.written_offsets = _fields(
+            where, spec, n_scores)
+        rows_field = "num_items" if "num_rows" not in info and "num_items" in info else (
+            "num_rows")
+        n_rows = header_int(where, rows_field, info.get(rows_field))
+        if rows_field == "num_rows" and "num_items" in info:
+            header_int(where, "num_items", info["num_items"])
+        need = n_rows * self.itemsize
+        if size < need:
             raise FileFormatError(
-                f"{where}: expected num_rows (or num_items), num_scores and fields score_j, "
-                f"written_j for every query j; "
-                + (f"missing {missing[:4]}" if missing else "num_rows/num_scores absent")
+                f"{self.path}: truncated: info.json promises {n_rows} records of {self.itemsize} "
+                f"bytes ({need} bytes, {rows_field} x dtype.itemsize), the file holds {size}"
             )
-        storages = {_storage(fields[f"score_{j}"][0], where).str for j in range(n_scores)}
-        if len(storages) > 1:
-            raise FileFormatError(f"{where}: score fields of several dtypes {sorted(storages)}")
-        self.bf16 = n_scores > 0 and fields["score_0"][0] == "bfloat16"
-        self.storage = _storage(fields["score_0"][0], where) if n_scores else np.dtype("<f4")
-        self.itemsize = int(spec["itemsize"])
-        self.score_offsets = np.array([fields[f"score_{j}"][1] for j in range(n_scores)])
-        self.written_offsets = np.array([fields[f"written_{j}"][1] for j in range(n_scores)])
-        top = max(
-            [*(self.score_offsets + self.storage.itemsize), *(self.written_offsets + 1), 0]
-        )
-        if top > self.itemsize:
-            raise FileFormatError(
-                f"{where}: fields reach byte {top} of records of itemsize {self.itemsize}"
+        if size > need:
+            over = size % self.itemsize
+            raise header_error(
+                where, rows_field, n_rows,
+                f"the number of {self.itemsize}-byte records (dtype.itemsize) {BIN_NAME} holds",
+                f"{size} bytes: {size // self.itemsize} records"
+                + (f" and {over} bytes" if over else ""),
             )
         self.stride = self._regular_stride()
         super().__init__((n_rows, n_scores), "bfloat16" if self.bf16 else self.storage,
                          row_ids=self._candidates(n_rows), manifest=manifest)
         self.format = "bergson"
-        self._fh = open(self.path, "rb")  # held for positional reads; closed by close()
-        need = n_rows * self.itemsize
-        size = os.fstat(self._fh.fileno()).st_size
-        if size < need:
-            self.close()
-            raise FileFormatError(
-                f"{self.path}: truncated: info.json promises {n_rows} records of {self.itemsize} "
-                f"bytes ({need} bytes), the file has {size}"
-            )
         self._check_finished()
 
     # -- layout -----------------------------------------------------------------------
@@ -207,15 +277,11 @@ class BergsonSource(ScoreSource):
             side = folder / CANDIDATES_NAME
             if not side.is_file():
                 continue
-            try:
-                cand = np.load(side, allow_pickle=False)
-            except (ValueError, OSError) as exc:
-                raise FileFormatError(f"{side}: unreadable ({type(exc).__name__})") from None
-            if cand.ndim != 1 or cand.shape[0] != n_rows or cand.dtype.kind not in "iu":
-                raise FileFormatError(
-                    f"{side}: expected {n_rows} integer training indices (one per row of "
-                    f"{self.bin_path.name}), got {cand.dtype} of shape {cand.shape}"
-                )
+            cand = read_small_npy(side, str(side), n=n_rows, kinds="iu",
+                                  what=f"integer training indices (rows of {self.bin_path.name})")
+            if cand.size and int(cand.min()) < 0:
+                k = int(np.argmin(cand))
+                raise header_error(side, f"[{k}]", int(cand[k]), "a training index >= 0")
             self.notes = (
                 f"rows are the training items listed in {side} (row ids = their indices)",
             )
@@ -260,7 +326,6 @@ class BergsonSource(ScoreSource):
         """The cheap checks before any pass: the ``.part`` folder, the first and last rows."""
         for folder in (self.bin_path.parent, self.bin_path.parent.parent):
             if folder.name.endswith(PART_SUFFIX):
-                self.close()
                 raise DataError(
                     f"{self.path}: lies in {folder.name!r}, the folder an unfinished bergson "
                     f"run writes into (bergson renames it to {folder.name[:-5]!r} when the run "
@@ -269,25 +334,13 @@ class BergsonSource(ScoreSource):
                 )
         for row in sorted({0, self.n_rows - 1}):
             raw = self._read_raw(row, row + 1)
-            try:
-                self._refuse_unwritten(self._views(raw, 1, slice(None))[1], row, 0)
-            except DataError:
-                self.close()
-                raise
+            self._refuse_unwritten(self._views(raw, 1, slice(None))[1], row, 0)
 
     # -- reading ----------------------------------------------------------------------
     def _read_raw(self, start: int, stop: int) -> np.ndarray:
         raw = np.empty((stop - start) * self.itemsize, dtype=np.uint8)
-        view = raw.data.cast("B")
-        offset = start * self.itemsize
-        done = 0
-        while done < raw.nbytes:
-            n = os.preadv(self._fh.fileno(), [view[done:]], offset + done)
-            if n <= 0:
-                raise FileFormatError(
-                    f"{self.path}: unexpected end of file at byte {offset + done}"
-                )
-            done += n
+        with open_for_read(self.bin_path, str(self.path), self._identity) as (fh, _):
+            pread_exact(fh, raw.data.cast("B"), start * self.itemsize, str(self.path))
         return raw
 
     def _convert(self, scores: np.ndarray) -> np.ndarray:
@@ -314,7 +367,4 @@ class BergsonSource(ScoreSource):
         return out
 
     def close(self) -> None:
-        """Release the file handle."""
-        fh = getattr(self, "_fh", None)
-        if fh is not None and not fh.closed:
-            fh.close()
+        """Nothing to release: no file is held open between reads."""

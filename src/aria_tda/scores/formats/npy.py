@@ -14,8 +14,14 @@ file zero-filled when scoring starts and records ``scores_finalized`` per experi
 ``<save_dir>/experiments.json``; a file whose experiment is recorded unfinalized holds zeros (or
 a partial sum) and is refused (:func:`check_trak_finalized`).
 
-A file shorter than its header promises is a :class:`~aria_tda.errors.FileFormatError` when
-opened, never zeros.
+The header is checked against the file before anything is read
+(:mod:`aria_tda.scores.formats.header`): dimensions are non-negative integers (NumPy's parser
+lets ``-3`` and ``True`` through), and shape x itemsize is exactly the bytes after the header —
+a file shorter than its header promises, or longer (a header describing fewer rows than the file
+holds), is a :class:`~aria_tda.errors.FileFormatError` when opened, never zeros or a silently
+cut matrix. Side arrays (row ids, bergson's candidates) are read with :func:`read_small_npy`,
+their header checked before anything is allocated. No file is held open between reads
+(:mod:`aria_tda.scores.formats.files`).
 """
 
 from __future__ import annotations
@@ -24,14 +30,22 @@ import json
 import os
 import tokenize
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from aria_tda.errors import DataError, FileFormatError, library_message
+from aria_tda.scores.formats.files import mapped, open_for_read, pread_exact
+from aria_tda.scores.formats.header import header_dims, header_error, span_bytes
 from aria_tda.scores.source import ScoreSource
 
-__all__ = ["NpySource", "RawFileSource", "check_trak_finalized", "read_npy_header"]
+__all__ = [
+    "NpySource",
+    "RawFileSource",
+    "check_trak_finalized",
+    "read_npy_header",
+    "read_small_npy",
+]
 
 #: numpy dtype of the raw storage of ``"bfloat16"`` (converted to float32 when read).
 BF16_STORAGE = np.dtype("<u2")
@@ -39,6 +53,8 @@ BF16_STORAGE = np.dtype("<u2")
 
 def read_npy_header(fh: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtype[Any]]:
     """Parse an ``.npy`` header at the current position of ``fh``.
+
+    NumPy's parser accepts a negative or ``True`` dimension; they are refused here.
 
     Parameters
     ----------
@@ -50,6 +66,7 @@ def read_npy_header(fh: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtyp
     Returns
     -------
     shape : tuple of int
+        Non-negative dimensions.
     fortran_order : bool
     dtype : numpy.dtype
     """
@@ -64,13 +81,66 @@ def read_npy_header(fh: Any, where: str) -> tuple[tuple[int, ...], bool, np.dtyp
             raise ValueError(f"unsupported .npy version {version}")
     except tokenize.TokenError:  # numpy tokenizes the header's dict literal
         raise FileFormatError(f"{where}: not a readable .npy array (garbled header)") from None
-    except (ValueError, OSError, SyntaxError, TypeError) as exc:
+    except (ValueError, OSError, SyntaxError, TypeError, RecursionError, MemoryError) as exc:
         raise FileFormatError(
             f"{where}: not a readable .npy array ({library_message(exc)})"
         ) from None
     if dtype.hasobject:
         raise FileFormatError(f"{where}: holds Python objects; expected a numeric matrix")
+    header_dims(where, "shape", list(shape))
+    if dtype.itemsize == 0:
+        raise header_error(where, "descr", dtype.str, "a dtype of at least one byte")
     return tuple(shape), bool(fortran), dtype
+
+
+def read_small_npy(
+    path: Path, where: str, *, n: int, kinds: str, what: str, max_end: int | None = None,
+    base_offset: int = 0,
+) -> np.ndarray:
+    """A 1-D side array (row ids, candidate indices) of ``n`` entries, its header checked first.
+
+    The shape, dtype and byte count are checked against the file before anything is allocated
+    (``np.load`` allocates what the header claims, then reads).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The ``.npy`` file (or the ``.npz`` archive holding it, with ``base_offset``).
+    where : str
+        How messages name it.
+    n : int
+        The number of entries expected (the score matrix's rows).
+    kinds : str
+        The allowed dtype kinds (``"iu"`` integers, ``"US"`` strings).
+    what : str
+        What the entries are, for messages (``"integer training indices"``).
+    max_end : int, optional
+        The byte the array's data must end at (default: the file's end).
+    base_offset : int
+        Where the ``.npy`` data starts in the file.
+
+    Raises
+    ------
+    FileFormatError
+        Another shape or dtype, or a byte count other than the header's.
+    """
+    with open_for_read(path, where) as (fh, ident):
+        fh.seek(base_offset)
+        shape, _, dtype = read_npy_header(fh, where)
+        start = fh.tell()
+        end = ident[2] if max_end is None else max_end
+        if len(shape) != 1 or shape[0] != n or dtype.kind not in kinds:
+            raise FileFormatError(
+                f"{where}: expected {n} {what} (one per score row), got {dtype} of shape {shape}"
+            )
+        need = span_bytes(shape, dtype.itemsize)
+        if start + need != end:
+            raise header_error(where, "shape", shape, f"{need} bytes of {dtype.str} data",
+                               f"{end - start} bytes after the header")
+        raw = np.empty(need, dtype=np.uint8)
+        if need:
+            pread_exact(fh, raw.data.cast("B"), start, where)
+    return raw.view(dtype).reshape(shape)
 
 
 def check_trak_finalized(path: Path) -> None:
@@ -116,10 +186,13 @@ def bf16_to_float32(raw: np.ndarray) -> np.ndarray:
 
 
 class RawFileSource(ScoreSource):
-    """A raw array of known shape and dtype at ``offset`` in a file, read with ``os.pread``.
+    """A raw array of known shape and dtype at ``offset`` in a file, read with ``os.preadv``.
 
-    Streaming reads go straight into reused buffers (no page-cache mapping grows the resident
-    set); :attr:`array` is a memory map for random access (and column slices).
+    The shape is checked against the bytes the file holds (exactly: a file longer than its
+    header's shape is refused like a shorter one) before anything is read. No file is held open
+    between reads (:mod:`aria_tda.scores.formats.files`): row blocks are read positionally into
+    the caller's buffer; column slices (and Fortran-ordered rows) through a memory map that
+    lives for the read only.
 
     Parameters
     ----------
@@ -139,6 +212,9 @@ class RawFileSource(ScoreSource):
         Row ids.
     manifest : dict, optional
         The artefact's manifest.
+    data_end : int, optional
+        The byte where the array's data must end (a member's or tensor's end inside its
+        container); default: the end of the file.
     """
 
     def __init__(
@@ -152,24 +228,32 @@ class RawFileSource(ScoreSource):
         key: str | None = None,
         row_ids: Any = None,
         manifest: dict[str, Any] | None = None,
+        data_end: int | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = self.file = Path(path)
         self.key = key
         self.fortran = fortran
         self.data_offset = int(offset)
         self.storage: np.dtype[Any] = BF16_STORAGE if dtype == "bfloat16" else np.dtype(dtype)
+        shape = header_dims(self.where, "shape", list(shape))
         super().__init__(shape, dtype, row_ids=row_ids, manifest=manifest)
-        if not hasattr(self, "_fh"):
-            self._fh = self._open()
         self.row_bytes = self.n_cols * self.storage.itemsize
-        self._mmap: np.ndarray | None = None
-        need = self.data_offset + self.n_rows * self.row_bytes
-        size = os.fstat(self._fh.fileno()).st_size
-        if size < need:
-            self.close()
+        with open_for_read(self.file, self.where) as (_, identity):
+            self._identity = identity
+        size = identity[2]
+        end = size if data_end is None else int(data_end)
+        need = self.n_rows * self.row_bytes
+        if end > size or self.data_offset + need > end:
             raise FileFormatError(
                 f"{self.where}: truncated: the header promises shape {self.shape} {dtype} "
-                f"({need} bytes), the file has {size}"
+                f"({need} bytes from byte {self.data_offset}), the file holds {size} bytes"
+                + ("" if end == size else f" (this array's data must end at byte {end})")
+            )
+        if self.data_offset + need < end:
+            raise header_error(
+                self.where, "shape", self.shape,
+                f"shape x itemsize = {need} bytes of {dtype} data from byte {self.data_offset}",
+                f"{end - self.data_offset} (the header describes less than the file holds)",
             )
 
     @property
@@ -177,66 +261,66 @@ class RawFileSource(ScoreSource):
         """The file (and key) as messages name it."""
         return f"{self.path}" + (f"[{self.key!r}]" if self.key else "")
 
-    def _open(self) -> Any:
-        assert self.path is not None
-        try:
-            return open(self.path, "rb")
-        except OSError as exc:
-            raise FileFormatError(f"{self.where}: cannot open ({exc.strerror})") from None
-
     @property
     def array(self) -> np.ndarray:
-        """A read-only memory map of the whole matrix (storage dtype and order)."""
-        if self._mmap is None:
-            self._mmap = np.memmap(
-                str(self.path),
-                dtype=self.storage,
-                mode="r",
-                offset=self.data_offset,
-                shape=self.shape,
-                order="F" if self.fortran else "C",
-            )
-        return self._mmap
+        """A new read-only memory map of the whole matrix (storage dtype and order).
+
+        Each access maps the file anew; the map (and the file handle it holds) lives as long
+        as the caller keeps it. The source's own reads do not use it.
+        """
+        return np.memmap(
+            str(self.file),
+            dtype=self.storage,
+            mode="r",
+            offset=self.data_offset,
+            shape=self.shape,
+            order="F" if self.fortran else "C",
+        )
 
     def _convert(self, raw: np.ndarray) -> np.ndarray:
         return bf16_to_float32(raw) if self.dtype == "bfloat16" else raw
 
+    def _from_map(
+        self, rows: slice, cols: slice, order: Literal["C", "F"] = "C"
+    ) -> np.ndarray:
+        """A copy of ``array[rows, cols]`` (storage dtype, ``order``), the file mapped for this
+        read only."""
+        with mapped(self.file, self.where, self._identity) as mm:
+            whole = np.ndarray(self.shape, dtype=self.storage, buffer=mm,
+                               offset=self.data_offset, order="F" if self.fortran else "C")
+            out = np.array(whole[rows, cols], order=order)
+            del whole
+        return out
+
     def _raw_rows(self, start: int, stop: int) -> np.ndarray:
-        return self._convert(self.array[start:stop])
+        if self.fortran:
+            return self._convert(self._from_map(slice(start, stop), slice(None)))
+        out = np.empty((stop - start, self.n_cols), dtype=self.storage)
+        self._pread_rows(start, out)
+        return self._convert(out)
 
     def _raw_columns(self, start: int, stop: int) -> np.ndarray:
-        return self._convert(self.array[:, start:stop])
+        # Fortran order: its transpose (what a transposed source hands out) is C-contiguous
+        return self._convert(self._from_map(slice(None), slice(start, stop), "F"))
 
-    def _pread(self, offset: int, view: memoryview) -> None:
-        fd = self._fh.fileno()
-        done = 0
-        total = view.nbytes
-        while done < total:
-            n = os.preadv(fd, [view[done:]], offset + done)
-            if n <= 0:
-                raise FileFormatError(
-                    f"{self.where}: unexpected end of file at byte {offset + done}"
-                )
-            done += n
+    def _pread_rows(self, start: int, out: np.ndarray) -> None:
+        with open_for_read(self.file, self.where, self._identity) as (fh, _):
+            pread_exact(fh, out.data.cast("B"), self.data_offset + start * self.row_bytes,
+                        self.where)
 
     def _read_into(self, start: int, stop: int, out: np.ndarray) -> np.ndarray:
         if self.fortran:
             return super()._read_into(start, stop, out)
-        offset = self.data_offset + start * self.row_bytes
         if self.storage == out.dtype and self.storage.isnative:
-            self._pread(offset, out.data.cast("B"))
+            self._pread_rows(start, out)
             return out
         raw = np.empty((stop - start, self.n_cols), dtype=self.storage)
-        self._pread(offset, raw.data.cast("B"))
+        self._pread_rows(start, raw)
         np.copyto(out, self._convert(raw), casting="unsafe")
         return out
 
     def close(self) -> None:
-        """Release the file handle and the memory map."""
-        self._mmap = None
-        fh = getattr(self, "_fh", None)
-        if fh is not None and not fh.closed:
-            fh.close()
+        """Nothing to release: no file is held open between reads."""
 
 
 class NpySource(RawFileSource):
@@ -254,6 +338,8 @@ class NpySource(RawFileSource):
         Row ids.
     manifest : dict, optional
         The artefact's manifest.
+    data_end : int, optional
+        Where the member ends inside its archive (default: the end of the file).
     """
 
     def __init__(
@@ -264,23 +350,22 @@ class NpySource(RawFileSource):
         key: str | None = None,
         row_ids: Any = None,
         manifest: dict[str, Any] | None = None,
+        data_end: int | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = self.file = Path(path)
         self.key = key
-        self._fh = self._open()
-        self._fh.seek(base_offset)
-        try:
-            shape, fortran, dtype = read_npy_header(self._fh, self.where)
-        except FileFormatError:
-            self._fh.close()
-            raise
+        with open_for_read(self.file, self.where) as (fh, _):
+            fh.seek(base_offset)
+            shape, fortran, dtype = read_npy_header(fh, self.where)
+            offset = fh.tell()
         super().__init__(
             path,
-            self._fh.tell(),
+            offset,
             shape,
             dtype,
             fortran=fortran,
             key=key,
             row_ids=row_ids,
             manifest=manifest,
+            data_end=data_end,
         )

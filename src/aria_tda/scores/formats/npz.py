@@ -4,8 +4,10 @@ An ``.npz`` is a zip of ``.npy`` members. A stored (uncompressed, ``np.savez``) 
 ``.npy`` file at a byte offset of the archive and is read like one
 (:class:`~aria_tda.scores.formats.npy.NpySource`). A compressed member (``np.savez_compressed``)
 is decompressed sequentially; random access re-seeks. A member named ``row_ids`` holds the
-row ids. A member shorter than its header says, or whose compressed stream breaks off, is a
-:class:`~aria_tda.errors.FileFormatError` naming the archive and the member.
+row ids (its header checked against the member's size before it is read). A member shorter or
+longer than its header says, a stored member whose compressed size is not its size, or a
+compressed stream that breaks off, is a :class:`~aria_tda.errors.FileFormatError` naming the
+archive and the member.
 """
 
 from __future__ import annotations
@@ -19,16 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import FileFormatError, library_message
-from aria_tda.scores.formats.npy import NpySource, read_npy_header
+from aria_tda.errors import DataError, FileFormatError, library_message
+from aria_tda.scores.formats.header import header_error, span_bytes
+from aria_tda.scores.formats.npy import NpySource, read_npy_header, read_small_npy
 from aria_tda.scores.source import ScoreSource
 
 __all__ = ["ROW_IDS_KEY", "open_npz"]
 
 ROW_IDS_KEY = "row_ids"
 
-#: What a broken compressed member raises while it is read.
-_ZIP_ERRORS = (zlib.error, zipfile.BadZipFile, EOFError, OSError, ValueError)
+#: What a broken archive or compressed member raises while it is read (RuntimeError: an
+#: "encrypted" flag; NotImplementedError: an unknown compression method).
+_ZIP_ERRORS = (zlib.error, zipfile.BadZipFile, EOFError, OSError, ValueError, RuntimeError)
 
 
 class _ZipStreamSource(ScoreSource):
@@ -39,13 +43,18 @@ class _ZipStreamSource(ScoreSource):
     ) -> None:
         self.path = Path(path)
         self.key = key
-        self._zip = zipfile.ZipFile(self.path)
         self._member = info.filename
         self._lock = threading.Lock()
-        self._fh = self._zip.open(info)
         where = f"{path}[{key!r}]"
         try:
+            self._zip = zipfile.ZipFile(self.path)
+            self._fh = self._zip.open(info)
             shape, self.fortran, dtype = read_npy_header(self._fh, where)
+        except _ZIP_ERRORS as exc:  # a broken stream before the header ends
+            self.close()
+            raise FileFormatError(
+                f"{where}: truncated or corrupt member {self._member!r} ({library_message(exc)})"
+            ) from None
         except FileFormatError:
             self.close()
             raise
@@ -56,14 +65,25 @@ class _ZipStreamSource(ScoreSource):
                 "save it C-ordered or uncompressed (np.savez)"
             )
         self._data_start = self._fh.tell()
-        super().__init__(shape, dtype, row_ids=row_ids, manifest=manifest)
+        try:
+            super().__init__(shape, dtype, row_ids=row_ids, manifest=manifest)
+        except DataError:
+            self.close()
+            raise
         self.row_bytes = self.n_cols * np.dtype(dtype).itemsize
         need = self._data_start + self.n_rows * self.row_bytes
-        if need > info.file_size:
+        if need != info.file_size:
             self.close()
+            if need < info.file_size:
+                raise header_error(
+                    where, "shape", self.shape,
+                    f"shape x itemsize = {need - self._data_start} bytes of {dtype} data",
+                    f"{info.file_size - self._data_start} in member {self._member!r} (the "
+                    "header describes less than the member holds)",
+                )
             raise FileFormatError(
                 f"{where}: truncated member {self._member!r}: the header promises shape "
-                f"{self.shape} ({need} bytes), the member has {info.file_size}"
+                f"{self.shape} ({need} bytes), the member holds {info.file_size}"
             )
 
     def _raw_rows(self, start: int, stop: int) -> np.ndarray:
@@ -93,9 +113,10 @@ class _ZipStreamSource(ScoreSource):
 
     def close(self) -> None:
         """Close the member and the archive."""
-        with contextlib.suppress(Exception):
-            self._fh.close()
-            self._zip.close()
+        for handle in (getattr(self, "_fh", None), getattr(self, "_zip", None)):
+            with contextlib.suppress(Exception):
+                if handle is not None:
+                    handle.close()
 
 
 def _local_data_offset(path: Path, info: zipfile.ZipInfo) -> int:
@@ -107,6 +128,33 @@ def _local_data_offset(path: Path, info: zipfile.ZipInfo) -> int:
     name_len = int.from_bytes(local[26:28], "little")
     extra_len = int.from_bytes(local[28:30], "little")
     return info.header_offset + 30 + name_len + extra_len
+
+
+def _read_row_ids(zf: zipfile.ZipFile, path: Path, info: zipfile.ZipInfo, n: int) -> Any:
+    """The ``row_ids`` member: ``n`` strings (or integers), its header checked before reading."""
+    where = f"{path}[{ROW_IDS_KEY!r}]"
+    if info.compress_type == zipfile.ZIP_STORED:
+        offset = _local_data_offset(path, info)
+        return read_small_npy(path, where, n=n, kinds="USiu", what="row ids",
+                              base_offset=offset, max_end=offset + info.file_size)
+    try:
+        with zf.open(info) as fh:
+            shape, _, dtype = read_npy_header(fh, where)
+            if len(shape) != 1 or shape[0] != n or dtype.kind not in "USiu":
+                raise FileFormatError(
+                    f"{where}: expected {n} row ids (one per score row), got {dtype} of shape "
+                    f"{shape}"
+                )
+            need = span_bytes(shape, dtype.itemsize)
+            if fh.tell() + need != info.file_size:
+                raise header_error(where, "shape", shape, f"{need} bytes of {dtype.str} data",
+                                   f"{info.file_size - fh.tell()} in the member")
+            data = fh.read(need)
+    except _ZIP_ERRORS as exc:
+        raise FileFormatError(f"{where}: unreadable ({library_message(exc)})") from None
+    if len(data) != need:
+        raise FileFormatError(f"{where}: truncated member {info.filename!r}")
+    return np.frombuffer(data, dtype=dtype)
 
 
 def open_npz(path: Path, key: str | None, manifest: Any) -> ScoreSource:
@@ -123,7 +171,7 @@ def open_npz(path: Path, key: str | None, manifest: Any) -> ScoreSource:
     """
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except _ZIP_ERRORS as exc:
         raise FileFormatError(
             f"{path}: not a readable .npz archive ({library_message(exc)})"
         ) from None
@@ -141,20 +189,23 @@ def open_npz(path: Path, key: str | None, manifest: Any) -> ScoreSource:
         if key not in members:
             raise FileFormatError(f"{path}: no array named {key!r}; it holds {names}")
         info = members[key]
-        row_ids = None
+        src: ScoreSource
+        if info.compress_type == zipfile.ZIP_STORED:
+            if info.compress_size != info.file_size:
+                raise header_error(
+                    f"{path}[{key!r}]", "compressed size", info.compress_size,
+                    f"the member's size, {info.file_size}, for a stored (uncompressed) member",
+                )
+            offset = _local_data_offset(path, info)
+            src = NpySource(path, base_offset=offset, key=key, manifest=manifest,
+                            data_end=offset + info.file_size)
+        else:
+            src = _ZipStreamSource(path, info, key, row_ids=None, manifest=manifest)
         if ROW_IDS_KEY in members and key != ROW_IDS_KEY:
             try:
-                with zf.open(members[ROW_IDS_KEY]) as fh:
-                    row_ids = np.lib.format.read_array(fh, allow_pickle=False)
-            except _ZIP_ERRORS as exc:
-                raise FileFormatError(
-                    f"{path}[{ROW_IDS_KEY!r}]: unreadable ({library_message(exc)})"
-                ) from None
-        if info.compress_type == zipfile.ZIP_STORED:
-            offset = _local_data_offset(path, info)
-            npy = NpySource(path, base_offset=offset, key=key, row_ids=row_ids, manifest=manifest)
-            if npy.data_offset + npy.n_rows * npy.row_bytes > offset + info.file_size:
-                npy.close()
-                raise FileFormatError(f"{path}[{key!r}]: member is shorter than its header says")
-            return npy
-    return _ZipStreamSource(path, info, key, row_ids=row_ids, manifest=manifest)
+                ids = _read_row_ids(zf, path, members[ROW_IDS_KEY], src.n_rows)
+            except FileFormatError:
+                src.close()
+                raise
+            src.row_ids = ids.astype(str)
+        return src

@@ -7,6 +7,14 @@ then the raw little-endian C-ordered data. ARIA parses it itself (no extra depen
 reads tensors with positional reads like ``.npy`` files; F16/BF16/F32/F64 and integer
 tensors are accepted, BF16 converted to float32 exactly.
 
+The header is checked whole against the file before any tensor is read
+(:func:`read_safetensors_header`), by the rules the ``safetensors`` library applies to the
+files it writes: the header length fits the file; each tensor is named once, with a known dtype
+code, a shape of non-negative integers and ``data_offsets`` whose span is shape x itemsize; the
+tensors lie end to end from the first data byte to the file's end (no overlap, no gap, nothing
+after). A file of many tensors (Kronfluence's per-module scores) is summed one tensor at a time;
+no file is held open between reads (:mod:`aria_tda.scores.formats.files`).
+
 Kronfluence (``Analyzer.compute_pairwise_scores``) saves a dict of score matrices of shape
 ``(n_queries, n_train)`` — **queries x training examples**, float32 by default
 (``score_dtype``):
@@ -32,20 +40,29 @@ stored instead (for a safetensors file that is already training x queries).
 
 from __future__ import annotations
 
-import json
-import os
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aria_tda.errors import FileFormatError, library_message
+from aria_tda.errors import FileFormatError
+from aria_tda.scores.formats.files import open_for_read
+from aria_tda.scores.formats.header import (
+    header_dims,
+    header_error,
+    json_object,
+    read_json_header,
+)
 from aria_tda.scores.formats.npy import RawFileSource
 from aria_tda.scores.source import ScoreSource
 
 __all__ = [
     "ALL_MODULES",
+    "SafetensorsHeader",
     "SumSource",
+    "TensorEntry",
     "open_safetensors",
     "read_safetensors_header",
     "summed_note",
@@ -64,15 +81,106 @@ DTYPES: dict[str, Any] = {
     "I32": np.dtype("<i4"),
     "I16": np.dtype("<i2"),
     "I8": np.dtype("i1"),
+    "U64": np.dtype("<u8"),
+    "U32": np.dtype("<u4"),
+    "U16": np.dtype("<u2"),
     "U8": np.dtype("u1"),
+}
+
+#: Bits per element of every safetensors dtype code (to check a tensor's byte span, whether
+#: ARIA reads that dtype or not).
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16,
+    "U16": 16, "F16": 16, "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64,
+    "F64": 64, "C64": 64, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
 }
 
 #: Refuse headers larger than this (the format's own limit is 100 MB).
 MAX_HEADER_BYTES = 100_000_000
 
 
-def read_safetensors_header(path: Path) -> tuple[int, dict[str, Any]]:
-    """Parse the header of a safetensors file.
+@dataclass(frozen=True)
+class TensorEntry:
+    """One tensor of a safetensors header, checked against the file.
+
+    Attributes
+    ----------
+    dtype : str
+        The safetensors dtype code (a key of :data:`DTYPE_BITS`).
+    shape : tuple of int
+        Non-negative dimensions.
+    begin, end : int
+        Its bytes, relative to the start of the data (after the header).
+    """
+
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+
+@dataclass(frozen=True)
+class SafetensorsHeader:
+    """The checked header of a safetensors file.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The file.
+    data_start : int
+        Byte offset where the tensor data begins (8 + the header's length).
+    size : int
+        The file's size (bytes) when the header was checked.
+    tensors : dict
+        Name -> :class:`TensorEntry`, in the header's order.
+    metadata : dict
+        The ``__metadata__`` entry (strings to strings), empty when absent.
+    """
+
+    path: Path
+    data_start: int
+    size: int
+    tensors: dict[str, TensorEntry]
+    metadata: dict[str, str]
+
+
+def _entry(where: str, name: str, info: Any, data_bytes: int) -> TensorEntry:
+    """One tensor's entry, its fields checked (the layout as a whole is checked by the caller)."""
+    at = f"{where}[{name!r}]"
+    if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
+        keys = sorted(info) if isinstance(info, dict) else info
+        raise header_error(at, "entry", keys,
+                           "an object with exactly dtype, shape and data_offsets")
+    code = info["dtype"]
+    if not isinstance(code, str) or code not in DTYPE_BITS:
+        raise header_error(at, "dtype", code, f"a safetensors dtype code ({', '.join(DTYPE_BITS)})")
+    shape = header_dims(at, "shape", info["shape"])
+    begin, end = header_dims(at, "data_offsets", info["data_offsets"], ndim=2)
+    if begin > end:
+        raise header_error(at, "data_offsets", [begin, end], "begin <= end")
+    if end > data_bytes:
+        raise FileFormatError(
+            f"{at}: truncated: data_offsets = {[begin, end]}: the tensor ends at byte {end} of "
+            f"the data, the file holds {data_bytes} bytes of data"
+        )
+    bits = math.prod(shape) * DTYPE_BITS[code]
+    if (end - begin) * 8 != bits:
+        raise header_error(
+            at, "data_offsets", [begin, end],
+            f"a span of shape x itemsize, {bits / 8:g} bytes of {code} for shape {list(shape)}",
+            f"{end - begin} bytes between them",
+        )
+    return TensorEntry(code, shape, begin, end)
+
+
+def read_safetensors_header(path: Path) -> SafetensorsHeader:
+    """Parse the header of a safetensors file and check it against the file.
+
+    What holds in a file the ``safetensors`` library writes, and is checked here: the header
+    length fits the file; the JSON is an object naming each tensor once, with a known dtype
+    code, a shape of non-negative integers and ``data_offsets`` ``[begin, end]`` whose span is
+    shape x itemsize; the tensors lie end to end from the first data byte to the last (no
+    overlap, no gap, nothing after); ``__metadata__`` maps strings to strings.
 
     Parameters
     ----------
@@ -81,61 +189,71 @@ def read_safetensors_header(path: Path) -> tuple[int, dict[str, Any]]:
 
     Returns
     -------
-    data_start : int
-        Byte offset where the tensor data begins.
-    tensors : dict
-        ``name -> {"dtype", "shape", "data_offsets"}`` (``__metadata__`` removed).
+    SafetensorsHeader
+        The checked header.
+
+    Raises
+    ------
+    FileFormatError
+        One line naming the field, its value and what the file holds.
     """
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
-            if len(head) != 8:
-                raise ValueError("shorter than the 8-byte header length")
-            n = int.from_bytes(head, "little")
-            if n <= 1 or n > MAX_HEADER_BYTES:
-                raise ValueError(f"implausible header length {n}")
-            raw = fh.read(n)
-            if len(raw) != n:
-                raise ValueError(f"header cut short ({len(raw)} of {n} bytes)")
-        header = json.loads(raw.decode("utf-8"))
-        if not isinstance(header, dict):
-            raise ValueError("the header is not a JSON object")
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
-        raise FileFormatError(
-            f"{path}: not a readable safetensors file ({library_message(exc)})"
-        ) from None
-    header.pop("__metadata__", None)
-    for name, info in header.items():
-        ok = (
-            isinstance(info, dict)
-            and isinstance(info.get("shape"), list)
-            and isinstance(info.get("data_offsets"), list)
-            and len(info["data_offsets"]) == 2
-        )
-        if not ok:
-            raise FileFormatError(f"{path}: malformed safetensors entry for tensor {name!r}")
-    return 8 + n, header
+    where = str(path)
+    bad = f"{where}: not a readable safetensors file"
+    with open_for_read(path, where) as (fh, identity):
+        size = identity[2]
+        head = fh.read(8)
+        if len(head) != 8:
+            raise FileFormatError(f"{bad} (shorter than the 8-byte header length)")
+        n = int.from_bytes(head, "little")
+        limit = min(MAX_HEADER_BYTES, size - 8)
+        if limit < 2:
+            raise FileFormatError(f"{bad} ({size} bytes: no room for a header)")
+        if not 2 <= n <= limit:
+            raise header_error(bad, "header length", n, f"2 to {limit} bytes",
+                               f"{size} bytes in all")
+        raw = fh.read(n)
+    if len(raw) != n:
+        raise FileFormatError(f"{bad} (header cut short: {len(raw)} of {n} bytes)")
+    header = read_json_header(path, where, raw=raw, what="safetensors file")
+    header = json_object(header, bad, "a header mapping tensor names to their entries")
+    metadata = header.pop("__metadata__", None)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict) or not all(
+        isinstance(v, str) for v in metadata.values()
+    ):
+        raise header_error(where, "__metadata__", metadata, "an object of strings")
+    data_bytes = size - 8 - n
+    tensors = {name: _entry(where, name, info, data_bytes) for name, info in header.items()}
+    at, last = 0, None
+    for name, t in sorted(tensors.items(), key=lambda kv: (kv[1].begin, kv[1].end)):
+        if t.begin != at:
+            what = "overlapping it" if t.begin < at else "leaving bytes no tensor claims"
+            raise header_error(
+                f"{where}[{name!r}]", "data_offsets", [t.begin, t.end],
+                f"to begin where the tensor before it ends (byte {at}), not {what}",
+            )
+        at, last = t.end, name
+    if at != data_bytes:
+        extra = f"{data_bytes} bytes of data, {data_bytes - at} after the last tensor"
+        if last is None:
+            raise header_error(where, "tensors", [], "no data after a header of no tensor",
+                               extra)
+        end = tensors[last]
+        raise header_error(f"{where}[{last!r}]", "data_offsets", [end.begin, end.end],
+                           "the last tensor to end where the file ends", extra)
+    return SafetensorsHeader(path, 8 + n, size, tensors, metadata)
 
 
-def _tensor_source(
-    path: Path, data_start: int, name: str, info: dict[str, Any], manifest: Any
-) -> RawFileSource:
-    code = str(info.get("dtype"))
-    if code not in DTYPES:
+def _tensor_source(header: SafetensorsHeader, name: str, manifest: Any) -> RawFileSource:
+    t = header.tensors[name]
+    if t.dtype not in DTYPES:
         raise FileFormatError(
-            f"{path}[{name!r}]: unsupported safetensors dtype {code!r}; "
+            f"{header.path}[{name!r}]: unsupported safetensors dtype {t.dtype!r}; "
             f"expected one of {sorted(DTYPES)}"
         )
-    dtype = DTYPES[code]
-    shape = tuple(int(s) for s in info["shape"])
-    begin, end = (int(x) for x in info["data_offsets"])
-    itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
-    if end - begin != int(np.prod(shape)) * itemsize:
-        raise FileFormatError(
-            f"{path}[{name!r}]: data_offsets span {end - begin} bytes, shape {shape} {code} "
-            f"needs {int(np.prod(shape)) * itemsize}"
-        )
-    return RawFileSource(path, data_start + begin, shape, dtype, key=name, manifest=manifest)
+    return RawFileSource(header.path, header.data_start + t.begin, t.shape, DTYPES[t.dtype],
+                         key=name, manifest=manifest, data_end=header.data_start + t.end)
 
 
 class SumSource(ScoreSource):
@@ -189,7 +307,9 @@ def summed_note(keys: list[str]) -> str:
     )
 
 
-def open_safetensors(path: Path, key: str | None, manifest: Any) -> ScoreSource:
+def open_safetensors(
+    path: Path, key: str | None, manifest: Any, *, header: SafetensorsHeader | None = None
+) -> ScoreSource:
     """Open a score matrix of a safetensors file, as stored (queries x training for Kronfluence).
 
     Parameters
@@ -201,29 +321,24 @@ def open_safetensors(path: Path, key: str | None, manifest: Any) -> ScoreSource:
         2-D tensor.
     manifest : dict, optional
         The artefact's manifest, carried by the source.
+    header : SafetensorsHeader, optional
+        The file's header, when already read with :func:`read_safetensors_header`.
     """
-    data_start, header = read_safetensors_header(path)
-    size = os.stat(path).st_size
-    for name, info in header.items():
-        if data_start + int(info["data_offsets"][1]) > size:
-            raise FileFormatError(
-                f"{path}[{name!r}]: truncated: the header places the tensor's end at byte "
-                f"{data_start + int(info['data_offsets'][1])}, the file has {size}"
-            )
-    two_d = sorted(n for n, info in header.items() if len(info["shape"]) == 2)
+    if header is None:
+        header = read_safetensors_header(path)
+    tensors = header.tensors
+    two_d = sorted(n for n, t in tensors.items() if len(t.shape) == 2)
     if key is None:
-        if ALL_MODULES in header or len(two_d) != 1:
+        if ALL_MODULES in tensors or len(two_d) != 1:
             key = ALL_MODULES
         else:
             key = two_d[0]
-    if key in header:
-        return _tensor_source(path, data_start, key, header[key], manifest)
+    if key in tensors:
+        return _tensor_source(header, key, manifest)
     if key == ALL_MODULES and len(two_d) > 1:
-        shapes = {tuple(header[n]["shape"]) for n in two_d}
+        shapes = {tensors[n].shape for n in two_d}
         if len(shapes) == 1:  # Kronfluence per_module_score=True: all_modules is the sum
-            parts: list[ScoreSource] = [
-                _tensor_source(path, data_start, n, header[n], manifest) for n in two_d
-            ]
+            parts: list[ScoreSource] = [_tensor_source(header, n, manifest) for n in two_d]
             out = SumSource(parts, key=ALL_MODULES)
             out.summed_keys = tuple(two_d)
             out.notes = (summed_note(two_d),)
@@ -232,6 +347,6 @@ def open_safetensors(path: Path, key: str | None, manifest: Any) -> ScoreSource:
             f"{path}: 2-D tensors {two_d} differ in shape ({sorted(shapes)}); pass key= (--key)"
         )
     raise FileFormatError(
-        f"{path}: no tensor named {key!r}; it holds {sorted(header)}"
+        f"{path}: no tensor named {key!r}; it holds {sorted(tensors)}"
         + ("" if two_d else " (none of them 2-D)")
     )

@@ -7,11 +7,17 @@ weights_only=True)``); legacy (non-zip) files are loaded whole.
 Orientation: dattri's score functions return ``(n_train, n_test)`` — ARIA's orientation.
 captum's ``TracInCP.influence`` and LogIX return ``(n_test, n_train)``: read those with
 ``transpose=True`` (``--transpose``). Sparse tensors are refused (densify them first).
+
+Before torch reads a zip file, each storage's element count in the pickle is checked against
+the size of its record (:func:`check_storages`: torch memory-maps the file and would read a
+short record's neighbours as scores); a ``row_ids`` entry must be a list of strings, and a
+dtype NumPy does not know (float8, quantized) is refused in one line.
 """
 
 from __future__ import annotations
 
 import io
+import pickle
 import struct
 import types
 import warnings
@@ -21,10 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from aria_tda._inert_pickle import Inert, inert_class
 from aria_tda.errors import DataError, FileFormatError, expected, library_message
+from aria_tda.scores.formats.header import header_error
 from aria_tda.scores.source import ScoreSource, check_matrix_shape, expected_text
 
-__all__ = ["TorchSource", "load_torch"]
+__all__ = ["TorchSource", "check_storages", "load_torch"]
 
 ROW_IDS_KEY = "row_ids"
 
@@ -75,7 +83,12 @@ class TorchSource(ScoreSource):
             )
         dtype: Any = "bfloat16" if tensor.dtype == torch.bfloat16 else str(tensor.dtype)
         if dtype != "bfloat16":
-            dtype = np.dtype(str(tensor.dtype).removeprefix("torch."))
+            try:
+                dtype = np.dtype(str(tensor.dtype).removeprefix("torch."))
+            except TypeError:  # float8, quantized and other types NumPy does not know
+                raise DataError(
+                    expected("scores", "a real floating-point or integer dtype", dtype)
+                ) from None
         super().__init__(tuple(tensor.shape), dtype, row_ids=row_ids, manifest=manifest)
         self.tensor = tensor
         self.path = path
@@ -129,6 +142,7 @@ def load_torch(path: Path, key: str | None, manifest: Any) -> TorchSource:
     """
     import torch
 
+    check_storages(path)
     try:
         with warnings.catch_warnings():  # torch's notes on a file are noise here (one line each)
             warnings.simplefilter("ignore")
@@ -141,7 +155,13 @@ def load_torch(path: Path, key: str | None, manifest: Any) -> TorchSource:
     if isinstance(obj, dict):
         tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
         if ROW_IDS_KEY in obj and not isinstance(obj[ROW_IDS_KEY], torch.Tensor):
-            row_ids = list(obj[ROW_IDS_KEY])
+            row_ids = obj[ROW_IDS_KEY]
+            if not isinstance(row_ids, list | tuple) or not all(
+                isinstance(r, str | int) and not isinstance(r, bool) for r in row_ids
+            ):
+                raise header_error(f"{path}[{ROW_IDS_KEY!r}]", ROW_IDS_KEY, row_ids,
+                                   "a list of strings (one id per row)")
+            row_ids = list(row_ids)
         if key is None:
             two_d = [k for k, v in tensors.items() if v.dim() == 2]
             if len(two_d) != 1:
@@ -162,6 +182,92 @@ def load_torch(path: Path, key: str | None, manifest: Any) -> TorchSource:
             f"{path}: expected a tensor or a dict holding one, got {type(obj).__name__}"
         )
     return TorchSource(tensor, path=path, key=key, row_ids=row_ids, manifest=manifest)
+
+
+class _StorageScan(pickle.Unpickler):
+    """Collects the persistent ids ``('storage', type, key, location, numel)`` of a torch pickle.
+
+    No global is imported or called: every one is an
+    :class:`~aria_tda._inert_pickle.Inert` subclass named after it.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(io.BytesIO(data))
+        self.storages: list[tuple[str, str, Any]] = []
+
+    def find_class(self, module: str, name: str) -> Any:
+        return inert_class(module, name)
+
+    def persistent_load(self, pid: Any) -> Any:
+        if isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage":
+            kind = getattr(pid[1], "qualname", str(pid[1]))
+            self.storages.append((str(pid[2]), kind, pid[4]))
+        return Inert()
+
+
+def _storage_itemsize(kind: str) -> int | None:
+    """Bytes per element of a pickled storage type (``torch.FloatStorage``), None if unknown."""
+    import torch
+
+    module, _, name = kind.rpartition(".")
+    if name == "UntypedStorage":
+        return 1
+    cls = getattr(torch, name, None) if module == "torch" and name.endswith("Storage") else None
+    try:
+        with warnings.catch_warnings():  # torch calls typed storages deprecated
+            warnings.simplefilter("ignore")
+            return int(cls.dtype.itemsize) if cls is not None else None
+    except (AttributeError, TypeError, RuntimeError):
+        return None
+
+
+def check_storages(path: Path) -> None:
+    """Refuse a torch zip file whose pickle claims storages larger or smaller than its records.
+
+    A storage's element count lives in the pickle (``data.pkl``), its bytes in the record
+    ``data/KEY`` of the zip; torch memory-maps the file and would read past a short record into
+    the bytes after it. The pickle is scanned without importing or calling anything it names.
+    Legacy (non-zip) files are not checked (torch reads them whole).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A ``.pt``/``.pth`` file.
+
+    Raises
+    ------
+    FileFormatError
+        A storage's ``numel`` x itemsize is not the size of its record, or its record is absent.
+    """
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = [n for n in zf.namelist() if n.endswith("/data.pkl") or n == "data.pkl"]
+            if len(names) != 1:
+                return
+            prefix = names[0][: -len("data.pkl")]
+            records = {i.filename: i.file_size for i in zf.infolist()}
+            data = zf.read(names[0])
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+        return  # not a zip (legacy torch file) or unreadable: torch.load says what it is
+    scan = _StorageScan(data)
+    try:
+        scan.load()
+    except Exception:  # a pickle torch will refuse too; it says why
+        return
+    for key, kind, numel in scan.storages:
+        record = f"{prefix}data/{key}"
+        where = f"{path}[{record!r}]"
+        if record not in records:
+            raise FileFormatError(f"{where}: the pickle names storage {key!r}, the file has no "
+                                  "such record")
+        itemsize = _storage_itemsize(kind)
+        if itemsize is None:
+            continue
+        size = records[record]
+        if type(numel) is not int or numel * itemsize != size:
+            raise header_error(where, "numel", numel,
+                               f"{size // itemsize} elements of {itemsize} bytes ({kind})",
+                               f"{size} bytes in this storage's record")
 
 
 def _torch_load(torch: Any, path: Path) -> Any:

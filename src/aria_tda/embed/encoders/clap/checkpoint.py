@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from aria_tda._inert_pickle import inert_class
 from aria_tda.errors import FileFormatError, expected
 
 __all__ = [
@@ -88,39 +89,12 @@ for _dt in _DTYPES:
         _ALLOWED[("numpy.dtypes", _dt)] = getattr(np.dtypes, _dt)
 
 
-class Inert:
-    """What a global outside the allow-list unpickles to: records its name, runs nothing."""
-
-    qualname = "?"
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Inert:
-        return object.__new__(cls)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def __setstate__(self, state: Any) -> None:
-        pass
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        pass
-
-    def append(self, value: Any) -> None:
-        pass
-
-    def extend(self, values: Any) -> None:
-        pass
-
-    def __repr__(self) -> str:
-        return f"<not loaded: {self.qualname}>"
-
-
 class _RestrictedUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         hit = _ALLOWED.get((module, name))
         if hit is not None:
             return hit
-        return type(name, (Inert,), {"qualname": f"{module}.{name}"})
+        return inert_class(module, name)
 
 
 #: a pickle "module" for ``torch.load(pickle_module=...)``

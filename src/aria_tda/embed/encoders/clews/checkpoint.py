@@ -25,10 +25,11 @@ import pickle
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
+from aria_tda._inert_pickle import Inert, inert_class
 from aria_tda._io import atomic_path, write_text
 from aria_tda._optional import require
 from aria_tda.embed.encoders.clews.model import ClewsConfig, ClewsNet
@@ -46,48 +47,13 @@ _ALLOWED = {
 }
 
 
-class _Inert:
-    """Stand-in for a class the allow-list does not name: stores what the pickle gives it."""
-
-    _origin = "?"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._args = args
-
-    def __setstate__(self, state: Any) -> None:
-        if isinstance(state, tuple) and len(state) == 2:
-            merged: dict[str, Any] = {}
-            for part in state:
-                if isinstance(part, Mapping):
-                    merged.update(part)
-            state = merged
-        if isinstance(state, Mapping):
-            self.__dict__.update(state)
-        else:
-            self.__dict__["_state"] = state
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.__dict__.setdefault("_items", {})[key] = value
-
-    def append(self, value: Any) -> None:
-        self.__dict__.setdefault("_list", []).append(value)
-
-    def extend(self, values: Any) -> None:
-        self.__dict__.setdefault("_list", []).extend(values)
-
-
 class _InertUnpickler(pickle.Unpickler):
-    _cache: ClassVar[dict[tuple[str, str], type]] = {}
-
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
         if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
-        key = (module, name)
-        if key not in self._cache:
-            self._cache[key] = type(name, (_Inert,), {"_origin": f"{module}.{name}"})
-        return self._cache[key]
+        return inert_class(module, name)
 
 
 class _InertPickle:
@@ -113,7 +79,7 @@ def plain(obj: Any) -> Any:
     obj : Any
         A value read by :func:`read_checkpoint`.
     """
-    if isinstance(obj, _Inert):
+    if isinstance(obj, Inert):
         d = obj.__dict__
         if "_content" in d:
             return plain(d["_content"])
