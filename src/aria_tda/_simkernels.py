@@ -26,6 +26,7 @@ import numba as nb
 import numpy as np
 
 __all__ = [
+    "anchored_z_accumulate",
     "build_masks",
     "lcs_group_colsums",
     "lcs_len_pair",
@@ -254,6 +255,34 @@ def lcs_group_colsums(  # pragma: no cover - numba
             for i in range(j):
                 block[i, j] = sims[i]
                 block[j, i] = sims[i]
+
+
+@nb.njit(cache=True, nogil=True, error_model="numpy")
+def anchored_z_accumulate(a, scale, js, gs, os, groups, zsum, zcnt):  # pragma: no cover
+    r"""Query-anchored z of (query, group) pairs, added into output columns (Stouffer sums).
+
+    For pair ``i``: query ``js[i]`` (a row of the block ``a`` (C, nq, P)), group ``groups[gs[i]]``
+    (``k`` pool positions). Per channel ``c``: ``z = mean_G a[c, j, G] / scale[c, j]``, added to
+    ``zsum[c, os[i]]`` and counted in ``zcnt[c, os[i]]`` when finite (``scale`` is NaN where the
+    query lacks the channel or its scores are constant). One pass, no temporaries.
+    """
+    n_c = a.shape[0]
+    k = groups.shape[1]
+    for i in range(js.size):
+        j = js[i]
+        g = gs[i]
+        e = os[i]
+        for c in range(n_c):
+            sc = scale[c, j]
+            if not sc > 0.0:
+                continue
+            s = 0.0
+            for m in range(k):
+                s += a[c, j, groups[g, m]]
+            z = s / k / sc
+            if np.isfinite(z):
+                zsum[c, e] += z
+                zcnt[c, e] += 1.0
 
 
 @nb.njit(cache=True, nogil=True, fastmath=_FM, error_model="numpy")

@@ -27,7 +27,13 @@ Vocabulary used in the columns:
 ``settings_computed``, ``nulls_computed``, and on a cluster ``split``: ``"settings"`` or
 ``"passes"``), ``tables`` (written by the study runner: file name → content digest of each of
 its tables, :data:`RUN_TABLES`, when it wrote ``results.json``; :func:`table_mismatches` tells
-a table changed since, or left by another run, from the ones this ``results.json`` describes).
+a table changed since, or left by another run, from the ones this ``results.json`` describes),
+``media`` (written by the study runner: each query's and listed track's media file with its
+size, mtime and content digest, so that a report refuses media changed since the run:
+:mod:`aria_tda.media.recorded`).
+
+The tables' schema (:data:`TABLES`, :class:`TableSpec`, the column groups) lives in
+:mod:`aria_tda._result_tables` and is imported from here.
 
 The schema below is the contract between the writers (:mod:`aria_tda.study`,
 :mod:`aria_tda_experiments`) and the reader (:mod:`aria_tda.report`). Writers must provide the
@@ -38,13 +44,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aria_tda._fingerprint import content_digest
 from aria_tda._io import atomic_path, read_json, write_json
 from aria_tda._paths import input_path
+from aria_tda._result_tables import (
+    ALIGNMENT_MEASURES,
+    CONCENTRATION_COLUMNS,
+    HOMOGENEITY_SUMMARY,
+    RELIABILITY_DIAGNOSTICS,
+    RUN_TABLES,
+    TABLES,
+    TableSpec,
+)
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 from aria_tda.manifest import make_manifest
 
@@ -100,346 +114,6 @@ RESULTS_KIND = "aria-results"
 REPORT_FILE = "report.html"
 #: What the report page's head says about who wrote it.
 _REPORT_MARK = b'<meta name="generator" content="aria-tda'
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """One table of the results folder.
-
-    Attributes
-    ----------
-    name : str
-        Schema name, the key of :data:`TABLES` (``"homogeneity"``, ``"query_z"``, ...).
-    filename : str
-        File name inside the results folder; ``.parquet`` files are Parquet, others CSV.
-    columns : tuple of str
-        Required columns (writers may add more; readers tolerate extra ones).
-    description : str
-        What one row holds, with the paper equation it comes from.
-    optional : tuple of str
-        Optional columns readers know by name (writers may leave them out).
-    """
-
-    name: str
-    filename: str
-    columns: tuple[str, ...]
-    description: str
-    optional: tuple[str, ...] = ()
-
-    @property
-    def format(self) -> str:
-        return "parquet" if self.filename.endswith(".parquet") else "csv"
-
-
-#: The reliability diagnostics of S_seg (paper Eqs. 1-3), in the paper's column order
-#: (r_1, r_2:5, p, kappa): the columns the report shows beside other quantities.
-RELIABILITY_DIAGNOSTICS: tuple[str, ...] = ("r1", "r2_5", "p", "kappa")
-#: The top-K concentration of each setting (optional columns of the reliability table,
-#: :mod:`aria_tda.diagnostics.concentration`): the share of queries led by the most frequent
-#: top-1 row, the mean pairwise top-K overlap and the distinct-rows ratio (quanda's top-K
-#: cardinality) at ``topk_K``, and the largest chance-corrected value the verdict compares
-#: with its thresholds. ``topk_level``/``topk_rows`` say what was ranked (``track``: the pool
-#: of S_track; ``segment``: S_seg) and how many rows.
-CONCENTRATION_COLUMNS: tuple[str, ...] = (
-    "top1_share",
-    "topk_overlap",
-    "topk_distinct",
-    "topk_excess",
-    "topk_K",
-    "topk_level",
-    "topk_rows",
-)
-#: The per-channel summary of the homogeneity table (paper Eq. summary): z-bar with its 95%
-#: CI, Pos and Sig.
-HOMOGENEITY_SUMMARY: tuple[str, ...] = ("zbar", "zbar_lo", "zbar_hi", "pos", "sig")
-#: The per-channel measures of the alignment table (paper Eq. alpha).
-ALIGNMENT_MEASURES: tuple[str, ...] = (
-    "alpha_max",
-    "alpha_max_feature",
-    "alpha_reg",
-    "alpha_reg_group",
-)
-
-_SPECS = (
-    TableSpec(
-        "reliability",
-        "reliability.csv",
-        (
-            "setting",
-            "method",
-            "stage",
-            "n_train",
-            "n_queries",
-            "kappa",
-            "r1",
-            "r2_5",
-            "p",
-            "v1_constancy",
-            "constant_columns",
-            "verdict",
-            "verdict_reason",
-        ),
-        "Reliability diagnostics of each setting's S_seg (paper Eqs. 1-3) and its collapse verdict "
-        "('collapsed' | 'suspect' | 'ok'); optional energy_1..energy_10 columns hold r_1..r_10. "
-        "v1_constancy = |sum v1| / sqrt(T) in [0, 1] (1 = v1 constant across queries). "
-        "Optional top-K concentration: top1_share (queries whose top-1 is the most frequent "
-        "top-1 row), topk_overlap (mean share of two queries' top-K in common) and "
-        "topk_distinct (|union of top-K| / (T K)) at K = topk_K, topk_excess (the largest "
-        "chance-corrected top-1 share or overlap, the verdict's measure), on topk_level "
-        "('track' or 'segment') with topk_rows rows.",
-        (*(f"energy_{i}" for i in range(1, 11)), *CONCENTRATION_COLUMNS),
-    ),
-    TableSpec(
-        "homogeneity",
-        "homogeneity.csv",
-        ("setting", "variant", "K", "channel", *HOMOGENEITY_SUMMARY, "n_queries"),
-        "Per-channel summary over queries (paper Eq. summary) for every K (the K-sweep) and "
-        "variant; zbar_lo/zbar_hi (and pos_lo/hi, sig_lo/hi) are 95% bootstrap CIs that resample "
-        "the queries and the B null reference groups jointly, so they carry the null's Monte-Carlo "
-        "error too (null_mc_se: its SE of zbar); pos/sig are fractions in [0, 1]; "
-        "n_constant_excluded counts degenerate query columns left out.",
-    ),
-    TableSpec(
-        "query_z",
-        "query_z.parquet",
-        ("setting", "variant", "K", "query", "channel", "z"),
-        "z_c(q) for every query (paper Eq. z_c).",
-    ),
-    TableSpec(
-        "aspects",
-        "aspects.csv",
-        ("setting", "variant", "K", "anchor", "channel", "baseline", "baseline_lo",
-         "baseline_hi", "named_share", "none_share", "n_queries", "method_aspect"),
-        "The distinctive reading per setting, variant and channel at K = K_report "
-        "(aria_tda.homogeneity.distinctive): baseline = the median over queries of the channel "
-        "z of each query's distinctive group (anchor 'query': its similarity to the query; "
-        "'group': its within-group homogeneity) with a bootstrap interval — what the method "
-        "shows for every query; method_aspect = the largest baseline whose interval lies "
-        "above 0, or 'none'; named_share = the share of the queries whose distinctive aspect "
-        "is the channel, none_share = the share with no distinctive aspect; alpha, threshold.",
-        ("alpha", "threshold"),
-    ),
-    TableSpec(
-        "query_aspects",
-        "query_aspects.parquet",
-        ("setting", "variant", "query", "channel", "z", "delta", "named"),
-        "Per query and channel: z of the query's distinctive group, delta = its distinctive "
-        "score against the method's other queries, and the query's answer (named: a channel "
-        "or 'none', the same on every row of the query).",
-    ),
-    TableSpec(
-        "set_aspects",
-        "set_aspects.csv",
-        ("setting", "variant", "variable", "value", "n_queries", "channel", "z", "delta", "p",
-         "named"),
-        "The distinctive reading of each set of queries sharing a value of a confound column: "
-        "z and delta per channel, the p-value of the set's leading channel against random sets "
-        "of the other queries (Bonferroni over the channels), and the answer (a channel or "
-        "'none').",
-    ),
-    TableSpec(
-        "null",
-        "null.csv",
-        ("K", "channel", "feature", "mu", "sigma", "B"),
-        "Null distribution per K: per feature (mu_d, sigma_d) and per channel (feature='*'); "
-        "mc_se = the Monte-Carlo SE of the channel mean from the B reference groups.",
-    ),
-    TableSpec(
-        "topk",
-        "topk.parquet",
-        ("setting", "variant", "query", "rank", "track_id", "score"),
-        "The top-K_report attributed tracks of each query (rank 1 = highest S_track score).",
-    ),
-    TableSpec(
-        "pairs",
-        "pairs.parquet",
-        (
-            "setting",
-            "variant",
-            "K",
-            "query",
-            "channel",
-            "track_a",
-            "track_b",
-            "similarity",
-            "contribution",
-        ),
-        "The track pairs of A_K(q) contributing most to each channel's g (contribution = the "
-        "pair's standardised similarity averaged over the channel's features).",
-    ),
-    TableSpec(
-        "alignment",
-        "alignment.csv",
-        ("setting", "channel", *ALIGNMENT_MEASURES),
-        "Axis-channel alignment of u_1 of S_track (paper Eq. alpha).",
-    ),
-    TableSpec(
-        "confound",
-        "confound.csv",
-        (
-            "setting",
-            "variant",
-            "K",
-            "channel",
-            "column",
-            "stratum",
-            "n",
-            "mean_z",
-            "pos",
-            "sig",
-            "sd_across",
-        ),
-        "z_c stratified by a query metadata column; sd_across = SD of mean_z across strata "
-        "(repeated on each row of the group).",
-    ),
-    TableSpec(
-        "ranking",
-        "ranking.csv",
-        ("setting", "variant", "K", "channel", "zbar", "rank", "excluded", "reason"),
-        "Method ranking on zbar per channel; collapsed settings are excluded (rank empty, "
-        "excluded=True).",
-    ),
-    TableSpec(
-        "lds",
-        "lds.csv",
-        ("method", "lds", "lds_sd", "n_subsets", "n_queries"),
-        "Linear datamodeling score per attribution method (mean over queries, SD over queries).",
-    ),
-    TableSpec(
-        "agreement",
-        "agreement.csv",
-        ("diagnostic", "spearman", "kendall", "n_methods"),
-        "Rank agreement across methods between each diagnostic (lower = better) and LDS (higher = "
-        "better); spearman_lo/hi, kendall_lo/hi: percentile bootstrap CIs from replicates that "
-        "resample the queries (and LDS subsets) for every method at once; spearman_p_exact, "
-        "kendall_p_exact: exact one-sided permutation p-values over the n_methods! orderings.",
-    ),
-    TableSpec(
-        "lds_paired",
-        "lds_paired.csv",
-        ("quantity", "setting_a", "setting_b", "diff", "diff_lo", "diff_hi", "separated"),
-        "Method-vs-method differences (value_a - value_b) of LDS and of each reliability "
-        "diagnostic (quantity = lds | r1 | r2_5 | p | kappa) with paired percentile bootstrap "
-        "CIs: each replicate resamples the same queries (and, for LDS, the same retrained "
-        "subsets) for both methods (diagnostic replicates recentred on the full-data value: "
-        "resampled duplicate query columns inflate r1, r2_5); separated = the CI excludes 0.",
-    ),
-    TableSpec(
-        "paired",
-        "paired.csv",
-        ("quantity", "variant", "K", "channel", "setting_a", "setting_b", "diff", "diff_lo",
-         "diff_hi", "separated"),
-        "Setting-vs-setting differences of z-bar per variant, K and channel (quantity = zbar) "
-        "over the queries both define, with paired percentile bootstrap CIs (the same query "
-        "resample for both; settings on the same null only, whose mean cancels from the "
-        "difference); separated = the CI excludes 0.",
-    ),
-    TableSpec(
-        "planted",
-        "planted.csv",
-        ("setting", "level", "K", "recall", "n_queries"),
-        "Planted influence (audio demo): for held-out versions of training works, the fraction "
-        "whose source work is in the top-K (segments or tracks) of their attribution.",
-    ),
-    TableSpec(
-        "planted_aspects",
-        "planted_aspects.csv",
-        ("modality", "method", "aspect", "k", "recall_at_k", "chance", "ci_low", "ci_high",
-         "average_precision", "learned", "counterfactual_effect", "top_channel",
-         "top_channel_z"),
-        "Planted ground truth per aspect (aria-tda demo planted): per setting and planted "
-        "aspect, recall@k of the marked set among the plant queries' top-k (mean over queries, "
-        "percentile bootstrap CI over queries; chance = k / n_train) and average precision "
-        "(ap_chance = its expectation under a random ranking); whether the plant was learned "
-        "and its counterfactual effect (rise of the plant queries' loss when the marked set is "
-        "left out of training); ARIA's leading channel (highest z-bar over the plant queries "
-        "at K = k) and its z-bar, on the original matrix and the residual; the distinctive "
-        "reading's answer for the plant's queries (named_channel: a channel or 'none', "
-        "named_right, its p-value named_p and delta named_delta; _residual: on the residual). "
-        "aspect = control: the control queries against the union of the marked sets.",
-        ("named_channel", "named_right", "named_p", "named_delta", "named_channel_residual",
-         "named_right_residual"),
-    ),
-    TableSpec(
-        "planted_confusion",
-        "planted_confusion.csv",
-        ("modality", "setting", "variant", "aspect", "channel", "n_queries"),
-        "Planted aspect x ARIA's leading channel: how many plant queries of each aspect have "
-        "each channel as their highest z at K = k, per setting and variant.",
-    ),
-    TableSpec(
-        "planted_naming",
-        "planted_naming.csv",
-        ("modality", "setting", "variant", "n_found", "n_right_found", "right_when_found"),
-        "How often ARIA names the planted aspect, per setting, variant and reading (reading = "
-        "paper: the leading channel; distinctive: the distinctive reading's answer): over the "
-        "plant queries (n_right of n_queries), over those whose top-k holds at least half of "
-        "the marked set (found), over the (setting, plant) rows whose recall interval lies "
-        "above chance (n_rows_right of n_rows_found), and the share of the control queries "
-        "answered 'none' (control_none_share; the paper's reading always names a channel).",
-        ("reading", "n_queries", "n_right", "share_right", "n_rows_found", "n_rows_right",
-         "rows_right_share", "n_control", "control_none_share"),
-    ),
-    TableSpec(
-        "planted_queries",
-        "planted_queries.csv",
-        ("modality", "setting", "variant", "query", "aspect", "recall_at_k", "paper"),
-        "Every planted-demo query's answers: its plant (aspect; control for an unplanted "
-        "prompt), its recall@k of the marked set, found (recall at least one half), the paper "
-        "reading's leading channel (paper) and the distinctive reading's answer (distinctive), "
-        "each with whether it is the planted aspect (_right).",
-    ),
-    TableSpec(
-        "planted_effects",
-        "planted_effects.csv",
-        ("modality", "kind", "aspect", "effect", "ci_low", "ci_high"),
-        "Learned (per seed: held-out items beginning the plant, continuation loss of the model "
-        "trained without the marked set minus with it) and counterfactual (plant queries' "
-        "loss, retrained without minus with the marked set, mean over seeds) effects in "
-        "nats/token with percentile bootstrap CIs over items.",
-    ),
-    TableSpec(
-        "planted_agreement",
-        "planted_agreement.csv",
-        ("modality", "diagnostic", "spearman", "kendall", "n_methods"),
-        "Rank agreement across attribution methods between each reliability diagnostic "
-        "(lower = better; the sign is flipped) and how well the method finds the plants "
-        "(mean recall@k over the plant queries), with exact one-sided permutation p-values.",
-    ),
-    TableSpec(
-        "planted_sweep",
-        "planted_sweep.csv",
-        ("modality", "setting", "variant", "aspect", "K", "channel", "zbar", "n_queries"),
-        "z-bar over each plant's queries per setting, variant, group size K and channel (the "
-        "K-sweep of the plant queries); zbar_lo / zbar_hi: percentile bootstrap CI over them.",
-    ),
-    TableSpec(
-        "sensitivity",
-        "sensitivity.csv",
-        ("proj_dim", "lam", "K", "channel", "zbar"),
-        "TRAK sensitivity sweep over projection dimension x lambda (paper appendix table).",
-    ),
-    TableSpec(
-        "queries",
-        "queries.csv",
-        ("query", "label"),
-        "Optional per-query metadata (label, genre, source work, path of its MIDI/audio, ...).",
-    ),
-    TableSpec(
-        "tracks",
-        "tracks.csv",
-        ("track_id", "label"),
-        "Optional per-track metadata for display (title, composer, genre, ...).",
-    ),
-)
-
-TABLES: Mapping[str, TableSpec] = {s.name: s for s in _SPECS}
-
-#: Tables the study runner (``aria-tda run``) writes; others (lds, agreement, sensitivity from
-#: a demo or a sweep) are added by other writers.
-RUN_TABLES: tuple[str, ...] = ("reliability", "homogeneity", "query_z", "pairs", "topk",
-                               "ranking", "alignment", "null", "queries", "confound", "tracks",
-                               "paired", "aspects", "query_aspects", "set_aspects")
 
 
 def _spec(name: str) -> TableSpec:

@@ -178,3 +178,37 @@ def test_feature_pool_is_respected(rng):
     pool[:50] = False
     g = distinctive_groups(w["s"], 10, pool=pool)
     assert (g.query_groups[g.valid] >= 50).all()
+
+
+def test_anchor_cache_gives_the_same_reading_and_follows_its_inputs(rng):
+    """A study's settings share one AnchorCache: the same numbers as without it, blocks kept
+    within its byte limit, and emptied when the features, queries or pool change."""
+    from aria_tda.homogeneity.anchor import AnchorCache
+
+    w = _world(rng)
+    null = _null(w["prepared"], 20)
+    sets = {("plant", "yes"): np.flatnonzero(w["plant"])}
+    other = w["s"] + rng.standard_normal(w["s"].shape)  # a second setting
+    cache = AnchorCache()
+    for s in (w["s"], other, w["s"]):
+        plain = distinctive_reading(s, w["prepared"], null, k=20, query_values=w["values"],
+                                    sets=sets, n_boot=50)
+        cached = distinctive_reading(s, w["prepared"], null, k=20, query_values=w["values"],
+                                     sets=sets, n_boot=50, anchor_cache=cache)
+        for name in ("z", "delta", "named", "set_z", "set_p"):
+            np.testing.assert_array_equal(getattr(cached, name), getattr(plain, name))
+        assert cached.threshold == plain.threshold
+    assert cache._blocks and cache._null and cache._bytes <= cache.max_bytes
+    # other query values (a copy is another object): the cache starts again
+    values = {name: v.copy() for name, v in w["values"].items()}
+    distinctive_reading(w["s"], w["prepared"], null, k=20, query_values=values, n_boot=0,
+                        anchor_cache=cache)
+    assert cache._owner is not None and cache._owner[1] is values
+    # a cache with no room recomputes every block and still agrees
+    tiny = AnchorCache(max_bytes=0)
+    got = distinctive_reading(w["s"], w["prepared"], null, k=20, query_values=w["values"],
+                              n_boot=0, anchor_cache=tiny)
+    ref = distinctive_reading(w["s"], w["prepared"], null, k=20, query_values=w["values"],
+                              n_boot=0)
+    np.testing.assert_array_equal(got.z, ref.z)
+    assert not tiny._blocks and tiny._null  # (the threshold's few numbers are always kept)

@@ -26,12 +26,14 @@ pairwise reference, every mean and variance written out).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from aria_tda import _simkernels as _k
 from aria_tda._checks import check_int
 from aria_tda._progress import progress as _progress
 from aria_tda.errors import DataError, ParameterError, expected
@@ -39,7 +41,7 @@ from aria_tda.homogeneity._scan import _pool_mask
 from aria_tda.homogeneity.groups import _flatten
 from aria_tda.similarity.cross import cross_similarity, cross_similarity_reference
 
-__all__ = ["AnchoredZ", "anchored_z"]
+__all__ = ["AnchorCache", "AnchoredZ", "anchored_z"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +64,51 @@ class AnchoredZ:
     z: np.ndarray
     null_z: np.ndarray
     sample: np.ndarray
+
+
+class AnchorCache:
+    r"""What :func:`anchored_z` can reuse between calls over the same corpus, queries and pool.
+
+    The query scores :math:`a_c(q, \cdot)` and the reference groups' z of the threshold sample
+    depend on the features, the queries' values and the pool, never on the score matrix: a
+    study reads every setting and variant against them. Pass one cache to each call and they
+    are computed once, up to ``max_bytes`` of scores (beyond it, blocks are recomputed as
+    without a cache). A call over other features, values or pool empties it first.
+
+    Parameters
+    ----------
+    max_bytes : int
+        Most bytes of query scores kept (default 1 GiB).
+    """
+
+    def __init__(self, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = check_int("max_bytes", max_bytes, min_value=0)
+        self._owner: tuple[Any, Any, np.ndarray] | None = None
+        self._blocks: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        self._null: dict[tuple[int, bytes, bytes], np.ndarray] = {}
+        self._bytes = 0
+
+    def _bind(self, prepared: Any, values: Any, rows: np.ndarray) -> None:
+        o = self._owner
+        if o is None or o[0] is not prepared or o[1] is not values or \
+                not np.array_equal(o[2], rows):
+            self._owner = (prepared, values, rows.copy())
+            self._blocks.clear()
+            self._null.clear()
+            self._bytes = 0
+
+    def _scores(self, qidx: np.ndarray, compute: Any) -> tuple[np.ndarray, np.ndarray]:
+        key = qidx.tobytes()
+        got = self._blocks.get(key)
+        if got is None:
+            got = compute()
+            size = sum(x.nbytes for x in got)
+            if self._bytes + size <= self.max_bytes:
+                for x in got:
+                    x.flags.writeable = False
+                self._blocks[key] = got
+                self._bytes += size
+        return got
 
 
 def _check(prepared: Any, query_values: Any, pool: Any, evaluations: Any, k: Any,
@@ -127,14 +174,6 @@ def _channel_scores(feats: list[Any], chan: np.ndarray, n_c: int, values: Mappin
         return np.where(cnt > 0, acc / np.where(cnt > 0, cnt, 1.0), np.nan)
 
 
-def _z_of(a: np.ndarray, var: np.ndarray, positions: np.ndarray, k: int, p: int) -> np.ndarray:
-    """z of groups ``positions`` (G, k) for one query: ``a`` (C, P), ``var`` (C,) → (C, G)."""
-    m = a[:, positions].mean(axis=2)
-    fpc = (p - k) / (k * (p - 1)) if p > 1 else 0.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(var[:, None] * fpc > 0, m / np.sqrt(var[:, None] * fpc), np.nan)
-
-
 def _sample(t: int, valid: np.ndarray, n_sample: int, seed: int) -> np.ndarray:
     cols = np.flatnonzero(valid)
     rng = np.random.default_rng([seed, 104729])
@@ -155,6 +194,7 @@ def anchored_z(
     seed: int = 0,
     block: int = 32,
     progress: bool | None = None,
+    cache: AnchorCache | None = None,
 ) -> AnchoredZ:
     r"""Query-anchored :math:`z_c` of (group, member queries) pairs, and the threshold sample.
 
@@ -186,6 +226,9 @@ def anchored_z(
         Queries per block (memory: ``block x P`` similarities per feature).
     progress : bool, optional
         Draw a progress bar.
+    cache : AnchorCache, optional
+        Reuse the query scores and the threshold sample's z of earlier calls over the same
+        ``prepared``, ``query_values`` and pool (the same numbers, computed once).
 
     Returns
     -------
@@ -195,15 +238,17 @@ def anchored_z(
         prepared, query_values, pool, evaluations, k, null_groups, n_sample, seed, n_queries)
     block = check_int("block", block, min_value=1)
     vmask = np.ones(t, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    if cache is not None:
+        cache._bind(prepared, query_values, rows)
     return _anchored(channels, feats, chan, query_values, evals, k, rows, t, vmask, null_pos,
-                     n_sample, seed, block, progress, cross_similarity)
+                     n_sample, seed, block, progress, cross_similarity, cache)
 
 
 def _anchored(channels: tuple[str, ...], feats: list[Any], chan: np.ndarray,
               values: Mapping[str, Any], evals: list[tuple[np.ndarray, np.ndarray]], k: int,
               rows: np.ndarray, t: int, vmask: np.ndarray, null_pos: np.ndarray,
               n_sample: int, seed: int, block: int, progress: bool | None,
-              cross: Any) -> AnchoredZ:
+              cross: Any, cache: AnchorCache | None = None) -> AnchoredZ:
     n_c = len(channels)
     p = rows.size
     of_query: list[list[int]] = [[] for _ in range(t)]
@@ -214,28 +259,54 @@ def _anchored(channels: tuple[str, ...], feats: list[Any], chan: np.ndarray,
         np.zeros(0, dtype=np.int64)
     in_sample = np.zeros(t, dtype=bool)
     in_sample[sample] = True
+    n_null = null_pos.shape[0]
     zsum = np.zeros((n_c, len(evals)))
     zcnt = np.zeros((n_c, len(evals)))
-    null_z = np.full((n_c, sample.size, null_pos.shape[0]), np.nan)
+    null_key = (k, hashlib.blake2b(null_pos.tobytes()).digest(), sample.tobytes())
+    known = cache._null.get(null_key) if cache is not None else None
+    if known is not None:
+        in_sample[:] = False
+    nsum = np.zeros((n_c, sample.size * n_null))
+    ncnt = np.zeros((n_c, sample.size * n_null))
     at = {int(q): i for i, q in enumerate(sample)}
-    todo = np.flatnonzero(np.array([bool(of_query[q]) or in_sample[q] for q in range(t)]))
+    groups = np.stack([g for g, _ in evals]) if evals else np.zeros((0, k), dtype=np.int64)
+    fpc = (p - k) / (k * (p - 1)) if p > 1 else 0.0
+    # the same blocks in every call over the same queries (what the cache is keyed on)
+    todo = np.flatnonzero(np.array([bool(of_query[q]) or (q in at) for q in range(t)]))
     with _progress(total=int(todo.size), desc="query-anchored z", unit="query",
                    enabled=progress) as bar:
         for s in range(0, todo.size, block):
             qidx = todo[s : s + block]
-            a = _channel_scores(feats, chan, n_c, values, qidx, rows, cross)  # (C, nq, P)
-            var = a.var(axis=2)
-            for j, q in enumerate(qidx):
-                es = of_query[int(q)]
-                if es:
-                    pos = np.stack([evals[e][0] for e in es])
-                    z = _z_of(a[:, j], var[:, j], pos, k, p)  # (C, len(es))
-                    ok = np.isfinite(z)
-                    zsum[:, es] += np.where(ok, z, 0.0)
-                    zcnt[:, es] += ok
-                if in_sample[q]:
-                    null_z[:, at[int(q)]] = _z_of(a[:, j], var[:, j], null_pos, k, p)
+            if not any(of_query[int(q)] or in_sample[q] for q in qidx):
+                bar.update(qidx.size)
+                continue
+
+            def compute(qidx: np.ndarray = qidx) -> tuple[np.ndarray, np.ndarray]:
+                a = _channel_scores(feats, chan, n_c, values, qidx, rows, cross)  # (C, nq, P)
+                v = a.var(axis=2) * fpc
+                with np.errstate(invalid="ignore"):
+                    return a, np.where(v > 0, np.sqrt(np.where(v > 0, v, 1.0)), np.nan)
+
+            a, scale = cache._scores(qidx, compute) if cache is not None else compute()
+            js = np.asarray([j for j, q in enumerate(qidx) for _ in of_query[int(q)]],
+                            dtype=np.int64)
+            es = np.asarray([e for q in qidx for e in of_query[int(q)]], dtype=np.int64)
+            _k.anchored_z_accumulate(a, scale, js, es, es, groups, zsum, zcnt)
+            mine = [(j, at[int(q)]) for j, q in enumerate(qidx) if in_sample[q]]
+            if mine and n_null:
+                bs = np.arange(n_null, dtype=np.int64)
+                js = np.repeat(np.asarray([j for j, _ in mine], dtype=np.int64), n_null)
+                gs = np.tile(bs, len(mine))
+                os = (np.repeat(np.asarray([i for _, i in mine], dtype=np.int64), n_null)
+                      * n_null + gs)
+                _k.anchored_z_accumulate(a, scale, js, gs, os, null_pos, nsum, ncnt)
             bar.update(qidx.size)
+    if known is not None:
+        null_z = known.copy()
+    else:
+        null_z = np.where(ncnt > 0, nsum, np.nan).reshape(n_c, sample.size, n_null)
+        if cache is not None:
+            cache._null[null_key] = null_z.copy()
     with np.errstate(invalid="ignore", divide="ignore"):
         z = np.where(zcnt > 0, zsum / np.sqrt(np.where(zcnt > 0, zcnt, 1.0)), np.nan)
     return AnchoredZ(channels=channels, z=z, null_z=null_z, sample=sample)
@@ -255,6 +326,7 @@ def anchored_z_reference(
     seed: int = 0,
     block: int = 32,
     progress: bool | None = None,
+    cache: AnchorCache | None = None,
 ) -> AnchoredZ:
     r"""Exact reference of :func:`anchored_z`: every similarity pair by pair
     (:func:`~aria_tda.similarity.cross.cross_similarity_reference`), one query at a time.
@@ -274,6 +346,8 @@ def anchored_z_reference(
         Ignored (one query at a time).
     progress : bool, optional
         Ignored.
+    cache : AnchorCache, optional
+        Ignored (everything is recomputed).
     """
     channels, feats, chan, k, null_pos, n_sample, seed, t, rows, evals = _check(
         prepared, query_values, pool, evaluations, k, null_groups, n_sample, seed, n_queries)
@@ -309,14 +383,14 @@ def anchored_z_reference(
                 z[c] = float(np.mean(a[c, grp])) / np.sqrt(var * fpc)
         return z
 
-    cache: dict[int, np.ndarray] = {}
+    seen: dict[int, np.ndarray] = {}
     z = np.full((n_c, len(evals)), np.nan)
     for e, (grp, members) in enumerate(evals):
         vals = []
         for q in members:
-            if int(q) not in cache:
-                cache[int(q)] = scores(int(q))
-            vals.append(z_one(cache[int(q)], grp))
+            if int(q) not in seen:
+                seen[int(q)] = scores(int(q))
+            vals.append(z_one(seen[int(q)], grp))
         for c in range(n_c):
             got = [v[c] for v in vals if np.isfinite(v[c])]
             if got:
@@ -325,7 +399,7 @@ def anchored_z_reference(
         np.zeros(0, dtype=np.int64)
     null_z = np.full((n_c, sample.size, null_pos.shape[0]), np.nan)
     for i, q in enumerate(sample):
-        a = cache.get(int(q))
+        a = seen.get(int(q))
         if a is None:
             a = scores(int(q))
         for b, g in enumerate(null_pos):

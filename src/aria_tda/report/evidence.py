@@ -148,7 +148,7 @@ def _meta_columns(
 
 def _codes(values: pd.Series, categories: list[str]) -> np.ndarray:
     """Integer code of each value in ``categories`` (-1 when absent)."""
-    return np.asarray(pd.Categorical(values, categories=categories).codes, dtype=np.int64)
+    return np.asarray(pd.Index(categories).get_indexer(pd.Index(values)), dtype=np.int64)
 
 
 def _position(

@@ -135,6 +135,7 @@ def aspect_tables(
     normalize: str = "zscore",
     progress: bool | None,
     client: Any = None,
+    anchor_cache: Any = None,
 ) -> dict[str, Any]:
     """The distinctive reading of one setting and variant, as the study's three tables.
 
@@ -164,6 +165,8 @@ def aspect_tables(
         Progress bars.
     client : dask.distributed.Client, optional
         The study's cluster.
+    anchor_cache : AnchorCache, optional
+        The query anchor's scores, shared by the settings and variants a process reads.
 
     Returns
     -------
@@ -186,7 +189,8 @@ def aspect_tables(
         s_track, prepared, null, k=int(spec.K_aspects), pool=pool, query_values=query_values,
         sets=sets, exclude=exclude, segment_counts=segment_counts, normalize=normalize,
         alpha=float(spec.alpha), n_boot=int(spec.n_bootstrap),
-        seed=int(spec.seed), chunk_rows=spec.chunk_rows, progress=progress, client=client)
+        seed=int(spec.seed), chunk_rows=spec.chunk_rows, progress=progress, client=client,
+        anchor_cache=anchor_cache)
     return {
         "aspects": reading.setting_frame(),
         "query_aspects": reading.query_frame(),

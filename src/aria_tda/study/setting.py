@@ -209,6 +209,15 @@ def rows_key(rows: np.ndarray, present: np.ndarray) -> bytes:
     return np.where(present, rows, -1).tobytes()
 
 
+def _anchor_cache() -> Any:
+    """The query anchor's cache of one process: at most 1 GiB, or a quarter of the memory
+    budget when that is less."""
+    from aria_tda._memory import default_budget
+    from aria_tda.homogeneity.anchor import AnchorCache
+
+    return AnchorCache(max_bytes=min(1 << 30, default_budget() // 4))
+
+
 def prepared_for(prepared_cache: dict[bytes, Any], store: Any, rows: np.ndarray,
                  present: np.ndarray, spec: StudySpec) -> tuple[dict[str, list[Any]], np.ndarray]:
     """The features re-indexed to these rows (prepared once per run) and the track pool.
@@ -501,7 +510,13 @@ def _compute(
     # what the distinctive reading reads beside the scores: the queries' own features (its
     # anchor, when the study names them) and the sets of queries sharing a confound value
     queries = read_queries(spec.queries, int(scores.shape[1]))
-    query_values = query_feature_values(spec, int(scores.shape[1]), queries)
+    # read once per process: the anchor's scores are then computed once for every setting
+    # and variant over the same features and pool (AnchorCache keys on these objects)
+    qv_key = b"aspects:query-values:%d" % int(scores.shape[1])
+    if qv_key not in prepared_cache:
+        prepared_cache[qv_key] = query_feature_values(spec, int(scores.shape[1]), queries)
+    query_values = prepared_cache[qv_key]
+    anchor_cache = prepared_cache.setdefault(b"aspects:anchor-cache", _anchor_cache())
     sets = query_sets(spec, queries)
     variants = ("original", "residual") if spec.residual else ("original",)
     normalize_used: str = setting.normalize
@@ -552,7 +567,8 @@ def _compute(
         for name, df in aspect_tables(src, prepared, null, pool, spec, constant,
                                       query_values=query_values, sets=sets,
                                       segment_counts=counts, normalize=normalize_used,
-                                      progress=progress, client=client).items():
+                                      progress=progress, client=client,
+                                      anchor_cache=anchor_cache).items():
             df.insert(0, "variant", variant)
             df.insert(0, "setting", setting.name)
             tables[name].append(df)
