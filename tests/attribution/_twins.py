@@ -1,4 +1,7 @@
-"""Reference twins of :mod:`aria_tda.attribution`: the linear datamodeling score.
+"""Reference twins of :mod:`aria_tda.attribution`: the linear datamodeling score, and the
+bootstrap mean of the sanity checks (:func:`~aria_tda.attribution.sanity_stats.bootstrap_mean`
+against explicit resamples; their Spearman correlations are :mod:`aria_tda.paired`'s, whose
+twin runs ``scipy.stats.spearmanr``).
 
 :func:`~aria_tda.attribution.lds.lds` (ranks + one vectorised Pearson per query) against
 :func:`~aria_tda.attribution.lds.lds_reference` (explicit subset sums + ``scipy.stats.spearmanr``
@@ -11,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from aria_tda.attribution.lds import lds, lds_bootstrap, lds_bootstrap_reference, lds_reference
+from aria_tda.attribution.sanity_stats import bootstrap_mean, bootstrap_mean_reference
 from twinlib import Twin
 
 
@@ -53,10 +57,20 @@ def _permute_lds_boot(rng: np.random.Generator, args, kwargs):
         lambda result: result
 
 
+def _bootstrap_mean_inputs(rng: np.random.Generator):
+    """Per-query values with a few undefined (NaN) ones, as the randomisation test has."""
+    values = rng.normal(0.4, 0.3, size=int(rng.integers(5, 40)))
+    values[rng.choice(values.size, size=2, replace=False)] = np.nan
+    return (values,), {"n_boot": 200, "level": float(rng.uniform(0.8, 0.99)),
+                       "seed": int(rng.integers(0, 1000))}
+
+
 TWINS = [
     Twin(name="attribution.lds", fast=lds, reference=lds_reference, make=_lds_inputs,
          permute=_permute_lds),
     Twin(name="attribution.lds_bootstrap", fast=lds_bootstrap,
          reference=lds_bootstrap_reference, make=_lds_boot_inputs, chunk=("block", (1, 3)),
          permute=_permute_lds_boot),
+    Twin(name="attribution.bootstrap_mean", fast=bootstrap_mean,
+         reference=bootstrap_mean_reference, make=_bootstrap_mean_inputs),
 ]

@@ -40,8 +40,11 @@ Modules
 dataclass that declares its options once and that its functions take as ``args``,
 :mod:`~aria_tda.attribution.registry` (which method needs which checkpoints; :func:`run_methods`),
 :mod:`~aria_tda.attribution.lds` (linear datamodeling score),
-:mod:`~aria_tda.attribution.storage`. The TRAK sensitivity grid is an experiment and lives in
-the experiments package (``aria_tda_experiments.sensitivity``); the library never imports it.
+:mod:`~aria_tda.attribution.sanity` (model-randomisation test and gradient-norm bias of the
+methods, stored in the score file's manifest; their statistics in
+:mod:`~aria_tda.attribution.sanity_stats`), :mod:`~aria_tda.attribution.storage`. The TRAK
+sensitivity grid is an experiment and lives in the experiments package
+(``aria_tda_experiments.sensitivity``); the library never imports it.
 """
 
 from __future__ import annotations
@@ -70,6 +73,13 @@ from aria_tda.attribution.registry import (
     run_method,
     run_methods,
 )
+from aria_tda.attribution.sanity import (
+    gradient_norm_bias,
+    model_randomization,
+    read_sanity,
+    sanity_checks,
+)
+from aria_tda.attribution.sanity_stats import BiasResult, RandomizationResult, SanityArgs
 from aria_tda.attribution.storage import load_attribution, save_attribution
 from aria_tda.attribution.subsets import sample_subsets
 from aria_tda.attribution.task import query_log_probs
@@ -81,24 +91,31 @@ __all__ = [
     "METHODS",
     "REGISTRY",
     "AttributionResult",
+    "BiasResult",
     "FactGraSSArgs",
     "GradientArgs",
     "LDSResult",
     "LoGraArgs",
+    "RandomizationResult",
+    "SanityArgs",
     "TrakArgs",
     "factgrass",
     "grad_similarities",
     "gradcos",
     "graddot",
+    "gradient_norm_bias",
     "lds",
     "load_attribution",
     "logra",
     "model_outputs",
+    "model_randomization",
     "query_log_probs",
+    "read_sanity",
     "retrain_outputs",
     "run_method",
     "run_methods",
     "sample_subsets",
+    "sanity_checks",
     "save_attribution",
     "tracin",
     "trak",

@@ -69,6 +69,9 @@ class AttributionResult:
         Projection seed.
     seconds : float
         Wall time of the computation.
+    sanity : dict or None
+        The sanity checks of the scores (:func:`aria_tda.attribution.sanity_checks`; JSON-able,
+        written to the manifest under ``"sanity"``), or ``None`` when none were run.
     """
 
     scores: np.ndarray
@@ -76,13 +79,15 @@ class AttributionResult:
     parameters: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     seconds: float = 0.0
+    sanity: dict[str, Any] | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
         return (int(self.scores.shape[0]), int(self.scores.shape[1]))
 
     def save(self, path: Any, *, row_ids: Any = None) -> Path:
-        """Write the scores and their manifest (:func:`aria_tda.attribution.save_attribution`).
+        """Write the scores and their manifest (:func:`aria_tda.attribution.save_attribution`),
+        with :attr:`sanity` under the manifest's ``"sanity"`` key when it is set.
 
         Parameters
         ----------
@@ -95,7 +100,7 @@ class AttributionResult:
 
         return save_attribution(
             self.scores, path, method=self.method, parameters=self.parameters, seed=self.seed,
-            row_ids=row_ids, extra={"seconds": round(self.seconds, 3)},
+            row_ids=row_ids, extra={"seconds": round(self.seconds, 3)}, sanity=self.sanity,
         )
 
 

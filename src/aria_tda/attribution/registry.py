@@ -45,6 +45,7 @@ __all__ = [
     "REGISTRY",
     "Checkpoints",
     "MethodSpec",
+    "build_method_args",
     "run_method",
     "run_methods",
 ]
@@ -242,6 +243,40 @@ def run_method(
     return result
 
 
+def build_method_args(
+    methods: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    common: Mapping[str, Any] | None = None,
+) -> dict[str, MethodArgs]:
+    """Each method's arguments, as :func:`run_methods` builds them from its ``options``/``common``.
+
+    Parameters
+    ----------
+    methods : sequence of str
+        Method names (keys of :data:`REGISTRY`), distinct.
+    options : mapping, optional
+        Per-method arguments, e.g. ``{"TRAK": {"proj_dim": 512}}``; a key that is not a method
+        is an error.
+    common : mapping, optional
+        Arguments for every method; per-method options win.
+
+    Returns
+    -------
+    dict
+        Method name -> its arguments dataclass, in the order of ``methods``.
+    """
+    names = [check_choice("methods[]", m, tuple(REGISTRY)) for m in methods]
+    if len(set(names)) != len(names):
+        raise ParameterError(expected("methods", "distinct method names", list(methods)))
+    opts = dict(options or {})
+    unknown = set(opts) - set(REGISTRY)
+    if unknown:
+        what = f"keys among {tuple(REGISTRY)}"
+        raise ParameterError(expected("options", what, sorted(unknown)))
+    shared = dict(common or {})
+    return {m: REGISTRY[m].build_args({**shared, **opts.get(m, {})}) for m in names}
+
+
 def run_methods(
     methods: Sequence[str],
     model: nn.Module,
@@ -289,16 +324,8 @@ def run_methods(
     dict
         Method name → :class:`~aria_tda.attribution.AttributionResult`, in the order asked.
     """
-    names = [check_choice("methods[]", m, tuple(REGISTRY)) for m in methods]
-    if len(set(names)) != len(names):
-        raise ParameterError(expected("methods", "distinct method names", list(methods)))
-    options = dict(options or {})
-    unknown = set(options) - set(REGISTRY)
-    if unknown:
-        what = f"keys among {tuple(REGISTRY)}"
-        raise ParameterError(expected("options", what, sorted(unknown)))
-    common = dict(common or {})
-    args = {m: REGISTRY[m].build_args({**common, **options.get(m, {})}) for m in names}
+    args = build_method_args(methods, options, common)
+    names = list(args)
     ckpts = Checkpoints(ensemble, trajectory, learning_rates, final)
 
     results: dict[str, AttributionResult] = {}

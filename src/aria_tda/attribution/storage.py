@@ -3,7 +3,8 @@
 One function, :func:`save_attribution`, writes every score matrix this package produces. It
 delegates to :func:`aria_tda.scores.save_scores` (``.npy`` / ``.zarr`` by suffix, manifest written
 atomically, orientation ``(n_train, n_queries)``) and records the method, its parameters and
-the seed, so :func:`aria_tda.manifest.check_manifest` can refuse silent reuse.
+the seed, so :func:`aria_tda.manifest.check_manifest` can refuse silent reuse, and, when they
+were run, the matrix's sanity checks under :data:`SANITY_KEY`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from aria_tda.errors import DataError, ParameterError, expected
+from aria_tda.manifest import SANITY_KEY
 
-__all__ = ["STAGE", "load_attribution", "save_attribution"]
+__all__ = ["SANITY_KEY", "STAGE", "load_attribution", "save_attribution"]
 
 #: The ``stage`` recorded in attribution manifests (the symbolic benchmark has one stage).
 STAGE = "-"
@@ -31,6 +33,7 @@ def save_attribution(
     seed: int | None = None,
     row_ids: Any = None,
     extra: dict[str, Any] | None = None,
+    sanity: dict[str, Any] | None = None,
 ) -> Path:
     """Write a ``(n_train, n_test)`` score matrix and its manifest.
 
@@ -51,6 +54,10 @@ def save_attribution(
         Training-segment ids of the rows.
     extra : dict, optional
         Run facts that do not change the numbers (wall time, ...).
+    sanity : dict, optional
+        The sanity checks of the matrix (:func:`aria_tda.attribution.sanity_checks`),
+        stored under the manifest's ``"sanity"`` key (read back with
+        :func:`aria_tda.attribution.read_sanity`).
 
     Returns
     -------
@@ -63,11 +70,20 @@ def save_attribution(
     arr = np.asarray(scores)
     if arr.ndim != 2:
         raise DataError(expected("scores", "a 2-D (n_train, n_test) matrix", arr.shape))
+    if sanity is not None and not isinstance(sanity, dict):
+        raise ParameterError(expected("sanity", "a dict or None", type(sanity).__name__))
     params = dict(parameters or {})
     if extra:
         params["run"] = dict(extra)
-    return Path(save_scores(arr, path, method=method, stage=STAGE, parameters=params, seed=seed,
-                            row_ids=row_ids))
+    out = Path(save_scores(arr, path, method=method, stage=STAGE, parameters=params, seed=seed,
+                           row_ids=row_ids))
+    if sanity is not None:
+        from aria_tda.manifest import read_manifest, write_manifest
+
+        manifest = read_manifest(out) or {}
+        manifest[SANITY_KEY] = dict(sanity)
+        write_manifest(out, manifest)
+    return out
 
 
 def load_attribution(
