@@ -14,6 +14,7 @@ from dataclasses import dataclass
 __all__ = [
     "ALIGNMENT_MEASURES",
     "CONCENTRATION_COLUMNS",
+    "DEPENDENCE_COLUMNS",
     "HOMOGENEITY_SUMMARY",
     "RELIABILITY_DIAGNOSTICS",
     "RUN_TABLES",
@@ -69,6 +70,31 @@ CONCENTRATION_COLUMNS: tuple[str, ...] = (
     "topk_level",
     "topk_rows",
 )
+#: Whether the top-K follows the query (optional columns of the reliability table,
+#: :mod:`aria_tda.diagnostics.dependence`): the hubs, the unlike-query overlap the verdict reads,
+#: and the findings beside it.
+DEPENDENCE_COLUMNS: tuple[str, ...] = (
+    "n_hubs",
+    "hubs",
+    "unlike_overlap",
+    "alike_overlap",
+    "unlike_excess",
+    "follows_similarity",
+    "kappa_signed",
+    "offset_rho",
+    "verdict_findings",
+)
+#: The attribution sanity checks of a setting's score file, when ARIA computed the attribution
+#: and ran them (:mod:`aria_tda.attribution.sanity`); ``sanity`` is "computed" or "unavailable".
+SANITY_COLUMNS: tuple[str, ...] = (
+    "sanity",
+    "randomization_rho",
+    "randomization_lo",
+    "randomization_hi",
+    "randomization_flagged",
+    "norm_bias_rho",
+    "norm_bias_flagged",
+)
 #: The per-channel summary of the homogeneity table (paper Eq. summary): z-bar with its 95%
 #: CI, Pos and Sig.
 HOMOGENEITY_SUMMARY: tuple[str, ...] = ("zbar", "zbar_lo", "zbar_hi", "pos", "sig")
@@ -105,9 +131,21 @@ _SPECS = (
         "Optional top-K concentration: top1_share (queries whose top-1 is the most frequent "
         "top-1 row), topk_overlap (mean share of two queries' top-K in common) and "
         "topk_distinct (|union of top-K| / (T K)) at K = topk_K, topk_excess (the largest "
-        "chance-corrected top-1 share or overlap, the verdict's measure), on topk_level "
-        "('track' or 'segment') with topk_rows rows.",
-        (*(f"energy_{i}" for i in range(1, 11)), *CONCENTRATION_COLUMNS),
+        "chance-corrected top-1 share or overlap), on topk_level "
+        "('track' or 'segment') with topk_rows rows. Optional query dependence at K = topk_K "
+        "(the verdict's measure): unlike_overlap / alike_overlap (mean top-K overlap of the "
+        "less / more alike half of sampled query pairs), unlike_excess (its chance-corrected "
+        "value), follows_similarity (Spearman of overlap with query similarity), n_hubs and "
+        "hubs ('id:share:times_chance;...', rows in far more top-K than chance), kappa_signed "
+        "(mean signed inter-query correlation), offset_rho (median Spearman of a query's "
+        "scores with the items' mean score), verdict_findings (hubs, camps, offset; ' | '-"
+        "separated). Optional attribution sanity checks (sanity = 'computed' when ARIA "
+        "computed the scores and ran them, else 'unavailable'): randomization_rho with "
+        "randomization_lo/hi (mean per-query Spearman between the trained and a re-initialised "
+        "model's scores, 95% CI; flagged when lo >= 0.5) and norm_bias_rho (median per-query "
+        "Spearman between scores and training gradient norms; flagged at >= 0.5).",
+        (*(f"energy_{i}" for i in range(1, 11)), *CONCENTRATION_COLUMNS,
+         *DEPENDENCE_COLUMNS, *SANITY_COLUMNS),
     ),
     TableSpec(
         "homogeneity",

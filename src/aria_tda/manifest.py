@@ -25,10 +25,12 @@ from aria_tda._io import read_json, write_json
 from aria_tda.errors import FileFormatError, ManifestMismatchError, library_message
 
 __all__ = [
+    "SANITY_KEY",
     "check_manifest",
     "make_manifest",
     "manifest_path",
     "read_manifest",
+    "sanity_columns",
     "validate_manifest",
     "write_manifest",
 ]
@@ -317,3 +319,34 @@ def check_manifest(
             + "\n  ".join(lines)
         )
     return stored
+
+
+#: The manifest key of a score matrix's attribution sanity checks
+#: (:mod:`aria_tda.attribution.sanity` writes them; a study reads them).
+SANITY_KEY = "sanity"
+
+
+def sanity_columns(artifact: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The reliability table's sanity-check columns of a score file (``sanity`` says whether
+    they exist: ``"computed"`` or ``"unavailable"``, e.g. for files ARIA did not write).
+
+    Parameters
+    ----------
+    artifact : path-like or None
+        The score matrix.
+    """
+    entry = None
+    if artifact is not None:
+        try:
+            entry = (read_manifest(artifact) or {}).get(SANITY_KEY)
+        except (OSError, ValueError, FileFormatError):
+            entry = None
+    if not isinstance(entry, dict) or not isinstance(entry.get("randomization"), dict) \
+            or not isinstance(entry.get("bias"), dict):
+        return {"sanity": "unavailable"}
+    rnd, bias = entry["randomization"], entry["bias"]
+    return {"sanity": "computed", "randomization_rho": rnd.get("mean"),
+            "randomization_lo": rnd.get("lo"), "randomization_hi": rnd.get("hi"),
+            "randomization_flagged": bool(rnd.get("flagged")),
+            "norm_bias_rho": bias.get("median"), "norm_bias_flagged": bool(bias.get("flagged"))}
+

@@ -116,15 +116,25 @@ def test_console_script_prints_no_traceback(tmp_path):
 def test_verdict_in_table_and_json(rng, tmp_path, capsys):
     ok = save_scores(rng.standard_normal((300, 10)), tmp_path / "ok.npy")
     assert main(["diagnose", str(ok)]) == 0
-    assert "\nverdict        OK: kappa=" in capsys.readouterr().out
+    assert "\nverdict        OK: the top-K follows the query" in capsys.readouterr().out
     collapsed = np.outer(rng.random(300) + 1, np.ones(10)) + 1e-3 * rng.standard_normal((300, 10))
     path = save_scores(collapsed, tmp_path / "collapsed.npy")
     assert main(["diagnose", str(path)]) == 0
-    assert "verdict        COLLAPSED: kappa=" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "verdict        COLLAPSED: unlike queries share" in out
+    assert "\nfinding        " in out and "hub(s)" in out  # the rows every query shares
     assert main(["diagnose", str(path), "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["verdict"]["label"] == "collapsed"
+    assert "does not follow the query" in rec["verdict"]["reason"]
+    assert any("hub" in f for f in rec["verdict"]["findings"])
+    assert rec["concentration"]["dependence"]["hubs"][0]["share"] == 1.0
+    # without the top-K, the structural rules decide and say so
+    assert main(["diagnose", str(path), "--json", "--topk", "none"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["verdict"]["label"] == "collapsed"
     assert "queries share one score profile" in rec["verdict"]["reason"]
+    assert "top-K not measured" in rec["verdict"]["reason"]
 
 
 def test_transpose_flag(rng, tmp_path, capsys):
@@ -160,7 +170,8 @@ def test_topk_concentration_in_table_and_json(rng, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "top-1 share" in out and "top-10 overlap" in out and "distinct ratio" in out
     verdict = next(line for line in out.splitlines() if line.startswith("verdict"))
-    assert "COLLAPSED" in verdict and "top-10 overlap" in verdict
+    assert "COLLAPSED" in verdict and "unlike queries share" in verdict
+    assert "unlike top-10" in out and "follows query" in out and "hubs" in out
     assert main(["diagnose", str(path), "--json", "--topk", "1,5,10"]) == 0
     rec = json.loads(capsys.readouterr().out)
     conc = rec["concentration"]

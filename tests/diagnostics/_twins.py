@@ -191,3 +191,30 @@ TWINS += [
         atol=1e-14,
     ),
 ]
+
+
+from aria_tda.diagnostics.dependence import (  # noqa: E402
+    query_dependence,
+    query_dependence_reference,
+)
+
+
+def _make_dependence(rng: np.random.Generator) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    # class structure, a planted hub, and a pool: hubs named by track ids
+    cls = rng.integers(0, 4, 30)
+    s = rng.standard_normal((160, 4))[:, cls] + rng.standard_normal((160, 30))
+    s[5] += 4.0
+    return (s, 5), {"ks": (1, 5, 20), "rows": np.flatnonzero(rng.random(160) < 0.8),
+                    "ids": np.array([f"t{i}" for i in range(160)])}
+
+
+TWINS += [
+    Twin(
+        name="diagnostics.dependence.query_dependence",
+        fast=query_dependence,
+        reference=query_dependence_reference,
+        make=_make_dependence,
+        rtol=1e-10,
+        atol=1e-12,
+    ),
+]

@@ -53,3 +53,22 @@ def test_unreadable_manifests_are_one_line_errors(tmp_path):
         (tmp_path / "s.npy.manifest.json").write_bytes(raw)
         with pytest.raises(FileFormatError, match=r"s\.npy\.manifest\.json' is unreadable: \w+"):
             check_manifest(art, {"kind": "scores"})
+
+
+def test_sanity_columns_of_a_score_file(tmp_path):
+    from aria_tda.manifest import SANITY_KEY, make_manifest, sanity_columns, write_manifest
+
+    path = tmp_path / "scores.npy"
+    np.save(path, np.zeros((4, 2)))
+    assert sanity_columns(path) == {"sanity": "unavailable"}  # no manifest: not ARIA's
+    assert sanity_columns(None) == {"sanity": "unavailable"}
+    write_manifest(path, make_manifest("scores"))
+    assert sanity_columns(path) == {"sanity": "unavailable"}  # ARIA's, without the checks
+    entry = {"version": 1,
+             "randomization": {"mean": 0.62, "lo": 0.55, "hi": 0.7, "flagged": True},
+             "bias": {"median": 0.1, "flagged": False}}
+    write_manifest(path, make_manifest("scores", **{SANITY_KEY: entry}))
+    got = sanity_columns(path)
+    assert got == {"sanity": "computed", "randomization_rho": 0.62, "randomization_lo": 0.55,
+                   "randomization_hi": 0.7, "randomization_flagged": True,
+                   "norm_bias_rho": 0.1, "norm_bias_flagged": False}

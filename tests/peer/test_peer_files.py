@@ -134,12 +134,25 @@ def test_scaled_matrix_same_values_and_verdict(e, factor):
 
 @pytest.mark.parametrize("e", [e for e in WHOLE if e["state"] == "planted"
                                and e["family"] in PLANTED_COLLAPSE], ids=_id)
-def test_planted_collapse_is_collapsed_by_topk(e):
+def test_planted_outlier_is_named_as_a_hub_and_read_at_top_1(e):
+    """One planted outlier is the top-1 of ~43 % of the queries, whatever their class: unlike
+    queries share their top-1 about 20 % beyond chance — below the suspect threshold calibrated
+    on the verdict corpus (0.25), so the verdict is ok and the outlier is named as the leading
+    hub; at a suspect threshold of 0.1 it is flagged."""
+    from aria_tda.diagnostics.dependence import largest_excess
+    from aria_tda.verdict import VerdictThresholds, classify
+
     d = _quiet_diagnose(_path(e), transpose=e["aria_transpose"])
+    excess, k, _, _ = largest_excess(d.concentration.dependence)
+    assert k == 1 and 0.1 <= excess < 0.25
     v = _verdict(d)
-    assert v.label == "collapsed", v.reason
-    assert re.search(r"top-\d+ (share|overlap)", v.reason), v.reason
+    assert v.label == "ok", v.reason
+    assert any("hub" in f for f in v.findings)
     assert d.concentration.top1_row in MANIFEST["problem"]["planted_outliers"]
+    assert d.concentration.dependence.hubs[0].row in MANIFEST["problem"]["planted_outliers"]
+    low = classify(kappa=d.kappa, r1=d.r1, r2_5=d.r2_5, p=d.p, concentration=d.concentration,
+                   thresholds=VerdictThresholds(unlike_suspect=0.1))
+    assert low.label == "suspect" and re.search(r"unlike queries share .* top-1", low.reason)
 
 
 @pytest.mark.parametrize("e", [e for e in WHOLE if e["state"] == "healthy"], ids=_id)

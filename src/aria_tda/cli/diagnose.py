@@ -169,7 +169,8 @@ def to_record(d: Any) -> dict[str, Any]:
     v = verdict_of(d)
     rec = d.to_dict()
     rec.setdefault("mode", d.mode)
-    return {**rec, "verdict": {"label": v.label, "reason": v.reason}}
+    return {**rec, "verdict": {"label": v.label, "reason": v.reason,
+                               "findings": list(v.findings)}}
 
 
 def format_table(d: Any, source: str, notes: Sequence[str] = ()) -> str:
@@ -205,22 +206,28 @@ def format_table(d: Any, source: str, notes: Sequence[str] = ()) -> str:
         "energy ratios  " + " ".join(f"{r:.4f}" for r in rec["energy_ratios"]),
         *_concentration_lines(getattr(d, "concentration", None)),
         f"verdict        {verdict['label'].upper()}: {verdict['reason']}",
+        *(f"{'finding':<15}{x}" for x in verdict["findings"]),
     ]
     if d.mode != "exact":
         at = 2 + len(notes)
         lines.insert(at, f"mode           {d.mode}")
         for i, (name, src_) in enumerate((rec.get("sources") or {}).items()):
             lines.insert(at + 1 + i, f"  {name:<12} {src_}")
+    at_verdict = next(i for i, x in enumerate(lines) if x.startswith("verdict "))
     if d.r1_interval is not None:
         lo, hi = d.r1_interval
-        lines.insert(-1, f"r1 interval    [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+        lines.insert(at_verdict, f"r1 interval    [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+        at_verdict += 1
     if d.r2_5_interval is not None:
         lo, hi = d.r2_5_interval
-        lines.insert(-1, f"r2:5 interval  [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+        lines.insert(at_verdict,
+                     f"r2:5 interval  [{lo:.6f}, {hi:.6f}]   guaranteed (Ritz bounds)")
+        at_verdict += 1
     if d.kappa_ci is not None:
         lo, hi = d.kappa_ci
         lines.insert(
-            -1, f"kappa CI       [{lo:.4f}, {hi:.4f}]   {100 * (d.kappa_level or 0):.0f}% (sampled)"
+            at_verdict,
+            f"kappa CI       [{lo:.4f}, {hi:.4f}]   {100 * (d.kappa_level or 0):.0f}% (sampled)"
         )
     return "\n".join(lines)
 
@@ -246,6 +253,24 @@ def _concentration_lines(c: Any) -> list[str]:
         )
     lines.append(f"{'':<15}(overlap: share of two queries' top-K in common, 1 = the same {rows} "
                  "for every query; distinct ratio: |union of top-K| / (T K))")
+    dep = getattr(c, "dependence", None)
+    if dep is not None:
+        lines += [
+            f"{f'unlike top-{k}':<15}{f(ou)}   overlap of the less alike half of {dep.n_pairs} "
+            f"query pairs (alike half {f(oa)}; chance {min(1.0, k / dep.n_rows):.2g})"
+            for k, ou, oa in zip(dep.ks, dep.overlap_unlike, dep.overlap_alike, strict=True)
+        ]
+        lines += [
+            f"{'follows query':<15}{f(dep.follows_similarity)}   Spearman of two queries' "
+            "overlap with how alike they are",
+            f"{'signed kappa':<15}{f(dep.kappa_signed)}   mean signed corr between query "
+            "columns (sampled)",
+            f"{'offset rho':<15}{f(dep.offset_rho)}   median Spearman of a query's scores "
+            "with the items' mean score",
+            f"{'hubs':<15}{dep.n_hubs}   {rows} in far more queries' top-{dep.k} than chance"
+            + "".join(f"\n{'':<15}  {rows[:-1]} {h.row}: {100 * h.share:.1f} % of queries, "
+                      f"{h.times_chance:.0f}x chance" for h in dep.hubs[:5]),
+        ]
     return lines
 
 

@@ -60,13 +60,24 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 import aria_tda._simkernels as _k
 from aria_tda._checks import check_choice, check_int, check_int_list
+from aria_tda.diagnostics.dependence import (
+    SAMPLE_QUERIES,
+    SAMPLE_ROWS,
+    QueryDependence,
+    dependence_from_top,
+    dependence_k,
+    query_dependence_reference,
+    row_name,
+    sample_indices,
+    sample_scores,
+)
 from aria_tda.errors import AriaWarning, DataError, ParameterError, expected
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.stats import locate_nonfinite
@@ -105,6 +116,9 @@ class Concentration:
         Share of queries whose top-1 row is ``top1_row``.
     top1_row : int
         The most frequent top-1 row (ties: the lower index; a track id at the track level).
+    dependence : QueryDependence or None
+        Hubs and whether the top-K follows the query
+        (:mod:`aria_tda.diagnostics.dependence`); ``None`` when not measured.
     """
 
     ks: tuple[int, ...]
@@ -115,6 +129,7 @@ class Concentration:
     mean_overlap: tuple[float, ...]
     top1_share: float
     top1_row: int
+    dependence: QueryDependence | None = None
 
     def _index(self, k: int) -> int:
         if k not in self.ks:
@@ -186,6 +201,7 @@ class Concentration:
             "top1_excess": num(self.top1_excess()),
             "per_k": [{key: num(v) if isinstance(v, float) else v
                        for key, v in self.at(k).items()} for k in self.ks],
+            "dependence": None if self.dependence is None else self.dependence.to_dict(),
         }
 
 
@@ -233,7 +249,8 @@ def _measures(
 
 
 def concentration_from_groups(
-    groups: Any, ks: Sequence[int], *, n_rows: int, level: str = "track"
+    groups: Any, ks: Sequence[int], *, n_rows: int, level: str = "track", scores: Any = None,
+    pool: Any = None, ids: Any = None,
 ) -> Concentration:
     """The measures from top-K groups already computed (e.g. by
     :func:`aria_tda.homogeneity.top_k_groups`, which the study reuses).
@@ -248,6 +265,13 @@ def concentration_from_groups(
         How many rows were ranked (the pool size): the chance level's ``M``.
     level : {"segment", "track"}
         What the rows are.
+    scores : array-like or ScoreSource, optional
+        The matrix the groups rank (``(N, T)``): with it, the hubs and the unlike-query
+        overlap are measured too (:mod:`aria_tda.diagnostics.dependence`).
+    pool : np.ndarray [shape=(N,), dtype=bool], optional
+        The rows that were ranked (default all ``N``); the score sample is drawn from them.
+    ids : np.ndarray, optional
+        Names of the rows (track ids), for the hubs.
 
     Returns
     -------
@@ -262,7 +286,20 @@ def concentration_from_groups(
     ks_ = check_int_list("ks", ks, min_value=1)
     if min(ks_[-1], n_rows) > g.shape[1]:
         raise ParameterError(expected("ks", f"K at most the groups' width {g.shape[1]}", ks_))
-    return _measures(g, ks_, n_rows, level)
+    res = _measures(g, ks_, n_rows, level)
+    k = dependence_k(res.ks, n_rows)
+    if scores is None or k is None:
+        return res
+    n_total = int(scores.shape[0])
+    rows = np.arange(n_total) if pool is None else np.flatnonzero(np.asarray(pool, dtype=bool))
+    if rows.size != n_rows:
+        raise ParameterError(expected("pool", f"{n_rows} rows ranked (n_rows)", rows.size))
+    srows = rows[sample_indices(rows.size, SAMPLE_ROWS, salt=0)]
+    cols = sample_indices(g.shape[0], SAMPLE_QUERIES, salt=1)
+    sample = sample_scores(scores, srows, cols)
+    ids_ = None if ids is None else np.asarray(ids)
+    return replace(res, dependence=dependence_from_top(g, sample, cols, k, n_rows, ids_,
+                                                     ks=res.ks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -304,6 +341,11 @@ class TopKAccumulator:
         self._mask = np.ones(0, dtype=bool)
         self._tv: Any = None  # (K', T) sorted values / rows (torch path)
         self._ti: Any = None
+        # the score sample of the query-dependence measures (rows drawn once, seeded)
+        self._srows = (np.zeros(0, dtype=np.int64) if self.n_rows is None
+                       else sample_indices(self.n_rows, SAMPLE_ROWS, salt=0))
+        self._scols = sample_indices(self.n_cols, SAMPLE_QUERIES, salt=1)
+        self._sample = np.full((self._srows.size, self._scols.size), np.nan, np.float32)
 
     # -- updates -----------------------------------------------------------------------
     def memory_bytes(self, rows: int) -> int:
@@ -321,7 +363,7 @@ class TopKAccumulator:
         rows = check_int("rows", rows, min_value=1)
         heaps = 16 * self.n_cols * self.k_max + 16 * self.n_cols
         per_block = 16 * self.n_cols + 16 * self.n_cols * min(128, rows)
-        return heaps + per_block + (self.n_rows or rows)
+        return heaps + per_block + (self.n_rows or rows) + self._sample.nbytes
 
     def update(self, block: Any, row0: int) -> None:
         """Add rows ``row0 .. row0 + len(block) - 1``.
@@ -345,12 +387,28 @@ class TopKAccumulator:
         n = shape[0]
         if n == 0:
             return
+        self._take_sample(block, row0, n)
         if _is_torch(block):
             self._update_torch(block, row0)
         else:
             self._update_numpy(np.asarray(block), row0)
         self.next_row = row0 + n
         self.end = max(self.end, row0 + n)
+
+    def _take_sample(self, block: Any, row0: int, n: int) -> None:
+        """Copy the sampled rows of the block (the sampled queries' columns)."""
+        lo, hi = np.searchsorted(self._srows, [row0, row0 + n])
+        if hi <= lo:
+            return
+        sel = self._srows[lo:hi] - row0
+        if _is_torch(block):
+            import torch
+
+            part = block[torch.as_tensor(sel, device=block.device)][
+                :, torch.as_tensor(self._scols, device=block.device)]
+            self._sample[lo:hi] = part.double().cpu().numpy()
+        else:
+            self._sample[lo:hi] = np.asarray(block)[sel][:, self._scols]
 
     def _update_numpy(self, block: np.ndarray, row0: int) -> None:
         if self._tv is not None:
@@ -448,6 +506,8 @@ class TopKAccumulator:
         order = np.lexsort((r, -v, r < 0), axis=1)[:, : out.k_max]
         v, r = np.take_along_axis(v, order, axis=1), np.take_along_axis(r, order, axis=1)
         out._set_heaps(v, r)
+        if out._sample.shape == self._sample.shape == other._sample.shape:
+            out._sample = np.where(np.isnan(self._sample), other._sample, self._sample)
         out.end = max(self.end, other.end)
         out.next_row = out.end
         return out
@@ -468,7 +528,13 @@ class TopKAccumulator:
         ks = [min(k, m) for k in self.ks]
         if rows.shape[1] < min(ks[-1], m) or (rows[:, : min(ks[-1], m)] < 0).any():
             raise DataError(expected("scores", f"{m} rows", f"{self.end} rows seen"))
-        return _measures(rows, self.ks, m, level)
+        res = _measures(rows, self.ks, m, level)
+        k = dependence_k(res.ks, m)
+        if k is None or self.n_rows is None or np.isnan(self._sample).any():
+            return res
+        return replace(res, dependence=dependence_from_top(rows, self._sample.astype(np.float64),
+                                                     self._scols, k, m,
+                                                     ks=res.ks))
 
 
 # ----------------------------------------------------------------------------------------
@@ -557,9 +623,10 @@ def _add_rows(sums: np.ndarray, codes: np.ndarray, block: np.ndarray) -> None:
 
 
 def _with_ids(res: Concentration, ids: np.ndarray) -> Concentration:
-    from dataclasses import replace
-
-    return replace(res, top1_row=int(ids[res.top1_row]))
+    dep = res.dependence
+    if dep is not None:
+        dep = replace(dep, hubs=tuple(replace(h, row=row_name(ids[int(h.row)])) for h in dep.hubs))
+    return replace(res, top1_row=int(ids[res.top1_row]), dependence=dep)
 
 
 def topk_concentration_reference(
@@ -618,6 +685,7 @@ def topk_concentration_reference(
         overlap.append(shared / (k * t * (t - 1) / 2) if t > 1 else math.nan)
     firsts = [o[0] for o in tops]
     best = min(set(firsts), key=lambda r: (-firsts.count(r), r))
+    k_dep = dependence_k(ks_, m)
     return Concentration(
         ks=tuple(ks_),
         level=level,
@@ -627,4 +695,6 @@ def topk_concentration_reference(
         mean_overlap=tuple(overlap),
         top1_share=firsts.count(best) / t,
         top1_row=int(ids[best]) if ids is not None else int(best),
+        dependence=None if k_dep is None else query_dependence_reference(s, k_dep, ids=ids,
+                                                                         ks=ks_),
     )

@@ -108,6 +108,7 @@ class DossierData:
     media: Any = None
     media_note: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    findings: tuple[str, ...] = ()
 
 
 def _query_values(data: ResultsData) -> np.ndarray:
@@ -335,6 +336,7 @@ def gather_dossier(
         k=zk if zk is not None else kk, pairs_k=pk, channels=channels, z=z, items=items,
         pairs=pair_rows, random_mean=_random_mean(data, s, variant, pk), channel=channel,
         n_queries=int(_query_values(data).size), aspect=aspect,
+        findings=tuple(info.get("findings") or ()),
     )
 
 

@@ -23,8 +23,8 @@ DOSSIER_CSP = (
     "media-src data:; base-uri 'none'; form-action 'none'"
 )
 
-_COLLAPSED = ("Collapsed setting: its top-K group is (nearly) the same for every query, so this "
-              "evidence describes that fixed group, not what this query drew on.")
+_COLLAPSED = ("Collapsed setting: queries that are not alike get largely the same top-K group, "
+              "so this evidence describes that fixed group, not what this query drew on.")
 
 
 def _asset(name: str) -> str:
@@ -50,17 +50,23 @@ def _verdict(d: Any) -> str:
     v = d.verdict or "unknown"
     rel = ", ".join(f"{_e(k)} = {_num(val)}" for k, val in d.reliability.items())
     meaning = {
-        "ok": "The score matrix is query-dependent: each query's attributed items are its own.",
-        "suspect": "Read this evidence with care: the score matrix is partly shared across "
-                   "queries.",
+        "ok": "The top-K changes with the query: this query's attributed items are its own. "
+              "That is not a proof that they are the right ones: counterfactual retraining "
+              "(LDS) and planted ground truth say that, where the study has them.",
+        "suspect": "Read this evidence with care: part of every query's top-K is the same "
+                   "items whatever the query. Look at the hubs named below, and at the "
+                   "rank-1 residual, before reading these items as this query's own.",
         "collapsed": _COLLAPSED,
     }.get(v, "No reliability verdict is recorded for this setting.")
+    found = getattr(d, "findings", ())
     return (
         f'<section id="verdict" class="verdict {_e(v)}" data-verdict="{_e(v)}">'
         f"<h2>Verdict of the setting {_e(d.setting)}: "
         f'<span class="badge {_e(v)}">{_e(v)}</span></h2>'
         f'<p class="verdict-text">{_e(meaning)}</p>'
         + (f'<p class="note">Why: {_e(d.reason)}</p>' if d.reason else "")
+        + ('<ul class="note findings">' + "".join(f"<li>{_e(f)}</li>" for f in found)
+           + "</ul>" if found else "")
         + (f'<p class="note">Reliability of the score matrix: {rel} (lower = more '
            "query-dependent).</p>" if rel else "")
         + "</section>"

@@ -128,6 +128,9 @@ _STR_COLUMNS = {
     "track_b",
     "verdict",
     "verdict_reason",
+    "verdict_findings",
+    "hubs",
+    "sanity",
     "alpha_max_feature",
     "alpha_reg_group",
     "column",
@@ -250,6 +253,9 @@ class ResultsData:
                 info["reason"] = (
                     None if _isnull(row["verdict_reason"]) else str(row["verdict_reason"])
                 )
+                found = row.get("verdict_findings")
+                info["findings"] = ([] if _isnull(found) or not str(found)
+                                    else str(found).split(" | "))
         if info["method"] is None:
             info["method"] = setting.split("/")[0]
         if info["stage"] is None or _isnull(info["stage"]):

@@ -297,7 +297,7 @@ def _variant_tables(
                                   return_scores=True, progress=progress, client=client)
     # the track-level top-K concentration from the same groups (the pool's tracks are ranked)
     conc = concentration_from_groups(groups, (1, *spec.K), n_rows=int(np.count_nonzero(pool)),
-                                     level="track")
+                                     level="track", scores=s_track, pool=pool, ids=track_ids)
     res = homogeneity(groups, prepared, null, ks=list(spec.K), evidence_k=spec.K_report,
                       n_pairs=N_PAIRS, progress=progress, constant=constant, client=client)
     summary = res.summary(n_boot=spec.n_bootstrap, seed=spec.seed)

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from aria_tda._io import is_temporary, remove_path
+from aria_tda.diagnostics.dependence import largest_excess
 from aria_tda.errors import DataError, expected
+from aria_tda.manifest import sanity_columns
 from aria_tda.results import RUN_TABLES  # tables this runner writes (others are left alone)
 from aria_tda.study.aspects import ASPECT_TABLES
 from aria_tda.study.config import StudySpec
@@ -111,12 +113,15 @@ def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]]) -> tuple[A
                "r1": d["r1"], "r2_5": d["r2_5"], "p": d["p"],
                "v1_constancy": d.get("v1_constancy"),
                "constant_columns": d.get("constant_columns", 0), "verdict": v.label,
-               "verdict_reason": v.reason, "normalize": setting.normalize,
+               "verdict_reason": v.reason, "verdict_findings": " | ".join(v.findings),
+               "normalize": setting.normalize,
                "normalize_used": d.get("normalize_used", setting.normalize)}
         for i, r in enumerate(d.get("energy_ratios", [])[:10]):
             row[f"energy_{i + 1}"] = r
         if conc:
             row.update(_concentration_row(conc, spec.K_report))
+        # the attribution sanity checks, where ARIA computed the scores and ran them
+        row.update(sanity_columns(None if setting.scores_from_embeddings else setting.scores))
         rel_rows.append(row)
     return pd.DataFrame(rel_rows), verdicts
 
@@ -129,10 +134,26 @@ def _concentration_row(conc: dict[str, Any], k_report: int) -> dict[str, Any]:
     k = min(int(k_report), int(conc["n_rows"]))
     at = per_k.get(k, {})
     sig = concentration_signal(conc)
-    return {"top1_share": conc.get("top1_share"), "topk_overlap": at.get("mean_overlap"),
-            "topk_distinct": at.get("distinct_ratio"),
-            "topk_excess": None if sig is None else sig[0], "topk_K": k,
-            "topk_level": conc.get("level"), "topk_rows": int(conc["n_rows"])}
+    row = {"top1_share": conc.get("top1_share"), "topk_overlap": at.get("mean_overlap"),
+           "topk_distinct": at.get("distinct_ratio"),
+           "topk_excess": None if sig is None else sig[0], "topk_K": k,
+           "topk_level": conc.get("level"), "topk_rows": int(conc["n_rows"])}
+    dep = conc.get("dependence")
+    if dep:
+        best = largest_excess(dep) if dep.get("ks") else None
+        row.update({
+            "n_hubs": dep.get("n_hubs"),
+            "hubs": ";".join(f"{h['row']}:{h['share']:.4g}:{h['times_chance']:.4g}"
+                             for h in dep.get("hubs", [])),
+            "unlike_overlap": None if best is None else best[2],
+            "alike_overlap": None if best is None else best[3],
+            "unlike_excess": None if best is None else best[0],
+            "follows_similarity": dep.get("follows_similarity"),
+            "kappa_signed": dep.get("kappa_signed"), "offset_rho": dep.get("offset_rho"),
+        })
+        if best is not None:
+            row["topk_K"] = best[1]
+    return row
 
 
 def _tracks(store: Any) -> Any:

@@ -39,9 +39,13 @@ __all__ = ["table_html"]
 
 
 def _concentration_cols(df: pd.DataFrame) -> list[str]:
-    """The top-K concentration columns the reliability table has values for."""
-    return [c for c in ("top1_share", "topk_overlap") if c in df.columns
-            and df[c].map(_fmt.finite).any()]
+    """The top-K columns the reliability table shows: the unlike-query overlap the verdict
+    reads and the hub count when measured, else the top-1 share and top-K overlap."""
+    for group in (("unlike_overlap", "n_hubs"), ("top1_share", "topk_overlap")):
+        got = [c for c in group if c in df.columns and df[c].map(_fmt.finite).any()]
+        if got:
+            return got
+    return []
 
 
 def _topk_k(df: pd.DataFrame) -> str:
@@ -52,7 +56,8 @@ def _topk_k(df: pd.DataFrame) -> str:
 def reliability_html(t: ReportTable) -> str:
     conc = _concentration_cols(t.df)
     k = _topk_k(t.df)
-    names = {"top1_share": "Top-1 share", "topk_overlap": f"Top-{k} overlap"}
+    names = {"top1_share": "Top-1 share", "topk_overlap": f"Top-{k} overlap",
+             "unlike_overlap": f"Unlike top-{k}", "n_hubs": "Hubs"}
     head = [
         [
             _th(x)
@@ -68,6 +73,7 @@ def reliability_html(t: ReportTable) -> str:
                 "p",
                 "v<sub>1</sub> const.",
                 *(names[c] for c in conc),
+                *(["Sanity checks"] if "sanity" in t.df.columns else []),
                 "Verdict",
                 "Why",
             )
@@ -83,15 +89,37 @@ def reliability_html(t: ReportTable) -> str:
             _num(_e(_fmt.integer(r["n_queries"]))),
         ]
         cells += [
-            _num(_e(_fmt.fixed(r[c])), **{"data-col": c})
+            _num(_e(_fmt.integer(r[c]) if c == "n_hubs" else _fmt.fixed(r[c])),
+                 **{"data-col": c})
             for c in ("kappa", "r1", "r2_5", "p", "v1_constancy", *conc)
         ]
+        why = "" if pd.isna(r["verdict_reason"]) else _e(r["verdict_reason"])
+        found = r.get("verdict_findings")
+        if isinstance(found, str) and found:
+            why += "".join(f"<br>· {_e(f)}" for f in found.split(" | "))
+        if "sanity" in t.df.columns:
+            cells.append(_txt(_sanity_text(r), cls="sub", **{"data-col": "sanity"}))
         cells += [
             _txt(badge(r["verdict"]), **{"data-col": "verdict"}),
-            _txt(_e("" if pd.isna(r["verdict_reason"]) else r["verdict_reason"]), cls="sub"),
+            _txt(why, cls="sub"),
         ]
         rows.append((cells, _setting_attrs(r)))
     return _table(head, rows, attrs={"id": "table-reliability"})
+
+
+def _sanity_text(r: Any) -> str:
+    """The attribution sanity checks of one reliability row, in words (escaped HTML)."""
+    if r.get("sanity") != "computed":
+        return _e("unavailable: the attribution was not computed by ARIA with its checks")
+
+    def flag(col: str) -> str:
+        return " <strong>flagged</strong>" if str(r.get(col)).lower() == "true" else ""
+
+    return (f"model randomisation ρ {_e(_fmt.fixed(r.get('randomization_rho')))} "
+            f"[{_e(_fmt.fixed(r.get('randomization_lo')))}, "
+            f"{_e(_fmt.fixed(r.get('randomization_hi')))}]{flag('randomization_flagged')}; "
+            f"gradient-norm bias ρ {_e(_fmt.fixed(r.get('norm_bias_rho')))}"
+            f"{flag('norm_bias_flagged')}")
 
 
 def homogeneity_html(t: ReportTable) -> str:
