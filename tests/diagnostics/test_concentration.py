@@ -5,7 +5,6 @@ top-K cardinality; and the verdict on planted matrices."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import warnings
 
@@ -22,26 +21,12 @@ from aria_tda.diagnostics.concentration import (
 )
 from aria_tda.errors import AriaWarning, DataError, ParameterError
 from aria_tda.verdict import classify
+from twinlib import as_comparable, assert_same
 
 
 def _same(a: Concentration, b: Concentration) -> None:
-    _same_values(dataclasses.asdict(a), dataclasses.asdict(b), "")
-
-
-def _same_values(va, vb, key: str) -> None:
     """Equal, floats to 1e-12 relative (1e-12 absolute near 0: sums in another order)."""
-    if isinstance(va, dict):
-        assert va.keys() == vb.keys(), key
-        for k in va:
-            _same_values(va[k], vb[k], f"{key}.{k}")
-    elif isinstance(va, tuple | list):
-        assert len(va) == len(vb), key
-        for i, (x, y) in enumerate(zip(va, vb, strict=True)):
-            _same_values(x, y, f"{key}[{i}]")
-    elif isinstance(va, float):
-        assert va == pytest.approx(vb, rel=1e-12, abs=1e-12, nan_ok=True), key
-    else:
-        assert va == vb, key
+    assert_same(as_comparable(a), as_comparable(b), rtol=1e-12, atol=1e-12)
 
 
 def _tied(rng, m=200, t=25):

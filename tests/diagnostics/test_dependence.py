@@ -3,8 +3,6 @@ tells a hub, a class structure or two opposite camps (ok) from a top-K that igno
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
@@ -27,21 +25,7 @@ from aria_tda.diagnostics.dependence import (
 )
 from aria_tda.errors import ParameterError
 from aria_tda.verdict import VerdictThresholds, classify
-
-
-def _close(a, b, key=""):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), key
-        for k in a:
-            _close(a[k], b[k], f"{key}.{k}")
-    elif isinstance(a, list | tuple):
-        assert len(a) == len(b), key
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _close(x, y, f"{key}[{i}]")
-    elif isinstance(a, float):
-        assert a == pytest.approx(b, rel=1e-10, abs=1e-12, nan_ok=True), key
-    else:
-        assert a == b, key
+from twinlib import as_comparable, assert_same
 
 
 def _verdict(s, **kw):
@@ -60,7 +44,7 @@ def test_streamed_equals_reference_including_the_sampled_sizes(rng, m, t):
         acc.update(s[r : r + 97], r)
     got = acc.result().dependence
     want = query_dependence_reference(s, 10, ks=(1, 10, 40))
-    _close(dataclasses.asdict(got), dataclasses.asdict(want))
+    assert_same(as_comparable(got), as_comparable(want), rtol=1e-10, atol=1e-12)
     assert got.sample_queries == min(t, SAMPLE_QUERIES)
     assert got.sample_rows == min(m, SAMPLE_ROWS)
     assert got.ks == (1, 10, 40) and got.k == 10
@@ -77,7 +61,7 @@ def test_from_groups_with_a_pool_and_track_ids_equals_the_twin(rng):
     got = concentration_from_groups(groups, (1, 20), n_rows=int(pool.sum()), scores=s,
                                     pool=pool, ids=ids).dependence
     want = query_dependence_reference(s, 1, ids=ids, rows=np.flatnonzero(pool), ks=(1, 20))
-    _close(dataclasses.asdict(got), dataclasses.asdict(want))
+    assert_same(as_comparable(got), as_comparable(want), rtol=1e-10, atol=1e-12)
 
 
 def test_segment_map_names_hubs_by_track_id(rng):
@@ -86,7 +70,7 @@ def test_segment_map_names_hubs_by_track_id(rng):
     g = np.repeat(np.arange(300) + 1000, 2)
     got = topk_concentration(s, (1, 10), groups=g).dependence
     want = topk_concentration_reference(s, (1, 10), groups=g).dependence
-    _close(dataclasses.asdict(got), dataclasses.asdict(want))
+    assert_same(as_comparable(got), as_comparable(want), rtol=1e-10, atol=1e-12)
     assert got.hubs[0].row == 1005 and got.hubs[0].share > 0.9
 
 
