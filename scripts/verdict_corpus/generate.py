@@ -93,6 +93,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np
 import torch
 import torch.nn.functional as F
+from corpus_manifest import merge_manifest
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -667,19 +668,6 @@ def ensure_tokens(out: Path, tokens: Path | None, project_py: Path) -> Path | No
         return None
     say(r.stdout.strip())
     return path
-
-
-def merge_manifest(out: Path) -> None:
-    parts = sorted((out / "manifest.d").glob("*.json"))
-    files, meta = [], {}
-    for part in parts:
-        d = json.loads(part.read_text(encoding="utf-8"))
-        files += d["files"]
-        meta[part.stem] = {k: v for k, v in d.items() if k != "files"}
-    manifest = {"description": "ARIA verdict calibration corpus (issue 37); see "
-                               "scripts/verdict_corpus/README.md",
-                "sources": meta, "files": files}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

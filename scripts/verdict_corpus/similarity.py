@@ -49,6 +49,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from corpus_manifest import merge_manifest
 
 DEFAULT_OUT = Path("/work/verdict-corpus")
 SECONDS_PER_QUARTER = 0.5
@@ -118,19 +119,6 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     na = np.linalg.norm(a, axis=1, keepdims=True)
     nb = np.linalg.norm(b, axis=1, keepdims=True)
     return (a / np.where(na > 0, na, 1.0)) @ (b / np.where(nb > 0, nb, 1.0)).T
-
-
-def merge_manifest(out: Path) -> None:
-    parts = sorted((out / "manifest.d").glob("*.json"))
-    files, meta = [], {}
-    for part in parts:
-        d = json.loads(part.read_text(encoding="utf-8"))
-        files += d["files"]
-        meta[part.stem] = {k: v for k, v in d.items() if k != "files"}
-    manifest = {"description": "ARIA verdict calibration corpus (issue 37); see "
-                               "scripts/verdict_corpus/README.md",
-                "sources": meta, "files": files}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
