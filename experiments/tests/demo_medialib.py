@@ -102,6 +102,6 @@ def top_items(results: Path, setting: str, n: int = 3) -> list[str]:
 
     meta = read_results_meta(results)
     spec = next(s for s in meta["settings"] if s["name"] == setting)
-    src = open_scores(spec["scores"])
+    src = open_scores(Path(results) / spec["scores"])  # recorded relative to the results folder
     col = src.to_numpy()[:, 0]
     return [str(src.row_ids[i]) for i in np.argsort(-col)[:n]]

@@ -404,7 +404,8 @@ def _run(writer: StoreWriter, mod: Any, module: str, modality: str, ids: list[st
         if key in done:
             continue
         seg = dict(segments) if segments else None
-        todo.append(((modality, str(f), tid, kwargs, seg, module), row))
+        # the store records each file absolutely: its media resolve from any working folder
+        todo.append(((modality, str(Path(f).absolute()), tid, kwargs, seg, module), row))
     n_skipped = len(ids) - len(todo)
     buf: list[tuple[Any, ...]] = []
     stats = {"n_skipped": n_skipped, "n_extracted": 0, "n_errors": 0}

@@ -92,7 +92,7 @@ class SegmentPicker:
         if value is None or str(value).strip() == "":
             return None
         p = Path(str(value)).expanduser()
-        return p if p.is_absolute() else self._base / p
+        return p if p.is_absolute() else Path(os.path.normpath(self._base / p))
 
     @property
     def active(self) -> bool:

@@ -578,7 +578,8 @@ def _named_path(value: Any, base: Path) -> Path | None:
     if _blank(value) or not isinstance(value, str | os.PathLike):
         return None
     p = Path(value).expanduser()
-    return p if p.is_absolute() else base / p
+    # results.json records inputs relative to the results folder ("../features"): normalised
+    return p if p.is_absolute() else Path(os.path.normpath(base / p))
 
 
 def resolve_media(

@@ -453,17 +453,18 @@ class StudySpec(Options):
     def params(self) -> dict[str, Any]:
         """JSON-able parameters recorded in results.json (the ``recorded`` fields)."""
         return {
-            f.name: _jsonable(getattr(self, f.name))
+            f.name: jsonable(getattr(self, f.name))
             for f in dataclasses.fields(self)
             if f.metadata.get("recorded")
         }
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON holds it: a path as text, a tuple as a list."""
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value
 
 
@@ -610,7 +611,7 @@ def parse_study(
     except tomllib.TOMLDecodeError as exc:
         raise FileFormatError(f"{source}: not valid TOML: {exc}") from None
     loc = _Locator(text, source)
-    base = Path(base_dir)
+    base = Path(base_dir).absolute()  # results.json records where the inputs are, from anywhere
     top = file_fields(StudySpec)
     loc.unknown(data, top)
     for key, f in top.items():

@@ -21,7 +21,7 @@ from aria_tda.errors import DataError, expected
 from aria_tda.manifest import sanity_columns
 from aria_tda.results import RUN_TABLES  # tables this runner writes (others are left alone)
 from aria_tda.study.aspects import ASPECT_TABLES
-from aria_tda.study.config import StudySpec
+from aria_tda.study.config import StudySpec, jsonable
 from aria_tda.verdict import Verdict, classify, concentration_signal, rank_settings
 
 __all__ = ["RUN_TABLES", "publish", "write_tables"]
@@ -249,21 +249,24 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         write_table(out, "tracks", _tracks(store))
 
     timings = {s.name: results[s.name]["timings"] for s in spec.settings}
+    here = Path(spec.output).absolute()
     meta: dict[str, Any] = {
-        "study": spec.params(),
+        "study": {k: _recorded(getattr(spec, k), here) for k in spec.params()},
         "settings": [
             {"name": s.name, "method": s.method, "stage": s.stage,
              "kind": "embedding" if s.is_embedding else "scores", "normalize": s.normalize,
              "normalize_used": results[s.name]["diagnostics"].get("normalize_used", s.normalize),
-             "scores": str(s.scores), "segments": None if s.segments is None else str(s.segments),
+             "scores": _recorded(s.scores, here),
+             "segments": None if s.segments is None else _recorded(s.segments, here),
              "transpose": s.transpose, "verdict": verdicts[s.name].label,
              "concentration": {
                  level: results[s.name]["diagnostics"].get(key)
                  for level, key in (("segment", "concentration"), ("track", "concentration_track"))
                  if results[s.name]["diagnostics"].get(key)},
              "aspects": _aspect_summary(results[s.name]),
-             **({"train_embeddings": str(s.train_embeddings),
-                 "query_embeddings": str(s.query_embeddings)} if s.is_embedding else {})}
+             **({"train_embeddings": _recorded(s.train_embeddings, here),
+                 "query_embeddings": _recorded(s.query_embeddings, here)}
+                if s.is_embedding else {})}
             for s in spec.settings
         ],
         "channels": {c: [f.name for f in fs] for c, fs in _channels(store, spec).items()},
@@ -273,6 +276,15 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
     }
     _record_media(meta, out, queries, results)
     return meta
+
+
+def _recorded(value: Any, results: Path) -> Any:
+    """A study parameter as ``results.json`` records it: a path relative to the results folder
+    (so a report or dossier finds the inputs from any working folder, and a project moved or
+    copied whole keeps pointing at its own files); anything else as JSON."""
+    if isinstance(value, Path):
+        return os.path.relpath(value.absolute(), results)
+    return jsonable(value)
 
 
 def _record_media(meta: dict[str, Any], out: Path, queries: Any,
