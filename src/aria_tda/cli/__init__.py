@@ -94,8 +94,16 @@ class _OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``aria-tda`` argument parser with every sub-command registered."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``aria-tda`` argument parser with every sub-command registered.
+
+    Parameters
+    ----------
+    only : str, optional
+        Register this sub-command alone when it is one (what :func:`main` does for a command
+        line naming one: a command imports only its own modules — ``diagnose`` of a small file
+        is not slowed by the study's or the demos' imports). ``None``: every sub-command.
+    """
     parser = _OneLineParser(
         prog="aria-tda",
         description=(
@@ -107,8 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"aria-tda {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     modules = _command_modules()
-    for name in sorted({*modules, *EXPERIMENT_COMMANDS},
-                       key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)):
+    names = {*modules, *EXPERIMENT_COMMANDS}
+    if only in names:
+        names = {only}
+    for name in sorted(names, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n)):
         if name in modules:
             importlib.import_module(modules[name]).register(sub)
         else:
@@ -145,7 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from aria_tda._memory import adapt_to_limit
 
     adapt_to_limit()  # a tight memory limit: one BLAS thread (else it may spin), Arrow on malloc
-    parser = build_parser()
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only=given[0] if given and not given[0].startswith("-") else None)
     args = parser.parse_args(argv)
     absent = _absent_output_dirs(args)
     with warnings.catch_warnings():
