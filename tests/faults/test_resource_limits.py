@@ -84,7 +84,7 @@ def test_diagnose_under_a_memory_limit_is_a_result_or_one_line(baseline, scores,
                                            ["diagnose", scores, "--no-progress"]))
     if extra_mb >= 800:
         assert outcome == "ok"  # the default budget follows the limit: blocks that fit
-    if extra_mb <= 200:
+    if extra_mb <= 40:  # (at 200 MB it once failed too; the command now loads less)
         assert "loading NumPy, SciPy and numba" in outcome and "needs about" in outcome
 
 
