@@ -51,6 +51,7 @@ __all__ = [
     "memory_error",
     "out_of_memory",
     "size_text",
+    "threads_that_fit",
     "tight_headroom",
 ]
 
@@ -131,6 +132,28 @@ def headroom() -> int | None:
     """Bytes this process may still map under its limit; ``None`` without a limit."""
     limit, used = address_space()
     return None if limit is None else max(0, limit - used)
+
+
+def threads_that_fit(n_threads: int, *, per_thread: int = BLAS_THREAD_BYTES) -> int:
+    """How many of ``n_threads`` worker threads that call BLAS the limit leaves room for.
+
+    A thread that first calls OpenBLAS maps a buffer (and its stack) then; when the limit
+    refuses it, OpenBLAS gives up with ``exit(1)`` from C, past every Python handler. So a pool
+    starts only as many threads as :data:`HEADROOM_SHARE` of the headroom holds at
+    ``per_thread`` each, at least one (the caller's thread runs the work when it is one: its
+    buffers are mapped already, :func:`load_libraries`). Without a limit: ``n_threads``.
+
+    Parameters
+    ----------
+    n_threads : int
+        Threads wanted.
+    per_thread : int
+        Address space one thread maps (default :data:`BLAS_THREAD_BYTES`).
+    """
+    room = headroom()
+    if room is None:
+        return n_threads
+    return max(1, min(n_threads, int(room * HEADROOM_SHARE) // per_thread))
 
 
 def _physical() -> int:

@@ -118,6 +118,28 @@ def test_a_study_run_under_a_memory_limit_is_a_result_or_one_line(tmp_path, rng,
         assert proc.returncode == 0, proc.stderr[-2000:]
 
 
+def test_a_pool_under_a_limit_starts_only_the_threads_whose_blas_buffers_fit(baseline):
+    del baseline  # (skips where prlimit or /proc is missing)
+    """Before: at a limit just above a study's libraries, the homogeneity pool's second thread
+    met OpenBLAS's ``exit(1)`` ("Memory allocation still failed after 10 retries") when it
+    first called BLAS, past every handler. Threads that would not fit are not started."""
+    code = ("import sys; from aria_tda._memory import threads_that_fit, headroom, "
+            "BLAS_THREAD_BYTES as b; print(headroom(), threads_that_fit(8), "
+            "threads_that_fit(8, per_thread=1))")
+    runs = {}
+    for extra_mb in (150, 4000):  # (the child loads no NumPy: it maps far less than baseline)
+        proc = subprocess.run(["prlimit", f"--as={extra_mb * _MB}", sys.executable,
+                               "-c", code], capture_output=True, text=True, check=True)
+        room, fit, small = map(int, proc.stdout.split())
+        runs[extra_mb] = fit
+        assert fit == max(1, min(8, room // 2 // (64 * _MB))), (room, fit)
+        assert small == 8  # threads that need nothing all fit
+    assert runs[150] == 1 and runs[4000] == 8
+    free = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split()
+    assert free[0] == "None" and free[1] == "8"  # no limit: every thread asked for
+
+
 # ------------------------------------------------------------------------------- caches
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 import aria_tda._simkernels as _k
 from aria_tda._checks import check_int
+from aria_tda._memory import threads_that_fit
 from aria_tda._progress import progress as _progress
 from aria_tda.results import DEFAULT_KS
 from aria_tda.similarity import PreparedFeature
@@ -104,6 +105,7 @@ def _evaluate_groups(
     # BLAS runs single-threaded and the parallelism is over groups (kernels release the GIL)
     with _progress(total=n_groups, desc=desc, unit="group", enabled=progress) as bar, \
             threadpool_limits(limits=1, user_api="blas"):
+        n_jobs = threads_that_fit(n_jobs)  # a worker's BLAS buffer must fit under a limit
         if n_jobs == 1 or len(tasks) == 1:
             for task in tasks:
                 bar.update(work(task))
