@@ -89,7 +89,10 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
          "aria_tda.media._svg", "aria_tda.media._evidence", "aria_tda.media._harmony",
          # where the music lies and clips of it to hear (issue 27)
          "aria_tda.media", "aria_tda.media.sources", "aria_tda.media.clips",
-         "aria_tda.media.cache")),
+         "aria_tda.media.cache",
+         # the room's clips, packing and dossier, moved from the report (issue 39)
+         "aria_tda.media.pack", "aria_tda.media.clip_views", "aria_tda.media.dossier",
+         "aria_tda.media.dossier_html", "aria_tda.media.query_evidence")),
     (5, ("aria_tda.study",)),
     (6, ("aria_tda.attribution", "aria_tda.embed")),
     (8, ("aria_tda.cli", "aria_tda.__main__", "aria_tda")),

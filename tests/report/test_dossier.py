@@ -1,4 +1,4 @@
-"""The evidence dossier (aria_tda.report.dossier, ``aria-tda evidence``) without a browser.
+"""The evidence dossier (aria_tda.media.dossier, ``aria-tda evidence``) without a browser.
 
 Fast tests use the report fixture (no media files: every clip is named missing, the numbers
 stay); the slow one builds a user study with real MIDI and audio files.
@@ -14,8 +14,8 @@ import pytest
 
 from aria_tda.cli import main
 from aria_tda.errors import ParameterError
+from aria_tda.media.dossier import gather_dossier, resolve_query, write_dossier
 from aria_tda.report import words
-from aria_tda.report.dossier import gather_dossier, resolve_query, write_dossier
 from aria_tda.report.load import load_results
 
 from .conftest import NASTY

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aria_tda.report.evidence import build_evidence, pack_arrays, unpack_arrays
+from aria_tda.media.query_evidence import build_evidence, pack_arrays, unpack_arrays
 from aria_tda.report.load import load_results
 
 

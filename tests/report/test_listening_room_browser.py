@@ -41,8 +41,8 @@ def _in_browser(test):
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
     """The user study, its report (media for every query, top 3) and two dossiers."""
+    from aria_tda.media.dossier import write_dossier
     from aria_tda.report import write_report
-    from aria_tda.report.dossier import write_dossier
 
     from ._listening import make_user_study
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from aria_tda.report.media_pack import select_media_items
+from aria_tda.media.pack import select_media_items
 
 
 def _data():
@@ -46,7 +46,7 @@ def test_a_rebuilt_report_reuses_its_clips_and_rebuilds_what_changed(tmp_path, m
     writes the same bytes; a training file whose content changed is built again, alone."""
     import soundfile as sf
 
-    from aria_tda.report import media_pack
+    from aria_tda.media import pack as media_pack
     from aria_tda.report.load import load_results
 
     from ._listening import make_user_study
@@ -112,7 +112,7 @@ def test_with_a_segment_map_each_query_s_segment_counts_toward_the_cap():
 
 
 def test_captions_name_the_file_without_dot_dot_parts(tmp_path):
-    from aria_tda.report.media_clips import _tidy
+    from aria_tda.media.clip_views import _tidy
 
     (tmp_path / "corpus").mkdir()
     (tmp_path / "features").mkdir()

@@ -250,8 +250,8 @@ def test_tiny_demo_dossier_and_report_media_in_chromium(listening_demo, tmp_path
     2 queries x top 2, loaded from report_media/ when a query's panel opens) in Chromium,
     offline: every player decodes, every picture renders, the piano rolls are there, no
     console error, no request but the page and its own media."""
+    from aria_tda.media.dossier import write_dossier
     from aria_tda.report import write_report
-    from aria_tda.report.dossier import write_dossier
     from demo_browser import check_dossier, check_report, chromium
 
     results = listening_demo

@@ -2,7 +2,7 @@
 
 One self-contained HTML file (clips and pictures embedded) with the setting's verdict first,
 players for the query and its top-N attributed training items, A/B listening, piano rolls or
-spectrograms, and per-channel evidence in words (:func:`aria_tda.report.dossier.write_dossier`).
+spectrograms, and per-channel evidence in words (:func:`aria_tda.media.dossier.write_dossier`).
 Progress lines and timings go to stderr; the path written goes to stdout. ``--out`` replaces
 only an earlier dossier of ARIA: any other file, a folder, a link, the results folder's own files
 and anything in its ``.cache`` are refused before any work, in one line naming the path.
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import time
 
-    from aria_tda.report.dossier import write_dossier
+    from aria_tda.media.dossier import write_dossier
 
     t0 = time.perf_counter()
 

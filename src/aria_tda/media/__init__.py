@@ -6,6 +6,19 @@
 - :mod:`aria_tda.media.clips` — :func:`load_clip` (the window, with context, cut from audio
   or rendered from MIDI), :func:`loudness_match` (ITU-R BS.1770 integrated loudness),
   :func:`encode_clip` (Ogg/Vorbis, Ogg/Opus or WAV bytes for a web page).
+- :mod:`aria_tda.media.attributed`, :mod:`aria_tda.media.recorded` — which window of a
+  track was attributed; whether the files a run recorded are still there.
+- :mod:`aria_tda.media.draw`, :mod:`aria_tda.media.aspects` — pictures of clips and the
+  per-channel evidence for one (query, item) pair.
+- :mod:`aria_tda.media.clip_views`, :mod:`aria_tda.media.cache`,
+  :mod:`aria_tda.media.pack` — a query's clips and pictures for the report's listening room
+  (:func:`~aria_tda.media.pack.write_report_media`), cached by content.
+- :mod:`aria_tda.media.query_evidence` — the report's per-query evidence, packed compactly.
+- :mod:`aria_tda.media.dossier` — the evidence dossier of one query
+  (:func:`~aria_tda.media.dossier.write_dossier`, ``aria-tda evidence``).
+
+This package is the one home of the listening room; the report (:mod:`aria_tda.report`)
+calls it and draws no music itself.
 """
 
 from aria_tda.media.clips import (

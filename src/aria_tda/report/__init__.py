@@ -73,8 +73,8 @@ from aria_tda._outputs import (
 )
 from aria_tda._progress import progress_enabled
 from aria_tda.errors import AriaWarning
+from aria_tda.media.pack import MediaStats, check_media_folder, media_folder
 from aria_tda.report.load import ResultsData, choose_k, load_results
-from aria_tda.report.media_pack import MediaStats, check_media_folder, media_folder
 from aria_tda.report.tables import ReportTable, build_tables
 from aria_tda.results import REPORT_FILE, RESULTS_FILE
 
@@ -373,7 +373,7 @@ def write_report(
         The listening room: write clips and pictures of a bounded set of queries and items
         into the folder ``<out stem>_media/`` beside the page (``report_media/`` for
         ``report.html``), which the per-query view loads lazily
-        (:func:`aria_tda.report.media_pack.write_report_media`). Missing media are named on
+        (:func:`aria_tda.media.pack.write_report_media`). Missing media are named on
         the page; nothing fails for them.
     media_queries : int
         Keep media for the first ``media_queries`` queries (>= 0).
@@ -466,7 +466,7 @@ def _write_report(
     media_log: Callable[[str], None] | None,
 ) -> ReportOutput:
     """The body of :func:`write_report` (its arguments checked, its lock held)."""
-    from aria_tda.report.evidence import build_evidence
+    from aria_tda.media.query_evidence import build_evidence
     from aria_tda.report.html import render_html
 
     data = load_results(results_dir, top_n=top_n)
@@ -490,7 +490,7 @@ def _write_report(
     evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
     manifest, stats = None, None
     if media and not evidence.empty:
-        from aria_tda.report.media_pack import write_report_media
+        from aria_tda.media.pack import write_report_media
 
         manifest, stats = write_report_media(data, media_folder(out_path),
                                              queries=media_queries, top=media_top,

@@ -1,7 +1,7 @@
 /* ARIA report: the per-query evidence view. No network access: everything is in this file.
  * Data: <script id="aria-data" type="application/json"> (header) and one
  * <script id="aria-block-N" type="text/plain"> per (setting, variant) block, holding
- * base64(gzip(byte-shuffled little-endian arrays)) - see aria.report.evidence. */
+ * base64(gzip(byte-shuffled little-endian arrays)) - see aria_tda.media.query_evidence. */
 (function () {
   'use strict';
   var SVGNS = 'http://www.w3.org/2000/svg';

@@ -7,7 +7,7 @@ side through ``textContent`` only); JSON embedded in ``<script>`` escapes ``<``,
 
 Static tables are rendered on the server (they print and work without JavaScript); the per-query
 evidence view is filled by ``assets/report.js`` from the packed blocks of
-:mod:`aria_tda.report.evidence`.
+:mod:`aria_tda.media.query_evidence`.
 
 Layout
 ------

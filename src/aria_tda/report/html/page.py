@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
+from aria_tda.media.query_evidence import EvidencePayload
 from aria_tda.report import _fmt, words
-from aria_tda.report.evidence import EvidencePayload
 from aria_tda.report.html._cells import (
     Cell,
     _clean_json,
@@ -320,7 +320,8 @@ def render_html(
     plot_note : str or None
         Shown in the K-sweep section instead of plots (e.g. why there are none).
     evidence : EvidencePayload or None
-        The packed per-query evidence (:func:`aria_tda.report.evidence.build_evidence`); ``None``
+        The packed per-query evidence
+        (:func:`aria_tda.media.query_evidence.build_evidence`); ``None``
         or empty shows a note that the folder has no per-query tables.
     planted_plots : sequence of (str, str, str)
         ``(setting, aspect, svg)`` per K-sweep panel of the plant queries
@@ -329,7 +330,7 @@ def render_html(
     planted_plot_note : str, optional
         Shown there under the panels (why there are none, or how many were left out).
     media : Mapping, optional
-        The listening room's manifest (:func:`aria_tda.report.media_pack.write_report_media`):
+        The listening room's manifest (:func:`aria_tda.media.pack.write_report_media`):
         clips and pictures of a bounded set of queries and items, as URLs relative to the page;
         ``None``: the per-query view says there are none.
 

@@ -1,7 +1,7 @@
 r"""The listening room's clips: load, reuse from the disk cache, loudness-match and encode.
 
 The query's and each item's :class:`ClipView` are filled here for
-:func:`aria_tda.report.media_pack.build_query_media`: a clip built before comes from the disk
+:func:`aria_tda.media.pack.build_query_media`: a clip built before comes from the disk
 cache (:mod:`aria_tda.media.cache`); else it is cut from its file
 (:func:`aria_tda.media.load_clip`), loudness-matched with the others of the query
 (:func:`aria_tda.media.loudness_match`) and encoded as Ogg/Vorbis. Nothing here raises for a
@@ -127,7 +127,7 @@ def _tidy(path: Any) -> str:
 def load_view(ref: Any, view: ClipView, *, context: float, max_seconds: float, sr: int,
               soundfont: str | None) -> None:
     """Fill ``view.clip`` from ``ref`` or mark the view missing (never raises for the file)."""
-    from aria_tda.media import load_clip
+    from aria_tda.media.clips import load_clip
 
     view.kind = getattr(ref, "kind", None)
     view.source = _describe_source(ref)
@@ -190,7 +190,7 @@ def keep_view(key: str, v: ClipView, *, pictures: bool) -> None:
 def encode_views(views: Sequence[ClipView], *, bitrate_kbps: int, pictures: bool,
                  problems: list[str]) -> None:
     """Loudness-match the loaded clips together, encode them, draw the audio panels."""
-    from aria_tda.media import encode_clip, loudness_match
+    from aria_tda.media.clips import encode_clip, loudness_match
 
     loaded = [v for v in views
               if v.clip is not None and v.audio is None and v.missing is None]

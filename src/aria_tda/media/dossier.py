@@ -19,7 +19,7 @@ Media are embedded as ``data:`` URIs, so the file opens offline anywhere; its
 Content-Security-Policy allows nothing but the page's own inline style, script and ``data:``
 media. A missing file is named on the page and the numbers are kept.
 
-The page itself is written by :mod:`aria_tda.report.dossier_html`.
+The page itself is written by :mod:`aria_tda.media.dossier_html`.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class DossierData:
     aspect : dict or None
         The distinctive reading of the query (:func:`query_aspect`), ``None`` when the
         results hold none.
-    media : aria_tda.report.media_pack.QueryMedia or None
+    media : aria_tda.media.pack.QueryMedia or None
     media_note : str or None
         Why there are no media, when there are none.
     timings : dict
@@ -112,7 +112,7 @@ class DossierData:
 
 
 def _query_values(data: ResultsData) -> np.ndarray:
-    from aria_tda.report.media_pack import _query_order  # one home: the per-query view's order
+    from aria_tda.media.pack import _query_order  # one home: the per-query view's order
 
     return np.asarray(_query_order(data), dtype=np.int64)
 
@@ -185,7 +185,7 @@ def _at_k(df: Any, k: int | None) -> tuple[Any, int | None]:
 
 
 def _random_mean(data: ResultsData, setting: str, variant: str, k: int | None) -> dict[str, float]:
-    from aria_tda.report.evidence import random_pair_means
+    from aria_tda.media.query_evidence import random_pair_means
 
     return random_pair_means(data, k).get((setting, variant), {})
 
@@ -404,7 +404,7 @@ def write_dossier(
         an ``out`` that ARIA may not write (one line naming it and ``--out``).
     """
     from aria_tda._outputs import DOSSIER_PAGE, check_page_output, results_keeps, write_page
-    from aria_tda.report.dossier_html import render_dossier
+    from aria_tda.media.dossier_html import render_dossier
 
     context = check_float("context", context, min_value=0.0)
     max_seconds = check_float("max_seconds", max_seconds, min_value=0.0, min_inclusive=False)
@@ -444,10 +444,10 @@ def write_dossier(
 def _media(data: ResultsData, d: DossierData, *, context: float, max_seconds: float,
            bitrate_kbps: int, soundfont: str | None) -> tuple[Any, str | None]:
     """The query's media (clips, pictures, evidence), or ``None`` and why not."""
-    from aria_tda.report.media_pack import build_query_media
+    from aria_tda.media.pack import build_query_media
 
     try:
-        from aria_tda.media import resolve_media
+        from aria_tda.media.sources import resolve_media
 
         index = resolve_media(data, setting=d.setting)
     except ImportError as exc:  # pragma: no cover - the media package is part of the library

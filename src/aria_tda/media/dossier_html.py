@@ -275,7 +275,7 @@ def _units_section(d: Any) -> str:
 
 
 def render_dossier(d: Any) -> str:
-    """The dossier page of :class:`aria_tda.report.dossier.DossierData` ``d``.
+    """The dossier page of :class:`aria_tda.media.dossier.DossierData` ``d``.
 
     Parameters
     ----------

@@ -5,7 +5,7 @@ playable clips (loudness-matched Ogg/Vorbis), pictures (piano rolls of the query
 item on the same scales for MIDI; spectrogram, chroma, beats and chords for audio) and, per
 channel, the drawn evidence of :mod:`aria_tda.media.aspects`. Two users:
 
-- the dossier (:mod:`aria_tda.report.dossier`) embeds every asset as a ``data:`` URI;
+- the dossier (:mod:`aria_tda.media.dossier`) embeds every asset as a ``data:`` URI;
 - the report (:func:`write_report_media`) writes a bounded set (by default the top 3 items of
   the first 20 queries, every setting) into the folder ``report_media/`` beside
   ``report.html``, which the page loads lazily with relative URLs.
@@ -34,7 +34,7 @@ from typing import Any
 
 from aria_tda._progress import progress as _progress
 from aria_tda.errors import AriaWarning, one_line
-from aria_tda.report.media_clips import (
+from aria_tda.media.clip_views import (
     MIMES,
     Asset,
     ClipView,
@@ -458,8 +458,8 @@ def write_report_media(
     """
     from aria_tda._output_folders import owned_folder, remove_owned_folder
     from aria_tda._outputs import MEDIA_FOLDER
-    from aria_tda.media import resolve_media
     from aria_tda.media.attributed import segment_pickers, segment_refs
+    from aria_tda.media.sources import resolve_media
 
     t0 = time.perf_counter()
     folder = Path(folder)
