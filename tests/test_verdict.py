@@ -162,3 +162,18 @@ def test_paper_table_two_unchanged_with_unconcentrated_top_k():
         assert with_topk.label == plain.label
         assert plain.reason == with_topk.reason + (
             "" if plain.label == "ok" else " (top-K not measured: the structural rules decide)")
+
+
+def test_a_hub_is_named_by_its_track_s_label():
+    """Before: "1 hub(s): track 22 (...)" — an id a reader cannot place. The study passes the
+    tracks table's labels; the line names the track by both."""
+    from aria_tda.study.tables import _labelled_hubs
+    from aria_tda.verdict import hub_text
+
+    hubs = [{"row": "22", "count": 9, "share": 0.18, "times_chance": 27.0}]
+    assert hub_text(hubs, 1, 10, "track").startswith("1 hub(s): track 22 (top-10 of 18")
+    conc = _labelled_hubs({"top1_row": "22", "dependence": {"hubs": hubs}},
+                          {"22": "Chorale BWV 66", "23": "other"})
+    line = hub_text(conc["dependence"]["hubs"], 1, 10, "track")
+    assert line.startswith("1 hub(s): track 22 (Chorale BWV 66) (top-10 of 18"), line
+    assert "label" not in hubs[0]  # the study's record is left as it was

@@ -133,6 +133,11 @@ def _clips(requests: list[str]) -> list[str]:
                                                         ".flac"))]
 
 
+def _item_clips(requests: list[str]) -> list[str]:
+    """The training items' clips requested (``t/`` assets; the query's are ``q/``)."""
+    return [u for u in _clips(requests) if "/t/" in u]
+
+
 def _shot(pg, name: str, fallback: Path) -> None:
     target = SHOTS / name if SHOTS.is_dir() else fallback / name
     pg.screenshot(path=str(target), full_page=True)
@@ -154,19 +159,24 @@ def check_dossier(ctx, dossier: Path, *, kind: str, top: int, shot: str | None =
     imgs = _rendered(pg, "img")
     assert all(i["src"].startswith("data:image/") for i in imgs), imgs
     rolls = [i for i in imgs if "roll" in i["cls"].split()]
+    aligned = [i for i in imgs if "aligned" in i["cls"].split()]
     spectra = [i for i in imgs if i["alt"].startswith("spectrogram")]
-    if kind == "midi":  # one piano roll per item, the query beside it on the same scales
-        assert len(rolls) == top and all(i["src"].startswith("data:image/svg+xml") for i in rolls)
-    else:  # the panels of the query and of each item
-        assert len(spectra) == top + 1 and all(i["src"].startswith("data:image/png") for i in
-                                               spectra), imgs
+    # each item is drawn with the query on one axis from the matched position (an aligned
+    # view), or beside it (a piano roll or its own panels) when that view could not be drawn
+    if kind == "midi":  # SVG: the aligned roll, else the piano roll on the same scales
+        assert len(rolls) + len(aligned) == top, imgs
+        assert all(i["src"].startswith("data:image/svg+xml") for i in rolls + aligned)
+    else:  # PNG: the query's panels, and each item's aligned view (or its own panels)
+        assert len(spectra) + len(aligned) == top + 1 and all(
+            i["src"].startswith("data:image/png") for i in spectra + aligned), imgs
     assert pg.locator("#item-list li.item img").count() >= top
     assert pg.locator("main > section").first.get_attribute("id") == "verdict"
     if shot:
         _shot(pg, shot, dossier.parent)
     p.clean()
     p.close()
-    return {"audio": audio, "images": imgs, "rolls": rolls, "spectra": spectra}
+    return {"audio": audio, "images": imgs, "rolls": rolls, "spectra": spectra,
+            "aligned": aligned}
 
 
 def check_report(ctx, report: Path, *, kind: str, queries: int, top: int,
@@ -182,26 +192,32 @@ def check_report(ctx, report: Path, *, kind: str, queries: int, top: int,
     csp = pg.locator('meta[http-equiv="Content-Security-Policy"]').get_attribute("content")
     assert "default-src 'none'" in csp and "http" not in csp
     seen: dict[str, list[dict]] = {}
-    fetched = 0  # clips requested so far: none when the page opens
-    for q in range(queries):
-        if q:  # the next query's listening panel
-            fetched = len(_clips(p.requests))
+    # the queries the report kept media for (the strongest and weakest readings), in its order
+    kept = pg.evaluate("() => Object.keys(JSON.parse(document.getElementById('aria-data')"
+                       ".textContent).media.queries)")
+    assert len(kept) >= queries, kept
+    fetched = 0  # item clips requested so far: none when the page opens
+    for i, q in enumerate(kept[:queries]):
+        if i or pg.locator("#query-view").get_attribute("data-query") != q:
+            fetched = len(_item_clips(p.requests))
             before = pg.locator("#query-view").get_attribute("data-query")
-            pg.locator("#qv-list").select_option(str(q))
+            pg.locator("#qv-list").select_option(q)  # the demos' query values are positions
             pg.wait_for_function(
                 "b => document.getElementById('query-view').dataset.query !== b", arg=before,
                 timeout=30000)
         pg.wait_for_selector("#qv-media audio", timeout=30000)
-        # lazy: the view's players fetch nothing until asked to (preload="none")
+        # lazy: the items' players fetch nothing until asked to (preload="none"); the
+        # query's loads its metadata (so a missing media folder is said at once)
         assert all(x == "none" for x in pg.eval_on_selector_all(
-            "#query-view audio", "els => els.map(e => e.getAttribute('preload'))"))
+            "#query-view td.listen audio", "els => els.map(e => e.getAttribute('preload'))"))
+        assert pg.locator("#qv-media audio").get_attribute("preload") == "metadata"
         assert pg.locator("#qv-media .missing-media").count() == 0, pg.locator(
             "#qv-media").inner_text()
         rows = pg.locator("#qv-topk tbody tr.qv-item")
         assert rows.count() >= top, pg.locator("#qv-topk").inner_text()
         assert pg.locator("#qv-topk tbody tr.qv-item .missing-media").count() == 0
         pg.locator("#qv-topk").scroll_into_view_if_needed()
-        assert len(_clips(p.requests)) == fetched, _clips(p.requests)[fetched:]  # none yet
+        assert len(_item_clips(p.requests)) == fetched, _item_clips(p.requests)[fetched:]
         pg.evaluate("() => document.querySelectorAll('#query-view audio').forEach(a => { "
                     "a.preload = 'metadata'; a.load(); })")
         audio = _decoded(pg, "#query-view audio")

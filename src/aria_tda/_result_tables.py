@@ -4,17 +4,37 @@ This is the schema half of :mod:`aria_tda.results` (which re-exports every name 
 where callers import them from): :data:`TABLES` maps a schema name to its :class:`TableSpec`,
 :data:`RUN_TABLES` lists the ones ``aria-tda run`` writes, and the column groups name the
 columns the report shows side by side.
+
+Tables of other packages
+------------------------
+An installed package adds its own tables through the entry-point group ``aria_tda.tables``
+(:data:`ENTRY_POINT_GROUP`): each entry point names a sequence of :class:`TableSpec` or a
+zero-argument callable returning one, e.g. in its ``pyproject.toml``::
+
+    [project.entry-points."aria_tda.tables"]
+    mine = "my_package.report.specs:TABLE_SPECS"
+
+:data:`TABLES` loads them the first time it is asked for a name it does not hold (or is
+iterated), so :func:`aria_tda.results.write_table` / :func:`~aria_tda.results.read_table` and
+the report know them. A spec that reuses a name of ARIA's own, or an entry point that fails to
+load, is one :class:`~aria_tda.errors.AriaWarning` naming it and is left out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from aria_tda.errors import AriaWarning, one_line
 
 __all__ = [
     "ALIGNMENT_MEASURES",
     "CONCENTRATION_COLUMNS",
+    "CORE_TABLES",
     "DEPENDENCE_COLUMNS",
+    "ENTRY_POINT_GROUP",
     "HOMOGENEITY_SUMMARY",
     "RELIABILITY_DIAGNOSTICS",
     "RUN_TABLES",
@@ -209,6 +229,17 @@ _SPECS = (
         "The top-K_report attributed tracks of each query (rank 1 = highest S_track score).",
     ),
     TableSpec(
+        "item_alignment",
+        "item_alignment.parquet",
+        ("setting", "variant", "query", "rank", "track_id", "channel", "alignment",
+         "percentile", "tied", "informative"),
+        "How like the query each of its top attributed tracks is, per channel (needs the "
+        "study's query_features): alignment = the channel's similarity to the query "
+        "standardised over the pool (pool SDs), percentile = its mid-rank among the pool's "
+        "tracks (0-100), tied = share of the pool with the same score, informative = the "
+        "channel discriminates (pool SD > 0 and tied < 0.25).",
+    ),
+    TableSpec(
         "pairs",
         "pairs.parquet",
         (
@@ -293,91 +324,6 @@ _SPECS = (
         "difference); separated = the CI excludes 0.",
     ),
     TableSpec(
-        "planted",
-        "planted.csv",
-        ("setting", "level", "K", "recall", "n_queries"),
-        "Planted influence (audio demo): for held-out versions of training works, the fraction "
-        "whose source work is in the top-K (segments or tracks) of their attribution.",
-    ),
-    TableSpec(
-        "planted_aspects",
-        "planted_aspects.csv",
-        ("modality", "method", "aspect", "k", "recall_at_k", "chance", "ci_low", "ci_high",
-         "average_precision", "learned", "counterfactual_effect", "top_channel",
-         "top_channel_z"),
-        "Planted ground truth per aspect (aria-tda demo planted): per setting and planted "
-        "aspect, recall@k of the marked set among the plant queries' top-k (mean over queries, "
-        "percentile bootstrap CI over queries; chance = k / n_train) and average precision "
-        "(ap_chance = its expectation under a random ranking); whether the plant was learned "
-        "and its counterfactual effect (rise of the plant queries' loss when the marked set is "
-        "left out of training); ARIA's leading channel (highest z-bar over the plant queries "
-        "at K = k) and its z-bar, on the original matrix and the residual; the distinctive "
-        "reading's answer for the plant's queries (named_channel: a channel or 'none', "
-        "named_right, its p-value named_p and delta named_delta; _residual: on the residual). "
-        "aspect = control: the control queries against the union of the marked sets.",
-        ("named_channel", "named_right", "named_p", "named_delta", "named_channel_residual",
-         "named_right_residual"),
-    ),
-    TableSpec(
-        "planted_confusion",
-        "planted_confusion.csv",
-        ("modality", "setting", "variant", "aspect", "channel", "n_queries"),
-        "Planted aspect x ARIA's leading channel: how many plant queries of each aspect have "
-        "each channel as their highest z at K = k, per setting and variant.",
-    ),
-    TableSpec(
-        "planted_naming",
-        "planted_naming.csv",
-        ("modality", "setting", "variant", "n_found", "n_right_found", "right_when_found"),
-        "How often ARIA names the planted aspect, per setting, variant and reading (reading = "
-        "paper: the leading channel; distinctive: the distinctive reading's answer): over the "
-        "plant queries (n_right of n_queries), over those whose top-k holds at least half of "
-        "the marked set (found), over the (setting, plant) rows whose recall interval lies "
-        "above chance (n_rows_right of n_rows_found), and the share of the control queries "
-        "answered 'none' (control_none_share; the paper's reading always names a channel).",
-        ("reading", "n_queries", "n_right", "share_right", "n_rows_found", "n_rows_right",
-         "rows_right_share", "n_control", "control_none_share"),
-    ),
-    TableSpec(
-        "planted_queries",
-        "planted_queries.csv",
-        ("modality", "setting", "variant", "query", "aspect", "recall_at_k", "paper"),
-        "Every planted-demo query's answers: its plant (aspect; control for an unplanted "
-        "prompt), its recall@k of the marked set, found (recall at least one half), the paper "
-        "reading's leading channel (paper) and the distinctive reading's answer (distinctive), "
-        "each with whether it is the planted aspect (_right).",
-    ),
-    TableSpec(
-        "planted_effects",
-        "planted_effects.csv",
-        ("modality", "kind", "aspect", "effect", "ci_low", "ci_high"),
-        "Learned (per seed: held-out items beginning the plant, continuation loss of the model "
-        "trained without the marked set minus with it) and counterfactual (plant queries' "
-        "loss, retrained without minus with the marked set, mean over seeds) effects in "
-        "nats/token with percentile bootstrap CIs over items.",
-    ),
-    TableSpec(
-        "planted_agreement",
-        "planted_agreement.csv",
-        ("modality", "diagnostic", "spearman", "kendall", "n_methods"),
-        "Rank agreement across attribution methods between each reliability diagnostic "
-        "(lower = better; the sign is flipped) and how well the method finds the plants "
-        "(mean recall@k over the plant queries), with exact one-sided permutation p-values.",
-    ),
-    TableSpec(
-        "planted_sweep",
-        "planted_sweep.csv",
-        ("modality", "setting", "variant", "aspect", "K", "channel", "zbar", "n_queries"),
-        "z-bar over each plant's queries per setting, variant, group size K and channel (the "
-        "K-sweep of the plant queries); zbar_lo / zbar_hi: percentile bootstrap CI over them.",
-    ),
-    TableSpec(
-        "sensitivity",
-        "sensitivity.csv",
-        ("proj_dim", "lam", "K", "channel", "zbar"),
-        "TRAK sensitivity sweep over projection dimension x lambda (paper appendix table).",
-    ),
-    TableSpec(
         "queries",
         "queries.csv",
         ("query", "label"),
@@ -391,10 +337,79 @@ _SPECS = (
     ),
 )
 
-TABLES: Mapping[str, TableSpec] = {s.name: s for s in _SPECS}
+#: Entry-point group through which installed packages add tables (module docstring).
+ENTRY_POINT_GROUP = "aria_tda.tables"
 
-#: Tables the study runner (``aria-tda run``) writes; others (lds, agreement, sensitivity from
-#: a demo or a sweep) are added by other writers.
+
+def _plugin_specs(entry: Any) -> list[TableSpec]:
+    """The specs one loaded entry point names (a sequence, or a callable returning one)."""
+    obj = entry() if callable(entry) else entry
+    specs = list(obj)
+    bad = [x for x in specs if not isinstance(x, TableSpec)]
+    if bad:
+        raise TypeError(f"expected TableSpec objects, received {type(bad[0]).__name__}")
+    return specs
+
+
+class _Tables(Mapping[str, TableSpec]):
+    """ARIA's own table specs, then those of installed packages (loaded on first need)."""
+
+    def __init__(self, core: tuple[TableSpec, ...]) -> None:
+        self._core = {s.name: s for s in core}
+        self._all: dict[str, TableSpec] | None = None
+
+    def _load(self) -> dict[str, TableSpec]:
+        if self._all is not None:
+            return self._all
+        from importlib.metadata import entry_points
+
+        found = dict(self._core)
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                specs = _plugin_specs(ep.load())
+            except Exception as exc:  # a broken plugin must not cost the results folder
+                warnings.warn(f"tables {ep.name!r} ({ep.value}) of an installed package could "
+                              f"not be loaded ({one_line(exc)}); left out", AriaWarning,
+                              stacklevel=3)
+                continue
+            for spec in specs:
+                if spec.name in found:
+                    warnings.warn(f"table {spec.name!r} of {ep.value} reuses a name already "
+                                  "registered; left out", AriaWarning, stacklevel=3)
+                    continue
+                found[spec.name] = spec
+        self._all = found
+        return found
+
+    def __getitem__(self, name: str) -> TableSpec:
+        if name in self._core:
+            return self._core[name]
+        return self._load()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._core or name in self._load()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def reload(self) -> None:
+        """Forget the installed packages' tables (read again on next need; for tests)."""
+        self._all = None
+
+
+#: The names of ARIA's own tables (those of :data:`TABLES` no other package added).
+CORE_TABLES: tuple[str, ...] = tuple(s.name for s in _SPECS)
+
+#: Every table by schema name: ARIA's own, then those installed packages register
+#: (module docstring).
+TABLES: _Tables = _Tables(_SPECS)
+
+#: Tables the study runner (``aria-tda run``) writes; others (lds, agreement from a demo, or
+#: the tables of installed packages) are added by other writers.
 RUN_TABLES: tuple[str, ...] = ("reliability", "homogeneity", "query_z", "pairs", "topk",
                                "ranking", "alignment", "null", "queries", "confound", "tracks",
-                               "paired", "aspects", "query_aspects", "set_aspects")
+                               "paired", "aspects", "query_aspects", "set_aspects",
+                               "item_alignment")

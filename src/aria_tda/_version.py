@@ -9,4 +9,9 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
     __version__ = "0+unknown"
 
-__all__ = ["__version__"]
+#: How to cite the method ARIA implements (printed in every dossier and report).
+CITATION = ("Changheon Han, Ashkan Panahi and Kıvanç Tatar. ARIA: A Diagnostic Framework for "
+            "Music Training Data Attribution. Chalmers University of Technology and University "
+            "of Gothenburg.")
+
+__all__ = ["CITATION", "__version__"]

@@ -33,10 +33,12 @@ size, mtime and content digest, so that a report refuses media changed since the
 :mod:`aria_tda.media.recorded`).
 
 The tables' schema (:data:`TABLES`, :class:`TableSpec`, the column groups) lives in
-:mod:`aria_tda._result_tables` and is imported from here.
+:mod:`aria_tda._result_tables` and is imported from here. Installed packages add their own
+tables through the entry-point group ``aria_tda.tables`` (:data:`TABLES` finds them when first
+asked; see :mod:`aria_tda._result_tables`).
 
-The schema below is the contract between the writers (:mod:`aria_tda.study`,
-:mod:`aria_tda_experiments`) and the reader (:mod:`aria_tda.report`). Writers must provide the
+The schema below is the contract between the writers (:mod:`aria_tda.study`, and packages
+that register tables) and the reader (:mod:`aria_tda.report`). Writers must provide the
 required columns and may add more; readers must tolerate extra columns and missing optional tables.
 """
 
@@ -53,6 +55,7 @@ from aria_tda._paths import input_path
 from aria_tda._result_tables import (
     ALIGNMENT_MEASURES,
     CONCENTRATION_COLUMNS,
+    CORE_TABLES,
     DEPENDENCE_COLUMNS,
     HOMOGENEITY_SUMMARY,
     RELIABILITY_DIAGNOSTICS,
@@ -66,6 +69,7 @@ from aria_tda.manifest import make_manifest
 __all__ = [
     "ALIGNMENT_MEASURES",
     "CONCENTRATION_COLUMNS",
+    "CORE_TABLES",
     "DEFAULT_KS",
     "DEPENDENCE_COLUMNS",
     "HOMOGENEITY_SUMMARY",

@@ -215,7 +215,9 @@ def _pct(x: float) -> str:
 
 
 def hub_text(hubs: Sequence[Mapping[str, Any]], n_hubs: int, k: int, level: str = "row") -> str:
-    """One line naming the hubs: ``row 17 (top-10 of 18 % of queries, 27x chance), ...``.
+    """One line naming the hubs: ``track 22 (Chorale BWV 66) (top-10 of 18 % of queries, 27x
+    chance), ...``: a hub's row (its track id at the track level) and its ``label`` when the
+    study knows one.
 
     Parameters
     ----------
@@ -230,7 +232,8 @@ def hub_text(hubs: Sequence[Mapping[str, Any]], n_hubs: int, k: int, level: str 
     """
     if not hubs:
         return "no hubs"
-    parts = [f"{level} {h['row']} (top-{k} of {_pct(float(h['share']))} of queries, "
+    parts = [f"{level} {h['row']}" + (f" ({h['label']})" if h.get("label") else "")
+             + f" (top-{k} of {_pct(float(h['share']))} of queries, "
              f"{float(h['times_chance']):.0f}x chance)" for h in hubs[:3]]
     more = f" and {n_hubs - 3} more" if n_hubs > 3 else ""
     return f"{n_hubs} hub(s): " + ", ".join(parts) + more

@@ -192,16 +192,28 @@ def test_result_parameters_record_the_arguments(tiny, tmp_path):
         batch_size=6,
         out=tmp_path / "g.npy",
     )
+    from aria_tda.attribution.provenance import array_digest, state_digest
+
     args = GradientArgs(proj_dim=16, batch_size=6)
+    prov = res.parameters.pop("provenance")
     assert res.parameters == {
         **args.to_dict(),
         "n_checkpoints": 1,
         "weights": [1.0],
         "normalized_grad": False,
     }
+    # what produced it: the model, the checkpoint it read and the data, by content
+    model = tiny["model"]
+    assert prov["model"] == {"class": f"{type(model).__module__}.{type(model).__qualname__}",
+                             "n_parameters": sum(p.numel() for p in model.parameters())}
+    assert prov["checkpoints"] == [state_digest(tiny["final"])]
+    assert prov["train_data"] == {"digest": array_digest(tiny["train"]),
+                                  "shape": list(np.shape(tiny["train"]))}
+    assert prov["query_data"]["digest"] == array_digest(tiny["queries"])
+    assert array_digest(np.asarray(tiny["train"])[::-1]) != prov["train_data"]["digest"]
     _, manifest = load_attribution(tmp_path / "g.npy", method="GradDot")
     stored = {k: v for k, v in manifest["parameters"].items() if k != "run"}
-    assert stored == res.parameters
+    assert stored == {**res.parameters, "provenance": prov}
 
 
 def test_arguments_are_frozen_and_checked():

@@ -92,7 +92,8 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
          "aria_tda.media.cache",
          # the room's clips, packing and dossier, moved from the report (issue 39)
          "aria_tda.media.pack", "aria_tda.media.clip_views", "aria_tda.media.dossier",
-         "aria_tda.media.dossier_html", "aria_tda.media.query_evidence")),
+         "aria_tda.media.dossier_html", "aria_tda.media.query_evidence",
+         "aria_tda.media.provenance", "aria_tda.media._sections")),
     (5, ("aria_tda.study",)),
     (6, ("aria_tda.attribution", "aria_tda.embed")),
     (8, ("aria_tda.cli", "aria_tda.__main__", "aria_tda")),

@@ -25,6 +25,7 @@ from aria_tda.homogeneity.groups import (
     constant_queries_reference,
     top_k_groups_reference,
 )
+from aria_tda.homogeneity.item_alignment import item_alignment, item_alignment_reference
 from aria_tda.homogeneity.null import null_distribution_reference
 from aria_tda.homogeneity.profiles import distinctive_groups, distinctive_groups_reference
 from aria_tda.homogeneity.sweep import group_sums, group_sums_reference
@@ -186,6 +187,16 @@ def _anchor_inputs(rng: np.random.Generator) -> Inputs:
                                            "null_groups": null_groups, "n_sample": 3, "seed": 2}
 
 
+def _item_inputs(rng: np.random.Generator) -> Inputs:
+    (prepared, values, _evals, _k), kw = _anchor_inputs(rng)
+    rows = np.flatnonzero(kw["pool"])
+    t = kw["n_queries"]
+    groups = np.stack([rng.choice(rows, 5, replace=False) for _ in range(t)])
+    exclude = np.zeros(t, dtype=bool)
+    exclude[-1] = True
+    return (prepared, values, groups), {"pool": kw["pool"], "exclude": exclude}
+
+
 def _read_queries_inputs(rng: np.random.Generator) -> Inputs:
     z = rng.standard_normal((4, 30)) * rng.uniform(0.5, 3, (4, 1))
     z[:, 5] += np.array([6.0, 0, 0, 0])
@@ -220,6 +231,8 @@ TWINS = [
     Twin("homogeneity.distinctive_groups", distinctive_groups, distinctive_groups_reference,
          _profiles_inputs, chunk=("chunk_rows", (1, 7, 1000))),
     Twin("homogeneity.anchored_z", anchored_z, anchored_z_reference, _anchor_inputs,
+         chunk=("block", (1, 4, 100)), rtol=1e-9, atol=1e-10),
+    Twin("homogeneity.item_alignment", item_alignment, item_alignment_reference, _item_inputs,
          chunk=("block", (1, 4, 100)), rtol=1e-9, atol=1e-10),
     Twin("homogeneity.read_queries", read_queries, read_queries_reference,
          _read_queries_inputs),

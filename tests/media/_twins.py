@@ -32,3 +32,48 @@ TWINS = [
 from media._twins_aspects import TWINS as _EVIDENCE_TWINS  # noqa: E402
 
 TWINS += _EVIDENCE_TWINS
+
+# ---- the audio reasons' kernels (issue 39: aria_tda.media.reasons_audio) -------------------
+from media.test_reasons_audio import TWINS as _REASONS_AUDIO_TWINS  # noqa: E402
+
+TWINS += _REASONS_AUDIO_TWINS
+
+
+# ---- the aligned views' and notation's kernels (issue 39) ----------------------------------
+from aria_tda.media.draw_aligned import grid_marks, grid_marks_reference  # noqa: E402
+from aria_tda.media.notation import (  # noqa: E402
+    assign_staves,
+    assign_staves_reference,
+    quantise_onsets,
+    quantise_onsets_reference,
+)
+
+
+def _grid_inputs(rng):
+    period = float(rng.uniform(0.3, 0.8))
+    beats = np.cumsum(rng.uniform(0.9, 1.1, 40) * period)
+    per_bar = int(rng.choice([3, 4]))
+    return (beats, beats[::per_bar]), {"start": float(beats[3] + 0.1),
+                                       "duration": float(6 * period), "first_bar": 2}
+
+
+def _onset_inputs(rng):
+    beats = np.cumsum(rng.uniform(0.45, 0.55, 24))
+    times = np.sort(rng.uniform(beats[0], beats[-1], 30))
+    return (times, beats), {"steps_per_beat": int(rng.choice([2, 4]))}
+
+
+def _pitch_inputs(rng):
+    return (rng.integers(21, 109, 50),), {"split": int(rng.integers(55, 66))}
+
+
+TWINS += [
+    Twin("media.grid_marks", grid_marks, grid_marks_reference, _grid_inputs),
+    Twin("media.quantise_onsets", quantise_onsets, quantise_onsets_reference, _onset_inputs),
+    Twin("media.assign_staves", assign_staves, assign_staves_reference, _pitch_inputs),
+]
+
+# ---- music theory's kernels (issue 39: aria_tda.media.theory) ------------------------------
+from media.test_theory import TWINS as _THEORY_TWINS  # noqa: E402
+
+TWINS += _THEORY_TWINS

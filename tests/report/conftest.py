@@ -4,7 +4,8 @@ Settings: TRAK semantic (ok), TRAK coarse (collapsed: the same top-K group for e
 TRAK fine (suspect) and MERT (stage '-', ok); variants original + residual; K = 20, 50, 100, 300;
 audio channels rhythm / harmony / timbre (or the five symbolic ones); 14 queries with labels and
 genres; 40 tracks, one with a label full of HTML/LaTeX special characters; every table of
-aria_tda.results.TABLES (planted influence included).
+ARIA's own (aria_tda.results.CORE_TABLES; the experiments' tables are added by
+experiments/tests/report/_experiment_tables.py).
 """
 
 from __future__ import annotations
@@ -143,6 +144,18 @@ def build_results(
     out["topk"] = pd.DataFrame(
         topk_rows, columns=["setting", "variant", "query", "rank", "track_id", "score"]
     )
+    # how like its query each of the first ranks is (the study writes it with query features);
+    # channel 0 cannot discriminate for odd queries (ties)
+    item_rows = []
+    for st, var, q, rank, tid, _ in topk_rows:
+        if rank <= 5:
+            for ci, ch in enumerate(channels):
+                flat = ci == 0 and q % 2 == 1
+                item_rows.append((st, var, q, rank, tid, ch, float(rng.normal(0.5, 1.0)),
+                                  float(rng.uniform(5, 99)), 0.6 if flat else 0.0, not flat))
+    out["item_alignment"] = pd.DataFrame(item_rows, columns=[
+        "setting", "variant", "query", "rank", "track_id", "channel", "alignment",
+        "percentile", "tied", "informative"])
     out["pairs"] = pd.DataFrame(
         pair_rows,
         columns=[
@@ -270,43 +283,6 @@ def build_results(
 
     out["paired"] = zbar_paired_table(out["query_z"], n_boot=50, seed=7)
     out.update(_aspect_frames(out["query_z"], list(channels)))
-    out["planted"] = pd.DataFrame(
-        [
-            (s, m, st, level, K, min(1.0, 0.2 * i + K / 100), 5, 8)
-            for i, (s, m, st, *_r) in enumerate(SETTINGS)
-            for level in ("segment", "track")
-            for K in (10, 50)
-        ],
-        columns=[
-            "setting",
-            "method",
-            "stage",
-            "level",
-            "K",
-            "recall",
-            "n_queries",
-            "n_train_works",
-        ],
-    )
-    sens = []
-    for proj in (2048, 4096):
-        for lam in (0.0, 0.01, 1.0):
-            for st in ("semantic", "fine"):
-                for c in channels:
-                    sens.append(
-                        (
-                            proj,
-                            lam,
-                            300,
-                            c,
-                            float(rng.normal(0, 2)),
-                            st,
-                            proj == 4096 and lam == 0.01,
-                        )
-                    )
-    out["sensitivity"] = pd.DataFrame(
-        sens, columns=["proj_dim", "lam", "K", "channel", "zbar", "stage", "selected"]
-    )
     out["queries"] = pd.DataFrame(
         {
             "query": range(n_queries),

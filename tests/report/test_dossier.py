@@ -14,7 +14,8 @@ import pytest
 
 from aria_tda.cli import main
 from aria_tda.errors import ParameterError
-from aria_tda.media.dossier import gather_dossier, resolve_query, write_dossier
+from aria_tda.media.dossier import gather_dossier, write_dossier
+from aria_tda.media.selection import resolve_query
 from aria_tda.report import words
 from aria_tda.report.load import load_results
 
@@ -98,11 +99,53 @@ def test_collapsed_setting_labelled_on_every_section(results, tmp_path):
                          media=False).read_text(encoding="utf-8")
     assert 'data-verdict="collapsed"' in page
     sections = re.findall(r'<section id="([^"]+)"[^>]*>(.*?)</section>', page, flags=re.S)
-    assert [s for s, _ in sections] == ["verdict", "aspect", "query-section", "channels",
-                                        "items", "evidence", "units"]
+    assert [s for s, _ in sections] == ["verdict", "aspect", "query-section", "items",
+                                        "channels", "evidence", "provenance", "units"]
     for sid, body in sections:
-        if sid not in ("verdict", "units"):
+        if sid not in ("verdict", "provenance", "units"):
             assert 'class="collapsed-label"' in body, sid
+
+
+def test_musical_reasons_provenance_and_validation_in_words(results, tmp_path):
+    """Each item leads with how like the query it is against the pool (the study's
+    ``item_alignment`` numbers), a channel that cannot tell tracks apart says so instead of a
+    percentile; the dossier says what produced the scores and what validates the method, and
+    what its verdict does and does not say."""
+    from aria_tda.media.pdf import TITLE_MARK
+    from aria_tda.media.provenance import VERDICT_MEANING
+
+    path, frames = results
+    data = load_results(path)
+    for q in (2, 3):  # the fixture's first channel ties for odd queries
+        d = gather_dossier(data, q, setting="TRAK/semantic", top=3)
+        page = write_dossier(path, q, setting="TRAK/semantic", top=3,
+                             out=tmp_path / f"q{q}.html", media=False).read_text("utf-8")
+        text = _text(page)
+        ia = frames["item_alignment"]
+        first = d.channels[0]
+        for it in d.items:
+            row = ia[(ia["setting"] == "TRAK/semantic") & (ia["variant"] == "original")
+                     & (ia["query"] == q) & (ia["track_id"] == it["track_id"])]
+            assert set(it["likeness"]) == set(row["channel"])
+            for ch, x in it["likeness"].items():
+                assert words.describe_likeness(ch, **x) in text
+            assert it["likeness"][first]["informative"] is (q % 2 == 0)
+        flat = words.describe_likeness(first, **d.items[0]["likeness"][first])
+        assert ("cannot tell" in flat) is (q % 2 == 1)
+        # provenance and validation
+        assert '<section id="provenance">' in page
+        lds = frames["lds"]
+        assert "linear datamodeling score" in text
+        trak = float(lds[lds["method"] == "TRAK"]["lds"].iloc[0])
+        assert f"rank {int((lds['lds'] > trak).sum()) + 1} of {len(lds)} methods" in text
+        says, not_says = VERDICT_MEANING["ok"]
+        assert says in text and not_says in text
+        assert "the score file carries no manifest" in text or "not recorded" in text
+        # print, keyboard and screen readers
+        assert f"{TITLE_MARK}</title>" in page
+        assert page.count('class="item" data-index=') == 3 and 'tabindex="0"' in page
+        assert 'id="announce"' in page and 'aria-live="polite"' in page
+        assert 'id="shortcuts"' in page
 
 
 def test_hostile_ids_and_labels_are_escaped(make_results, tmp_path):

@@ -6,7 +6,7 @@ import pandas as pd
 
 from aria_tda.report import load_results, write_report
 from aria_tda.report.embeddings import embedding_alignment_table, embedding_settings
-from aria_tda.report.tables import alignment_table
+from aria_tda.report.sections.alignment import alignment_table
 from aria_tda.results import read_results_meta, write_results_meta
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from aria_tda.media.pack import select_media_items
+from aria_tda.media.selection import select_media_items
 
 
 def _data():
@@ -47,6 +47,7 @@ def test_a_rebuilt_report_reuses_its_clips_and_rebuilds_what_changed(tmp_path, m
     import soundfile as sf
 
     from aria_tda.media import pack as media_pack
+    from aria_tda.media.report_media import write_report_media
     from aria_tda.report.load import load_results
 
     from ._listening import make_user_study
@@ -65,8 +66,7 @@ def test_a_rebuilt_report_reuses_its_clips_and_rebuilds_what_changed(tmp_path, m
 
     def build(name):  # the same folder each time, as a rebuilt report replaces it
         folder = tmp_path / "report_media"
-        manifest, _ = media_pack.write_report_media(load_results(res), folder, queries=6,
-                                                    top=3)
+        manifest, _ = write_report_media(load_results(res), folder, queries=6, top=3)
         files = {p.relative_to(folder).as_posix(): p.read_bytes()
                  for p in folder.rglob("*") if p.is_file()}
         return manifest, files
@@ -121,3 +121,44 @@ def test_captions_name_the_file_without_dot_dot_parts(tmp_path):
     assert _tidy(tmp_path / "features" / ".." / "corpus" / "a.wav") == str(wav)
     gone = tmp_path / "features" / ".." / "gone.wav"  # not there: shown as named
     assert _tidy(gone) == str(gone)
+
+
+def _read(n_queries=10, with_reading=True):
+    """A results stub whose queries read with increasing strength: query q's largest delta
+    is q (query 3's is NaN)."""
+    qa = pd.DataFrame([{"setting": "S", "variant": "original", "query": q, "channel": c,
+                        "delta": (float(q) if q != 3 else float("nan")) - (c == "b")}
+                       for q in range(n_queries) for c in ("a", "b")])
+    tables = {"query_aspects": qa if with_reading else None,
+              "queries": pd.DataFrame({"query": range(n_queries),
+                                       "query_id": [f"g{q:02d}" for q in range(n_queries)]})}
+    return SimpleNamespace(table=lambda name: tables.get(name), settings=["S"],
+                           variants=["original"])
+
+
+def test_media_go_to_the_strongest_and_weakest_readings_not_the_first():
+    from aria_tda.media.selection import pick_media_queries
+
+    ids, why = pick_media_queries(_read(), 4)
+    assert ids == [9, 8, 3, 0]  # two strongest, then the two weakest (NaN weakest of all)
+    assert why["9"] == why["8"] == "strongest" and why["3"] == why["0"] == "weakest"
+    assert "strongest and the weakest" in why["_rule"] and "S" in why["_rule"]
+    assert pick_media_queries(_read(), 3)[0] == [9, 8, 3]
+    assert pick_media_queries(_read(), 0)[0] == []
+    first, w = pick_media_queries(_read(), 3, "first")
+    assert first == [0, 1, 2] and w["0"] == "first"
+    # without a reading (or query z): the first ones
+    assert pick_media_queries(_read(with_reading=False), 2)[0] == [0, 1]
+    # named: by query value, query_id or index, each once
+    named, w = pick_media_queries(_read(), 99, ["g05", 7, "g05"])
+    assert named == [5, 7] and w["5"] == "named"
+
+
+def test_an_unknown_rule_or_query_is_one_error():
+    from aria_tda.errors import ParameterError
+    from aria_tda.media.selection import pick_media_queries
+
+    with pytest.raises(ParameterError, match="media_pick"):
+        pick_media_queries(_read(), 3, "loudest")
+    with pytest.raises(ParameterError, match="query"):
+        pick_media_queries(_read(), 3, ["nope"])

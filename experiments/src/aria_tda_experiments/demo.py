@@ -443,6 +443,13 @@ def run_demo(
 
     feat_dir = run.stage("features", {"form": "paper", "media": MEDIA_VERSION}, ["corpus"],
                          _features)
+
+    from aria_tda_experiments.featurize import build_query_store
+
+    def _query_features(d: Path) -> dict[str, Any]:  # the queries' own: the reading's anchor
+        return {"store": str(build_query_store(queries.tokens, queries.ids, d / "store"))}
+
+    qf_dir = run.stage("query-features", {"form": "paper"}, ["queries"], _query_features)
     if settings.until == "features":
         return _stopped(feat_dir, "features", quiet)
 
@@ -474,15 +481,12 @@ def run_demo(
         K=tuple(ks), K_report=k_report, B=settings.B, seed=settings.seed,
         n_bootstrap=settings.n_bootstrap,
         residual=True, queries=queries_csv, confound=("mode",),
+        query_features=qf_dir / "store",
     ), source="aria-tda demo")
     write_text(
         root / "study.toml",
-        study_to_toml(
-            spec,
-            header="Written by `aria-tda demo`; `aria-tda run` on this file reanalyses the same "
-            "score "
-            "matrices.",
-        ),
+        study_to_toml(spec, header="Written by `aria-tda demo`; `aria-tda run` on this file "
+                      "reanalyses the same score matrices."),
     )
     t0 = time.perf_counter()
     run_study(spec, report=False, progress=progress, quiet=quiet, command="aria-tda demo")

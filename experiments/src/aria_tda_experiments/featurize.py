@@ -162,3 +162,27 @@ def build_feature_store(
             params=store_params,
         )
     )
+
+
+def build_query_store(tokens: np.ndarray, query_ids: Sequence[str],
+                      path: str | os.PathLike[str]) -> Path:
+    """Write the queries' own feature store, extracted as the training windows' are.
+
+    It anchors the distinctive reading on each query and says how like the query each
+    attributed item is (the study's ``query_features``). One track per query, named by its id.
+
+    Parameters
+    ----------
+    tokens : np.ndarray [shape=(T, L)]
+        The queries' tokens (prompt and continuation).
+    query_ids : sequence of str
+        One id per row (the queries table's ``query_id``).
+    path : path
+        Where to write the store.
+    """
+    from aria_tda.features.store import write_store
+
+    write_store(path, modality="symbolic", track_ids=list(query_ids),
+                features=window_features(tokens),
+                params={"source": "aria_tda_experiments", "level": "query"})
+    return Path(path)

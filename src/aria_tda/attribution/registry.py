@@ -192,6 +192,16 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+def _record_provenance(result: AttributionResult, spec: MethodSpec, model: Any, ckpts: Checkpoints,
+                       train: Any, queries: Any) -> None:
+    """Record what produced ``result`` in its parameters (``"provenance"``, written to the
+    manifest): :func:`aria_tda.attribution.provenance.provenance`."""
+    from aria_tda.attribution.provenance import provenance
+
+    ckpt, _ = ckpts.select(spec.name, spec.checkpoints)
+    result.parameters["provenance"] = provenance(model, ckpt, train, queries)
+
+
 def _spec(method: str, name: str = "method") -> MethodSpec:
     return REGISTRY[check_choice(name, method, tuple(REGISTRY))]
 
@@ -238,6 +248,7 @@ def run_method(
     args = spec.build_args(options)
     ckpts = Checkpoints(ensemble, trajectory, learning_rates, final)
     result = spec.run(model, train, queries, ckpts, args)
+    _record_provenance(result, spec, model, ckpts, train, queries)
     if out is not None:
         result.save(out, row_ids=row_ids)
     return result
@@ -338,6 +349,8 @@ def run_methods(
     for m in names:
         if m not in results:
             results[m] = REGISTRY[m].run(model, train, queries, ckpts, args[m])
+    for m in names:
+        _record_provenance(results[m], REGISTRY[m], model, ckpts, train, queries)
     if out_dir is not None:
         for m in names:
             results[m].save(Path(out_dir) / f"{m}.npy", row_ids=row_ids)

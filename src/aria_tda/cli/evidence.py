@@ -1,4 +1,4 @@
-"""``aria-tda evidence RESULTS_DIR --query Q --out FILE.html`` — the evidence dossier of one query.
+"""``aria-tda evidence RESULTS_DIR --query Q --out FILE.html [--pdf]``: one query's dossier.
 
 One self-contained HTML file (clips and pictures embedded) with the setting's verdict first,
 players for the query and its top-N attributed training items, A/B listening, piano rolls or
@@ -62,6 +62,11 @@ def register(subparsers: Any) -> None:
                         "(default: $ARIA_SOUNDFONT, then the installed one)")
     p.add_argument("--no-media", dest="media", action="store_false",
                    help="numbers and words only, no clips or pictures")
+    p.add_argument("--pdf", nargs="?", const="", default=None, metavar="FILE.pdf",
+                   help="also print the dossier to PDF with a headless Chromium (every item's "
+                   "evidence for every channel, the pairs and the provenance; no players): "
+                   "FILE.pdf, or beside the HTML with the same name when no file is given. "
+                   "An existing file is replaced only when it is a dossier PDF ARIA printed")
     p.set_defaults(func=run)
 
 
@@ -75,10 +80,16 @@ def run(args: argparse.Namespace) -> int:
     """
     import sys
     import time
+    from pathlib import Path
 
     from aria_tda.media.dossier import write_dossier
+    from aria_tda.media.pdf import check_pdf_output, find_browser
 
     t0 = time.perf_counter()
+    pdf = None
+    if args.pdf is not None:  # refused before any work: a path ARIA may not write, no browser
+        pdf = check_pdf_output(args.pdf or Path(args.out).with_suffix(".pdf"))
+        find_browser()
 
     def log(msg: str) -> None:
         print(f"[aria-tda evidence {time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr,
@@ -90,4 +101,9 @@ def run(args: argparse.Namespace) -> int:
         bitrate_kbps=args.bitrate_kbps, soundfont=args.soundfont, media=args.media, log=log,
     )
     print(f"wrote {out}")
+    if pdf is not None:
+        from aria_tda.media.pdf import print_pdf
+
+        log(f"printing {out} to {pdf}")
+        print(f"wrote {print_pdf(out, pdf)}")
     return 0

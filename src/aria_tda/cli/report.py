@@ -87,7 +87,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--media-queries", type=int, default=20, metavar="N",
-        help="keep clips and pictures for the first N queries (default: 20)",
+        help="keep clips and pictures for N queries (default: 20) ...",
+    )
+    p.add_argument(
+        "--media-pick", default="reading", metavar="RULE",
+        help="... chosen by RULE: 'reading' (default: the strongest and the weakest by the "
+        "distinctive reading, half each), 'first' (the first N of the per-query view), or a "
+        "comma-separated list of query ids (e.g. gen03,gen17)",
     )
     p.add_argument(
         "--media-top", type=int, default=3, metavar="N",
@@ -130,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
             plots=args.plots,
             media=args.media,
             media_queries=args.media_queries,
+            media_pick=(args.media_pick if args.media_pick in ("reading", "first")
+                        else [q.strip() for q in args.media_pick.split(",") if q.strip()]),
             media_top=args.media_top,
             media_max_items=args.media_max_items,
             quiet=args.quiet,

@@ -167,7 +167,7 @@ def _channel_scores(feats: list[Any], chan: np.ndarray, n_c: int, values: Mappin
         sd = sim.std(axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):
             std = np.where(sd > 0, (sim - mu) / np.where(sd > 0, sd, 1.0), 0.0)
-        ok = np.isfinite(std).all(axis=1)  # a query without the feature has a NaN row
+        ok = np.isfinite(sim).all(axis=1)  # a query without the feature has a NaN row
         acc[c, ok] += std[ok]
         cnt[c, ok, 0] += 1
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -10,9 +10,13 @@
   track was attributed; whether the files a run recorded are still there.
 - :mod:`aria_tda.media.draw`, :mod:`aria_tda.media.aspects` — pictures of clips and the
   per-channel evidence for one (query, item) pair.
-- :mod:`aria_tda.media.clip_views`, :mod:`aria_tda.media.cache`,
-  :mod:`aria_tda.media.pack` — a query's clips and pictures for the report's listening room
-  (:func:`~aria_tda.media.pack.write_report_media`), cached by content.
+- :mod:`aria_tda.media.clip_views`, :mod:`aria_tda.media.cache`, :mod:`aria_tda.media.pack`
+  — a query's clips, pictures and drawn evidence (:func:`~aria_tda.media.pack.build_query_media`),
+  cached by content; :mod:`aria_tda.media.selection` — which queries and items get them;
+  :mod:`aria_tda.media.report_media` — the report's bounded media folder
+  (:func:`~aria_tda.media.report_media.write_report_media`).
+- :mod:`aria_tda.media.provenance` — what produced a setting's scores and how far its
+  method was validated; :mod:`aria_tda.media.pdf` — a dossier printed to PDF.
 - :mod:`aria_tda.media.query_evidence` — the report's per-query evidence, packed compactly.
 - :mod:`aria_tda.media.dossier` — the evidence dossier of one query
   (:func:`~aria_tda.media.dossier.write_dossier`, ``aria-tda evidence``).

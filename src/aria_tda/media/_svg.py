@@ -23,6 +23,13 @@ import numpy as np
 COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
 INK = "#222222"
 GRID = "#dddddd"
+#: Bar lines (dark) and beat lines (light) of a time grid.
+BAR = "#666666"
+BEAT = "#d4d4d4"
+#: A marked instant (e.g. the prompt/generated boundary), and highlighted spans.
+MARK = "#009E73"
+BAND = "#F0E442"
+BAND_EDGE = "#B8A200"
 FONT = 'font-family="sans-serif" font-size="11"'
 Panel = tuple[str, float, float]
 
@@ -94,6 +101,57 @@ def line(x1: float, y1: float, x2: float, y2: float, stroke: str = INK, extra: s
     return (
         f'<line x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}" y2="{num(y2)}" '
         f'stroke="{stroke}"{extra}/>'
+    )
+
+
+def time_grid(
+    xs: Sequence[float],
+    offsets: Sequence[float],
+    is_bar: Sequence[bool],
+    bars: Sequence[int],
+    top: float,
+    h: float,
+) -> str:
+    """Vertical beat and bar lines from ``top`` down ``h`` px, bar numbers above the bar lines.
+
+    ``xs``: pixel x of each line; ``offsets``: its time (written as ``data-offset``);
+    ``is_bar``: bar line (dark, 1.6 px, ``class="bar"``) or beat line (light, 0.8 px,
+    ``class="beat"``); ``bars``: the number printed above a bar line.
+    """
+    out = ['<g class="grid">']
+    for x, o, b, n in zip(xs, offsets, is_bar, bars, strict=True):
+        kind, stroke, w = ("bar", BAR, "1.6") if b else ("beat", BEAT, "0.8")
+        out.append(
+            f'<line class="{kind}" data-offset="{float(o):.4f}" x1="{num(x)}" y1="{num(top)}" '
+            f'x2="{num(x)}" y2="{num(top + h)}" stroke="{stroke}" stroke-width="{w}"/>'
+        )
+        if b:
+            out.append(
+                text(x, top - 5, int(n), anchor="middle", extra=f' class="bar-number" fill="{BAR}"')
+            )
+    out.append("</g>")
+    return "".join(out)
+
+
+def band(x0: float, x1: float, top: float, h: float, label: str, *, extra: str = "") -> str:
+    """A translucent highlighted span ``[x0, x1]`` with its label at the bottom left."""
+    return (
+        f'<g class="highlight"{extra}>'
+        + rect(x0, top, max(x1 - x0, 2.0), h, BAND, f' fill-opacity="0.35" stroke="{BAND_EDGE}"')
+        + text(x0 + 3, top + h - 4, label, extra=' font-weight="bold" fill="#5a4d00"')
+        + "</g>"
+    )
+
+
+def marker(x: float, top: float, h: float, label: str, stroke: str, *, css: str) -> str:
+    """A dashed vertical line at ``x`` with its label on a light plate at the top."""
+    w = 6.6 * len(label) + 8
+    return (
+        f'<g class="{esc(css)}">'
+        + line(x, top - 2, x, top + h, stroke, ' stroke-width="2.2" stroke-dasharray="6 3"')
+        + rect(x - w / 2, top + 2, w, 15, "#ffffff", ' fill-opacity="0.85"')
+        + text(x, top + 13, label, anchor="middle", extra=f' font-weight="bold" fill="{stroke}"')
+        + "</g>"
     )
 
 

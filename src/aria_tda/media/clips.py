@@ -98,6 +98,9 @@ class Clip:
         Integrated loudness after :func:`loudness_match` (``-inf`` for silence); ``None`` before.
     gain_db : float
         Gain :func:`loudness_match` applied (dB).
+    offset : float
+        Where the clip starts in its file, seconds (clip time ``t`` is file time
+        ``offset + t``): bar numbers and positions are the file's.
     """
 
     samples: np.ndarray
@@ -107,6 +110,7 @@ class Clip:
     source: MediaRef
     lufs: float | None = None
     gain_db: float = 0.0
+    offset: float = 0.0
 
     @property
     def duration(self) -> float:
@@ -212,7 +216,8 @@ def _audio_clip(ref: MediaRef, context: float, sr: int, max_seconds: float) -> C
     if y.size == 0:
         raise FileFormatError(f"ref: {path!r} holds no samples in [{a:g}, {b:g}] s")
     y = _resample(y, rate, sr)
-    return Clip(np.clip(y, -1.0, 1.0).astype(np.float32), sr, (ws - a, we - a), None, ref)
+    return Clip(np.clip(y, -1.0, 1.0).astype(np.float32), sr, (ws - a, we - a), None, ref,
+                offset=a)
 
 
 def _resample(y: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
@@ -277,7 +282,7 @@ def _midi_clip(
     y = render_midi(render, sr=sr, soundfont=font, duration=b - a, mono=True,
                     dynamic_samples=True)
     y = np.clip(np.asarray(y, dtype=np.float32), -1.0, 1.0)
-    return Clip(y, sr, (ws - a, we - a), table, ref)
+    return Clip(y, sr, (ws - a, we - a), table, ref, offset=a)
 
 
 def _channel_events(mid: Any, score: Any) -> list[tuple[float, int, int, Any]]:

@@ -36,9 +36,10 @@ import numpy as np
 
 from aria_tda._checks import check_float, check_int
 from aria_tda.errors import ParameterError, expected, one_line
+from aria_tda.media.selection import query_order, resolve_query
 from aria_tda.report.load import ResultsData, choose_k, load_results
 
-__all__ = ["DossierData", "gather_dossier", "query_aspect", "resolve_query", "write_dossier"]
+__all__ = ["DossierData", "gather_dossier", "query_aspect", "write_dossier"]
 
 
 @dataclass
@@ -68,7 +69,9 @@ class DossierData:
     z : dict
         channel -> :math:`z_c(q)` (NaN where absent).
     items : list of dict
-        ``rank``, ``track_id``, ``score``, ``label`` of the top-N items.
+        ``rank``, ``track_id``, ``score``, ``label`` of the top-N items, and ``likeness``:
+        channel -> ``alignment``, ``percentile``, ``tied``, ``informative`` (the study's
+        ``item_alignment`` table: how like the query the item is, against the pool).
     pairs : dict
         channel -> list of ``track_a``, ``track_b``, ``similarity``, ``contribution``.
     random_mean : dict
@@ -82,6 +85,15 @@ class DossierData:
     media : aria_tda.media.pack.QueryMedia or None
     media_note : str or None
         Why there are no media, when there are none.
+    provenance : dict or None
+        What produced the setting's scores and how its method was validated
+        (:func:`aria_tda.media.provenance.gather_provenance`).
+    prompt_seconds : float or None
+        Where the query's prompt ends and its generated part begins, seconds into its media
+        file (the queries table's ``prompt_seconds``), when known.
+    rendering : str or None
+        How the query's audio was made when it is not the model's own output (the queries
+        table's ``rendering``, e.g. an inversion without a codec), said beside its player.
     timings : dict
         Seconds per step.
     """
@@ -109,61 +121,9 @@ class DossierData:
     media_note: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
     findings: tuple[str, ...] = ()
-
-
-def _query_values(data: ResultsData) -> np.ndarray:
-    from aria_tda.media.pack import _query_order  # one home: the per-query view's order
-
-    return np.asarray(_query_order(data), dtype=np.int64)
-
-
-def resolve_query(data: ResultsData, query: Any) -> int:
-    """The query a user named: its id (``query`` value or ``query_id``) or its 0-based index.
-
-    Parameters
-    ----------
-    data : ResultsData
-        The results folder.
-    query : int or str
-        A value of the tables' ``query`` column, a ``query_id`` (or ``id``) of the queries
-        table, or a 0-based position among the queries (in increasing ``query`` order). An id
-        wins over a position when both match.
-
-    Returns
-    -------
-    int
-        The ``query`` value.
-
-    Raises
-    ------
-    ParameterError
-        ``query`` names no query; the message lists a few valid ids.
-    """
-    values = _query_values(data)
-    qt = data.table("queries")
-    text = str(query).strip()
-    if qt is not None and len(qt):
-        for col in ("query_id", "id", "label"):
-            if col in qt.columns:
-                hit = qt[qt[col].astype(str) == text]
-                if len(hit):
-                    return int(hit["query"].iloc[0])
-    try:
-        num = int(text)
-    except ValueError:
-        num = None
-    if num is not None and values.size:
-        if num in set(values.tolist()):
-            return num
-        if 0 <= num < values.size:
-            return int(values[num])
-    examples = [str(v) for v in values[:5].tolist()]
-    if qt is not None and "query_id" in qt.columns:
-        examples = [f"{v} ({i})" for v, i in zip(qt["query"].head(5), qt["query_id"].head(5),
-                                                  strict=True)]
-    what = (f"a query id or a 0-based index below {values.size} (e.g. {', '.join(examples)})"
-            if values.size else "a query of the results (this folder has no per-query tables)")
-    raise ParameterError(expected("query", what, query))
+    provenance: dict[str, Any] | None = None
+    prompt_seconds: float | None = None
+    rendering: str | None = None
 
 
 def _setting(data: ResultsData, setting: str | None) -> str:
@@ -296,6 +256,7 @@ def gather_dossier(
             items.append({"rank": int(r), "track_id": str(tid), "score": float(sc),
                           "label": labels.get(str(tid), "")})
 
+    _likeness(data, s, variant, q, items)
     pr, pk = _at_k(data.table("pairs"), kk)
     pair_rows: dict[str, list[dict[str, Any]]] = {c: [] for c in channels}
     if pr is not None and not pr.empty and pairs:
@@ -330,14 +291,44 @@ def gather_dossier(
         if len(hit):
             rel = {c: float(hit.iloc[0][c]) for c in ("kappa", "r1", "r2_5", "p")
                    if c in hit.columns and np.isfinite(hit.iloc[0][c])}
+    from aria_tda.media.provenance import gather_provenance
+
     return DossierData(
         title=data.title, results=str(data.path), query=q, query_label=label, query_meta=meta,
         setting=s, verdict=info.get("verdict"), reason=info.get("reason"), reliability=rel,
         k=zk if zk is not None else kk, pairs_k=pk, channels=channels, z=z, items=items,
         pairs=pair_rows, random_mean=_random_mean(data, s, variant, pk), channel=channel,
-        n_queries=int(_query_values(data).size), aspect=aspect,
+        n_queries=len(query_order(data)), aspect=aspect,
         findings=tuple(info.get("findings") or ()),
+        provenance=gather_provenance(data, s), prompt_seconds=_number(meta.get("prompt_seconds")),
+        rendering=meta.get("rendering") or None,
     )
+
+
+def _number(text: Any) -> float | None:
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v >= 0 else None
+
+
+def _likeness(data: ResultsData, setting: str, variant: str, query: int,
+              items: list[dict[str, Any]]) -> None:
+    """Fill each item's ``likeness`` from the ``item_alignment`` table (empty without it)."""
+    for it in items:
+        it["likeness"] = {}
+    ia = data.table("item_alignment")
+    if ia is None or ia.empty:
+        return
+    rows = ia[(ia["setting"] == setting) & (ia["variant"] == variant) & (ia["query"] == query)]
+    by = {item["track_id"]: item for item in items}
+    for tid, ch, a, pct, tied, inf in rows[["track_id", "channel", "alignment", "percentile",
+                                             "tied", "informative"]].itertuples(index=False):
+        hit = by.get(str(tid))
+        if hit is not None:
+            hit["likeness"][str(ch)] = {"alignment": float(a), "percentile": float(pct),
+                                       "tied": float(tied), "informative": bool(inf)}
 
 
 def write_dossier(
@@ -462,7 +453,8 @@ def _media(data: ResultsData, d: DossierData, *, context: float, max_seconds: fl
     refs = segment_refs(index, pickers, d.query, [(t, d.setting) for t in ids])
     qm = build_query_media(index, str(d.query), ids, channels=d.channels, context=context,
                            max_seconds=max_seconds, bitrate_kbps=bitrate_kbps,
-                           soundfont=soundfont, refs=refs)
+                           soundfont=soundfont, refs=refs, reasons=True,
+                           boundary=d.prompt_seconds)
     for p in pickers.values():
         if p.problem:
             qm.problems.append(p.problem)

@@ -13,6 +13,9 @@ import math
 from importlib import resources
 from typing import Any
 
+from aria_tda.media.dossier_items import audio_html, evidence_section, figure_html, items_section
+from aria_tda.media.pdf import TITLE_MARK
+from aria_tda.media.provenance import VERDICT_MEANING, provenance_html
 from aria_tda.report import words
 from aria_tda.report.html._cells import _e
 
@@ -49,15 +52,9 @@ _COLLAPSED_HTML = f'<p class="collapsed-label" role="note">\u26a0 {_e(_COLLAPSED
 def _verdict(d: Any) -> str:
     v = d.verdict or "unknown"
     rel = ", ".join(f"{_e(k)} = {_num(val)}" for k, val in d.reliability.items())
-    meaning = {
-        "ok": "The top-K changes with the query: this query's attributed items are its own. "
-              "That is not a proof that they are the right ones: counterfactual retraining "
-              "(LDS) and planted ground truth say that, where the study has them.",
-        "suspect": "Read this evidence with care: part of every query's top-K is the same "
-                   "items whatever the query. Look at the hubs named below, and at the "
-                   "rank-1 residual, before reading these items as this query's own.",
-        "collapsed": _COLLAPSED,
-    }.get(v, "No reliability verdict is recorded for this setting.")
+    says, not_says = VERDICT_MEANING.get(v, ("", ""))
+    meaning = (f"It says: {says}. It does not say: {not_says}." if says
+               else "No reliability verdict is recorded for this setting.")
     found = getattr(d, "findings", ())
     return (
         f'<section id="verdict" class="verdict {_e(v)}" data-verdict="{_e(v)}">'
@@ -73,37 +70,26 @@ def _verdict(d: Any) -> str:
     )
 
 
-def _audio(v: Any, aid: str, label: str) -> str:
-    if v is None:
-        return ""
-    if v.audio is None:
-        why = v.missing or "no clip"
-        return f'<p class="missing-media" data-missing="{_e(aid)}">Not playable: {_e(why)}</p>'
-    w0, w1 = v.window
-    return (
-        f'<audio id="{_e(aid)}" controls preload="metadata" aria-label="{_e(label)}" '
-        f'data-window="{w0:.3f},{w1:.3f}" src="{v.audio.data_uri()}"></audio>'
-        f'<p class="note clip-source">{_e(v.source)}; attributed window '
-        f"{w0:.1f}\u2013{w1:.1f} s of this {v.duration:.1f} s clip (the rest is context).</p>"
-    )
-
-
-def _img(asset: Any, alt: str, cls: str = "pic") -> str:
-    if asset is None:
-        return ""
-    return f'<img class="{cls}" alt="{_e(alt)}" src="{asset.data_uri()}">'
-
-
 def _query_section(d: Any) -> str:
     m = d.media
     meta = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in d.query_meta.items() if v)
     body = [_label(d)]
+    if d.rendering:
+        body.append(f'<p class="caution rendering">How this query\'s audio was made: '
+                    f"{_e(d.rendering)}.</p>")
+    if d.prompt_seconds is not None:
+        body.append(f'<p class="note">The first {d.prompt_seconds:.2f} s of the query are its '
+                    "prompt (given to the model); what follows was generated. The pictures "
+                    "mark the boundary.</p>")
     if m is None:
         body.append(f'<p class="missing-media">No media: {_e(d.media_note or "none")}</p>')
     else:
-        body.append(_audio(m.query, "player-query", f"query {d.query}"))
-        body.append(_img(m.query.picture,
-                         f"spectrogram, chroma, beats and chords of query {d.query}"))
+        body.append(audio_html(m.query, "player-query", f"query {d.query}"))
+        facts = (getattr(m, "facts", {}) or {}).get("")
+        if facts is not None:
+            body.append(f'<p class="facts">{_e(facts.describe())}</p>')
+        body.append(figure_html(m.query.picture,
+                                f"spectrogram, chroma, beats and chords of query {d.query}"))
     if meta:
         body.append(f'<dl class="kv">{meta}</dl>')
     return f'<section id="query-section"><h2>The query</h2>{"".join(body)}</section>'
@@ -174,94 +160,6 @@ def _z_section(d: Any) -> str:
     )
 
 
-def _items_section(d: Any) -> str:
-    m = d.media
-    lis = []
-    for i, it in enumerate(d.items):
-        tid = it["track_id"]
-        v = None if m is None else m.items[i]
-        head = (f'<span class="rank">#{it["rank"]}</span> <span class="tid">{_e(tid)}</span>'
-                + (f' <span class="sub">{_e(it["label"])}</span>' if it["label"] else ""))
-        player = _audio(v, f"player-{i}", f"item {tid}") if m is not None else ""
-        buttons = ""
-        if v is not None and v.audio is not None:
-            buttons = (
-                f'<button type="button" class="ab" data-index="{i}" title="play the query, '
-                'then this item (key a)">A/B: query \u2192 item</button>'
-                f'<button type="button" class="toggle" data-index="{i}" title="switch between '
-                'the query and this item at the same point (key t)">\u21c4 toggle</button>'
-            )
-        pics = ""
-        if m is not None:
-            pics = _img(m.rolls.get(tid), f"piano roll of the query beside item {tid}", "pic roll")
-            pics += _img(v.picture if v is not None else None,
-                         f"spectrogram, chroma, beats and chords of item {tid}")
-        lis.append(
-            f'<li class="item" data-index="{i}" data-item="{_e(tid)}" tabindex="-1">'
-            f'<div class="item-head">{head}</div>'
-            f'<p class="score">{_e(words.describe_score(it["score"], it["rank"]))}</p>'
-            f'{player}<div class="buttons">{buttons}</div>{pics}</li>'
-        )
-    if not lis:
-        lis.append('<li class="note">No attributed items for this query in these results.</li>')
-    return (
-        f'<section id="items"><h2>Top {len(d.items)} attributed training items</h2>'
-        + _label(d)
-        + '<p class="note keys">Keys: <kbd>j</kbd>/<kbd>k</kbd> next/previous item, '
-        "<kbd>a</kbd> A/B (query, then item), <kbd>t</kbd> toggle query \u21c4 item, "
-        "<kbd>space</kbd> play/pause, <kbd>1</kbd>\u2013<kbd>9</kbd> channel.</p>"
-        f'<ol id="item-list">{"".join(lis)}</ol></section>'
-    )
-
-
-def _evidence_section(d: Any) -> str:
-    opts = "".join(
-        f'<option value="{_e(c)}"{" selected" if c == d.channel else ""}>{_e(c)} (z = '
-        f"{_e(words.format_signed(d.z.get(c, math.nan)))})</option>"
-        for c in d.channels
-    )
-    blocks = []
-    m = d.media
-    for i, it in enumerate(d.items):
-        tid = it["track_id"]
-        per = {} if m is None else m.aspects.get(tid, {})
-        for c in d.channels:
-            a = per.get(c)
-            if a is None:
-                why = d.media_note or ("; ".join(m.problems) if m is not None and m.problems
-                                       else "not computed")
-                inner = f'<p class="missing-media">No drawn evidence: {_e(why)}</p>'
-            elif a.missing:
-                inner = f'<p class="missing-media">{_e(a.missing)}</p>'
-            else:
-                inner = (_img(a.picture, f"{c} evidence: query against item {tid}", "pic aspect")
-                         + f'<p class="sentence">{_e(a.sentence)}</p>'
-                         + f'<p class="note">{_e(words.describe_similarity(c, a.similarity))}</p>')
-            blocks.append(f'<div class="aspect" data-index="{i}" data-channel="{_e(c)}" hidden>'
-                          f'<h3>{_e(c)}: the query against item #{it["rank"]} '
-                          f"{_e(tid)}</h3>{inner}</div>")
-    pairs = []
-    for c in d.channels:
-        rows = []
-        for p in d.pairs.get(c, []):
-            sentence = words.describe_pair(c, p["similarity"], p["contribution"], k=d.pairs_k,
-                                           random_mean=d.random_mean.get(c))
-            rows.append(f'<tr><td class="txt">{_e(p["track_a"])}</td>'
-                        f'<td class="txt">{_e(p["track_b"])}</td>'
-                        f'<td class="txt">{_e(sentence)}</td></tr>')
-        body = ("<table class=\"data compact\"><thead><tr><th>Track A</th><th>Track B</th>"
-                f"<th>In words</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
-                if rows else '<p class="note">No contributing pairs recorded for this channel.</p>')
-        pairs.append(f'<div class="pairs" data-channel="{_e(c)}" hidden><h3>Pairs of the '
-                     f"top-{_e(d.pairs_k)} group contributing most to {_e(c)}</h3>{body}</div>")
-    return (
-        '<section id="evidence"><h2>Evidence by channel</h2>' + _label(d)
-        + f'<p><label for="channel">Channel</label> <select id="channel">{opts}</select> '
-        '<span class="note">for the item selected above</span></p>'
-        + "".join(blocks) + "".join(pairs) + "</section>"
-    )
-
-
 def _units_section(d: Any) -> str:
     items = "".join(f"<li>{_e(t)}</li>" for t in words.UNITS.values())
     timing = "; ".join(f"{_e(k)} {v:.1f} s" for k, v in d.timings.items())
@@ -303,14 +201,18 @@ def render_dossier(d: Any) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{_e(DOSSIER_CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="generator" content="aria-tda {_e(__version__)}">'
-        f"<title>{_e(title)}</title><style>{_asset('report.css')}{_asset('dossier.css')}</style>"
+        f"<title>{_e(title)} \u00b7 {TITLE_MARK}</title>"
+        f"<style>{_asset('report.css')}{_asset('dossier.css')}</style>"
         f'</head>\n<body class="{cls}" data-query="{_e(d.query)}" data-setting="{_e(d.setting)}" '
         f'data-channel="{_e(d.channel)}">'
         f'<header class="top"><h1>{_e(title)}</h1><p class="sub">{dot.join(sub)}</p>'
         "</header><main>"
-        + _verdict(d) + _aspect_section(d) + _query_section(d) + _z_section(d)
-        + _items_section(d)
-        + _evidence_section(d) + _units_section(d)
+        + '<div id="announce" class="sr-only" aria-live="polite" aria-atomic="true"></div>'
+        + _verdict(d) + _aspect_section(d) + _query_section(d)
+        + items_section(d, _label(d)) + _z_section(d)
+        + evidence_section(d, _label(d))
+        + (provenance_html(d.provenance, d.verdict) if d.provenance is not None else "")
+        + _units_section(d)
         + f"</main><footer>Written by ARIA {_e(__version__)} from {_e(d.results)}. This file is "
         "self-contained: the clips and pictures are embedded; it opens offline and makes no "
         f"network requests.</footer>\n<script>{_asset('dossier.js')}</script></body></html>\n"

@@ -34,11 +34,23 @@ from aria_tda._optional import require
 from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda.media import _svg
 
-__all__ = ["audio_panels_png", "check_notes", "piano_roll_svg"]
+__all__ = [
+    "DB_RANGE",
+    "audio_panels_png",
+    "check_audio",
+    "check_notes",
+    "cqt_db_chroma",
+    "palette_png",
+    "piano_roll_svg",
+]
 
 _COLUMNS = ("pitch", "start", "end", "velocity")
 _SHADES = 8
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: The dB range of every spectrogram: 80 dB below the clip's (or excerpt's) own peak up to it.
+DB_RANGE = (-80.0, 0.0)
+#: Hop of the constant-Q transforms (samples).
+HOP = 512
 
 
 def check_notes(name: str, notes: Any) -> pd.DataFrame:
@@ -288,15 +300,80 @@ def _window_svg(
     return '<g class="window">' + "".join(out) + "</g>"
 
 
-def _check_audio(samples: Any, sr: Any) -> tuple[np.ndarray, int]:
+def check_audio(
+    samples: Any, sr: Any, *, name: str = "samples", sr_name: str = "sr"
+) -> tuple[np.ndarray, int]:
+    """Validate mono audio and its sample rate.
+
+    Parameters
+    ----------
+    samples : np.ndarray [shape=(n,)]
+        Mono samples (any float-convertible dtype).
+    sr : int
+        Sample rate in Hz (8000..192000).
+    name, sr_name : str
+        The arguments' names, for error messages.
+
+    Returns
+    -------
+    (np.ndarray [shape=(n,), dtype=float32], int)
+        The samples and the sample rate.
+
+    Raises
+    ------
+    DataError
+        Not a non-empty 1-D array of finite samples.
+    ParameterError
+        A sample rate that is not an integer in 8000..192000.
+    """
     y = np.asarray(samples, dtype=np.float32)
     if y.ndim != 1 or y.size == 0:
-        raise DataError(expected("samples", "a non-empty 1-D array of mono samples", y.shape))
+        raise DataError(expected(name, "a non-empty 1-D array of mono samples", y.shape))
     if not np.all(np.isfinite(y)):
-        raise DataError("samples: expected finite samples, got NaN or inf")
+        raise DataError(expected(name, "finite samples", "NaN or inf"))
     if isinstance(sr, bool) or not isinstance(sr, int | np.integer) or not 8000 <= sr <= 192000:
-        raise ParameterError(expected("sr", "a sample rate in Hz (8000..192000)", sr))
+        raise ParameterError(expected(sr_name, "a sample rate in Hz (8000..192000)", sr))
     return y, int(sr)
+
+
+def cqt_db_chroma(y: np.ndarray, sr: int) -> tuple[np.ndarray, np.ndarray]:
+    r"""The constant-Q spectrogram in dB and the chromagram every audio picture shows.
+
+    Parameters
+    ----------
+    y : np.ndarray [shape=(n,)]
+        Mono audio (validated with :func:`check_audio`).
+    sr : int
+        Sample rate in Hz.
+
+    Returns
+    -------
+    db : np.ndarray [shape=(n_bins, n_frames)]
+        :math:`20 \log_{10}(|C| / \max |C|)`, clipped to :data:`DB_RANGE` (semitone bins from
+        C1, at most 84, fewer when the Nyquist frequency is lower; hop :data:`HOP` samples).
+    chroma : np.ndarray [shape=(12, n_frames)]
+        librosa's ``chroma_cqt`` of the same transform, in [0, 1] (C first).
+
+    Raises
+    ------
+    MissingDependencyError
+        librosa (``audio`` extra) is missing.
+    """
+    librosa = require("librosa", "audio", purpose="audio pictures")
+    from aria_tda.features.audio.jit import in_process
+    from aria_tda.features.audio.params import FMIN
+
+    n_bins = int(min(84, 12 * math.floor(math.log2(sr / 2 / FMIN))))
+    with warnings.catch_warnings(), in_process():
+        warnings.simplefilter("ignore", UserWarning)  # librosa on very short or quiet input
+        c = np.abs(
+            librosa.cqt(y, sr=sr, hop_length=HOP, fmin=FMIN, n_bins=n_bins, bins_per_octave=12)
+        )
+        chroma = librosa.feature.chroma_cqt(
+            C=c, sr=sr, hop_length=HOP, bins_per_octave=12, fmin=FMIN
+        )
+    db = librosa.amplitude_to_db(c, ref=max(float(c.max()), 1e-10), top_db=-DB_RANGE[0])
+    return np.clip(db, *DB_RANGE), chroma
 
 
 def audio_panels_png(
@@ -341,17 +418,15 @@ def audio_panels_png(
     MissingDependencyError
         librosa (``audio`` extra) or matplotlib (``report`` extra) is missing.
     """
-    y, sr = _check_audio(samples, sr)
+    y, sr = check_audio(samples, sr)
     win = _window("window", window)
     for name, v, lo_, hi_ in (("width", width, 300, 4000), ("height", height, 200, 4000)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or not lo_ <= v <= hi_:
             raise ParameterError(expected(name, f"an integer number of pixels in {lo_}..{hi_}", v))
-    librosa = require("librosa", "audio", purpose="audio pictures")
+    require("librosa", "audio", purpose="audio pictures")
     require("matplotlib", "report", purpose="audio pictures")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-
-    from aria_tda.features.audio.params import FMIN
 
     note = ""
     if beats is None or chords is None:
@@ -360,19 +435,7 @@ def audio_panels_png(
         chords = found_chords if chords is None else chords
     beats = np.asarray(beats, dtype=float).ravel()
     spans = [_span(c) for c in chords]
-    hop = 512
-    n_bins = int(min(84, 12 * math.floor(math.log2(sr / 2 / FMIN))))
-    from aria_tda.features.audio.jit import in_process
-
-    with warnings.catch_warnings(), in_process():
-        warnings.simplefilter("ignore", UserWarning)  # librosa on very short or quiet input
-        c = np.abs(
-            librosa.cqt(y, sr=sr, hop_length=hop, fmin=FMIN, n_bins=n_bins, bins_per_octave=12)
-        )
-        chroma = librosa.feature.chroma_cqt(
-            C=c, sr=sr, hop_length=hop, bins_per_octave=12, fmin=FMIN
-        )
-    db = librosa.amplitude_to_db(c, ref=max(float(c.max()), 1e-10), top_db=80.0)
+    db, chroma = cqt_db_chroma(y, sr)
     dur = y.size / sr
     dpi = 100
     fig = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, layout="constrained")
@@ -383,7 +446,14 @@ def audio_panels_png(
     ax_k = fig.add_subplot(gs[2], sharex=ax_c)
     ext = (0.0, dur, 0.0, float(db.shape[0]))
     ax_c.imshow(
-        db, origin="lower", aspect="auto", extent=ext, cmap="magma", interpolation="nearest"
+        db,
+        origin="lower",
+        aspect="auto",
+        extent=ext,
+        cmap="magma",
+        interpolation="nearest",
+        vmin=DB_RANGE[0],
+        vmax=DB_RANGE[1],
     )
     octaves = range(0, db.shape[0], 12)
     ax_c.set_yticks([o + 0.5 for o in octaves], [f"C{1 + o // 12}" for o in octaves])
@@ -421,7 +491,7 @@ def audio_panels_png(
     fig.suptitle(head + note, fontsize=9)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    return _palette_png(buf.getvalue())
+    return palette_png(buf.getvalue())
 
 
 def _beats_and_chords(y: np.ndarray, sr: int) -> tuple[np.ndarray, list[Any], str]:
@@ -479,8 +549,19 @@ def _chord_strip(
         ax.plot([t, t], [0.0, 0.25], color="#0072B2", linewidth=1.0)
 
 
-def _palette_png(png: bytes) -> bytes:
-    """Re-encode as an 8-bit palette PNG (a third of the size of matplotlib's RGBA)."""
+def palette_png(png: bytes) -> bytes:
+    """Re-encode a PNG as an 8-bit palette PNG (a third of the size of matplotlib's RGBA).
+
+    Parameters
+    ----------
+    png : bytes
+        Any PNG (e.g. matplotlib's RGBA output).
+
+    Returns
+    -------
+    bytes
+        The same picture with at most 128 colours (median cut), optimised.
+    """
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as im:
@@ -489,5 +570,5 @@ def _palette_png(png: bytes) -> bytes:
         pal.save(out, format="PNG", optimize=True)
     data = out.getvalue()
     if not data.startswith(_PNG_SIGNATURE):  # pragma: no cover - Pillow always writes PNG
-        raise DataError("audio_panels_png: Pillow did not write a PNG")
+        raise DataError("palette_png: Pillow did not write a PNG")
     return data

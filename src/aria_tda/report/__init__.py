@@ -13,11 +13,10 @@ else the largest K). The page holds:
 - the reliability table with each setting's collapse verdict;
 - homogeneity (:math:`\bar z_c` with its 95% CI, Pos, Sig per channel), original and residual;
 - K-sweep plots per setting (original dashed, rank-1 residual solid);
-- alignment, confound, ranking, LDS / agreement (per stage for the audio demo), planted
-  influence (recall@K with its chance level, :mod:`aria_tda.report.planted`), planted aspects
-  (``aria-tda demo planted``: recall and AP against chance, effects, ARIA's leading channel
-  right or wrong, confusion, naming, agreement and the plant queries' K-sweeps,
-  :mod:`aria_tda.report.planted_aspects`) and TRAK-sensitivity tables when present;
+- alignment, confound, ranking, LDS / agreement (per stage for the audio demo), paired
+  comparisons, and the sections of installed packages (:mod:`aria_tda.report.sections`:
+  ARIA's own and those registered through the entry-point group
+  ``aria_tda.report_sections``) when the folder has their tables;
 - per-query evidence (top-N tracks, :math:`z_c(q)` against the null, contributing pairs,
   a banner for collapsed settings), searchable by query index, label or metadata;
 - the run's parameters, seeds, versions and timings.
@@ -49,10 +48,10 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from aria_tda._checks import check_int
 from aria_tda._io import sweep_leftovers
@@ -73,7 +72,7 @@ from aria_tda._outputs import (
 )
 from aria_tda._progress import progress_enabled
 from aria_tda.errors import AriaWarning
-from aria_tda.media.pack import MediaStats, check_media_folder, media_folder
+from aria_tda.media.report_media import MediaStats, check_media_folder, media_folder
 from aria_tda.report.load import ResultsData, choose_k, load_results
 from aria_tda.report.tables import ReportTable, build_tables
 from aria_tda.results import REPORT_FILE, RESULTS_FILE
@@ -108,69 +107,6 @@ class ReportOutput:
     missing: tuple[str, ...]
     tables: tuple[str, ...]
     media: MediaStats | None = None
-
-
-def _plots(data: ResultsData, k: int | None, *, enabled: bool) -> tuple[dict[str, str], str | None]:
-    from aria_tda.report import plots
-
-    h = data.table("homogeneity")
-    if h is None or h.empty:
-        return {}, None
-    if not enabled:
-        return {}, "K-sweep plots were turned off for this report."
-    if not plots.available():
-        return (
-            {},
-            "K-sweep plots need matplotlib: pip install 'aria-tda[report]'. The K-sweep numbers "
-            "are in the tables and ksweep.csv.",
-        )
-    out = {}
-    for i, s in enumerate(data.settings):
-        rows = h[h["setting"] == s]
-        if rows.empty:
-            continue
-        channels = [c for c in data.channels if c in set(rows["channel"])]
-        out[s] = plots.ksweep_svg(
-            rows,
-            setting=s,
-            channels=data.channels if len(channels) == len(data.channels) else channels,
-            salt=f"aria-ksweep-{i}",
-            k_report=k,
-            verdict=data.verdict(s),
-        )
-    return out, None
-
-
-def _planted_plots(
-    data: ResultsData, *, enabled: bool
-) -> tuple[list[tuple[str, str, str]], str | None]:
-    """The plant queries' K-sweep panels as ``(setting, aspect, svg)``, and a note."""
-    from aria_tda.report import plots
-    from aria_tda.report.planted_aspects import CONTROL, planted_sweep_panels
-
-    panels, left_out = planted_sweep_panels(data)
-    if not panels:
-        return [], None
-    if not enabled:
-        return [], "K-sweep plots were turned off for this report."
-    if not plots.available():
-        return [], (
-            "K-sweep plots need matplotlib: pip install 'aria-tda[report]'. Their numbers are "
-            "in planted_sweep.csv."
-        )
-    out = []
-    for i, p in enumerate(panels):
-        present = set(p.rows["channel"].astype(str))
-        channels = data.channels + sorted(present - set(data.channels))
-        out.append((p.setting, p.aspect, plots.ksweep_svg(
-            p.rows, setting=p.title, channels=channels, salt=f"aria-planted-{i}",
-            k_report=p.k, emphasis=None if p.aspect == CONTROL else p.aspect,
-        )))
-    note = (
-        f"{left_out} further panel(s) left out to keep the page small; their numbers are in "
-        "planted_sweep.csv." if left_out else None
-    )
-    return out, note
 
 
 def export_tables(
@@ -218,7 +154,9 @@ def export_tables(
         if the parent folder of ``tables_dir`` is not writable.
     """
     from aria_tda.report import latex
+    from aria_tda.report.sections.registry import sections
 
+    secs = sections()
     state = check_folder_output("tables_dir", tables_dir, TABLES_FOLDER, flag="--tables-dir",
                                 legacy=_legacy_tables)
     check_collisions("tables_dir", state, _export_names(data, tables), flag="--tables-dir")
@@ -226,7 +164,7 @@ def export_tables(
                       legacy=_legacy_tables) as tmp:
         for name, t in tables.items():
             t.df.to_csv(tmp / f"{name}.csv", index=False)
-            tex = latex.render_latex(t)
+            tex = latex.render_latex(t, secs)
             if tex is not None:
                 (tmp / f"{name}.tex").write_text(tex, encoding="utf-8")
         h = data.table("homogeneity")
@@ -263,15 +201,15 @@ def _stderr_line(msg: str) -> None:
     sys.stderr.flush()
 
 
-#: Names of the tables :func:`export_tables` wrote before its folders listed their files (a
-#: folder of only these is recognised as ARIA's; see :func:`_legacy_tables`).
-_LEGACY_TABLES = frozenset({
-    "reliability", "homogeneity", "aspects", "set_aspects", "ksweep", "alignment",
-    "alignment_embeddings", "confound", "ranking", "lds", "lds_summary", "agreement",
-    "lds_paired", "paired", "planted", "planted_segment", "planted_aspects",
-    "planted_confusion", "planted_naming", "planted_effects", "planted_agreement",
-    "sensitivity", "null",
-})
+def _known_exports() -> frozenset[str]:
+    """The export names the registered sections may write (their ``exports``): a folder of
+    only these, written before folders listed their files, is recognised as ARIA's (see
+    :func:`_legacy_tables`)."""
+    from aria_tda.report.sections.registry import sections
+
+    return frozenset(n for sec in sections() for n in getattr(sec, "exports", ()))
+
+
 _LEGACY_PDF = re.compile(r"ksweep/ksweep_\d{2,}\.pdf")
 
 
@@ -280,13 +218,14 @@ def _legacy_tables(path: Path, files: list[str], others: list[str]) -> frozenset
     names (then all its files are ARIA's)."""
     if others or not any(f.endswith(".csv") for f in files):
         return None
+    known = _known_exports()
     for f in files:
         if _LEGACY_PDF.fullmatch(f):
             continue
         stem, _, ext = f.partition(".")
         if "/" in f or ext not in ("csv", "tex"):
             return None
-        if stem not in _LEGACY_TABLES and not stem.startswith("homogeneity_"):
+        if stem not in known and not stem.startswith("homogeneity_"):
             return None
     return frozenset(files)
 
@@ -337,6 +276,7 @@ def write_report(
     plots: bool = True,
     media: bool = True,
     media_queries: int = 20,
+    media_pick: str | Sequence[Any] = "reading",
     media_top: int = 3,
     media_max_items: int = 120,
     quiet: bool = False,
@@ -373,10 +313,14 @@ def write_report(
         The listening room: write clips and pictures of a bounded set of queries and items
         into the folder ``<out stem>_media/`` beside the page (``report_media/`` for
         ``report.html``), which the per-query view loads lazily
-        (:func:`aria_tda.media.pack.write_report_media`). Missing media are named on
+        (:func:`aria_tda.media.report_media.write_report_media`). Missing media are named on
         the page; nothing fails for them.
     media_queries : int
-        Keep media for the first ``media_queries`` queries (>= 0).
+        Keep media for this many queries (>= 0) ...
+    media_pick : {"reading", "first"} or sequence of query ids
+        ... chosen so (:func:`aria_tda.media.selection.pick_media_queries`): by default the
+        strongest and the weakest by the distinctive reading; ``"first"``: the first ones of
+        the per-query view; a list: those queries (ids as ``aria-tda evidence`` takes them).
     media_top : int
         ... and their ``media_top`` best-ranked items in every setting (>= 0).
     media_max_items : int
@@ -414,6 +358,7 @@ def write_report(
     media_opts: _MediaOptions = {
         "media": bool(media),
         "media_queries": check_int("media_queries", media_queries, min_value=0),
+        "media_pick": _check_pick(media_pick),
         "media_top": check_int("media_top", media_top, min_value=0),
         "media_max_items": check_int("media_max_items", media_max_items, min_value=0),
         "media_progress": False if quiet else progress_enabled(progress),
@@ -437,11 +382,29 @@ def write_report(
                              plots=plots, **media_opts)
 
 
+def _check_pick(pick: Any) -> str | tuple[Any, ...]:
+    """``media_pick`` checked: a rule of :data:`aria_tda.media.selection.PICKS` or query ids."""
+    from aria_tda.errors import ParameterError, expected
+    from aria_tda.media.selection import PICKS
+
+    if isinstance(pick, str):
+        if pick in PICKS:
+            return pick
+        raise ParameterError(expected("media_pick", "'reading', 'first' or a list of query ids",
+                                      pick))
+    ids = tuple(pick) if isinstance(pick, Sequence) else None
+    if not ids:
+        raise ParameterError(expected("media_pick", "'reading', 'first' or a list of query ids",
+                                      pick))
+    return ids
+
+
 class _MediaOptions(TypedDict):
     """The media keywords that :func:`write_report` passes on to :func:`_write_report`."""
 
     media: bool
     media_queries: int
+    media_pick: str | tuple[Any, ...]
     media_top: int
     media_max_items: int
     media_progress: bool
@@ -460,6 +423,7 @@ def _write_report(
     plots: bool,
     media: bool,
     media_queries: int,
+    media_pick: str | tuple[Any, ...],
     media_top: int,
     media_max_items: int,
     media_progress: bool,
@@ -485,20 +449,17 @@ def _write_report(
     if tables_state is not None:  # the names are known now: a file of others where one goes
         check_collisions("tables_dir", tables_state, _export_names(data, tables),
                          flag="--tables-dir")
-    svgs, plot_note = _plots(data, kk, enabled=plots)
-    planted_svgs, planted_note = _planted_plots(data, enabled=plots)
     evidence = build_evidence(data, k=kk, top_n=top_n, pairs_per_channel=pairs_per_channel)
     manifest, stats = None, None
     if media and not evidence.empty:
-        from aria_tda.media.pack import write_report_media
+        from aria_tda.media.report_media import write_report_media
 
         manifest, stats = write_report_media(data, media_folder(out_path),
-                                             queries=media_queries, top=media_top,
+                                             queries=media_queries, pick=media_pick,
+                                             top=media_top,
                                              max_items=media_max_items,
                                              log=media_log, progress=media_progress)
-    page = render_html(data, tables, k=kk, plots=svgs, plot_note=plot_note, evidence=evidence,
-                       planted_plots=planted_svgs, planted_plot_note=planted_note,
-                       media=manifest)
+    page = render_html(data, tables, k=kk, evidence=evidence, plots=plots, media=manifest)
     write_page(out_path, page, REPORT_PAGE)
     exports = None
     if tdir is not None:

@@ -1,7 +1,7 @@
 """What every report table builder shares: :class:`ReportTable` and the row helpers.
 
-The lowest module of the report's tables: :mod:`aria_tda.report.tables`,
-:mod:`~aria_tda.report.paired`, :mod:`~aria_tda.report.planted`,
+The lowest module of the report's tables: :mod:`aria_tda.report.tables`, the sections
+(:mod:`aria_tda.report.sections`, ARIA's own and those of other packages),
 :mod:`~aria_tda.report.embeddings` and the LaTeX / HTML renderers import it, and it imports none
 of them (so no circle runs through the table builders). The columns the builders read are those
 of the results schema, :data:`aria_tda.results.TABLES`.

@@ -6,7 +6,10 @@ The report reads a results folder *only* through :mod:`aria_tda.results` (``read
 ``read_table``, ``TABLES``). Nothing here fails on a partial folder: a table that is absent,
 unreadable, lacks a required column, holds no rows, or has values of the wrong type is dropped
 and described in :attr:`ResultsData.missing`, so the report shows what exists and says what
-does not. A table that is not the one ``results.json`` was written with (changed since, or left
+does not. Tables of installed packages (registered through the entry-point group
+``aria_tda.tables``, :mod:`aria_tda._result_tables`) are read like ARIA's own; CSV or Parquet
+files that no installed package claims are named in one note ("tables of a package that is not
+installed"). A table that is not the one ``results.json`` was written with (changed since, or left
 by another run: :func:`aria_tda.results.table_mismatches`) is shown and named there too. Only a
 folder that is not a results folder at all raises (:class:`~aria_tda.errors.FileFormatError`, from
 :func:`aria_tda.results.read_results_meta`).
@@ -56,8 +59,8 @@ from aria_tda.results import (
 __all__ = ["EXPECTED_TABLES", "READ_WAIT_S", "ResultsData", "choose_k", "load_results"]
 
 #: Tables a full ``aria-tda run`` writes; their absence is reported as a missing piece.
-#: (``lds``, ``agreement``, ``planted``, ``sensitivity``, ``queries`` and ``tracks`` are shown
-#: when present.)
+#: (``lds``, ``agreement``, ``queries``, ``tracks`` and the tables of installed packages are
+#: shown when present.)
 EXPECTED_TABLES = (
     "reliability",
     "homogeneity",
@@ -463,6 +466,17 @@ def _entries(d: Path) -> list[Path]:
         return []
 
 
+def _foreign_tables(d: Path, meta: Mapping[str, Any]) -> list[str]:
+    """CSV and Parquet files of the folder that are no known table's (nor named in
+    ``results.json``, e.g. a segment map), sorted."""
+    known = {spec.filename for spec in TABLES.values()}
+    named = {Path(str(v)).name for s in meta.get("settings") or [] if isinstance(s, Mapping)
+             for v in s.values() if isinstance(v, str)}
+    return sorted(p.name for p in _entries(d)
+                  if p.suffix in (".csv", ".parquet") and p.is_file()
+                  and p.name not in known and p.name not in named)
+
+
 def _load_once(results_dir: str | os.PathLike[str], top_n: int | None) -> ResultsData:
     """:func:`load_results` of one ``results.json`` and the tables beside it."""
     meta = read_results_meta(results_dir)
@@ -498,6 +512,11 @@ def _load_once(results_dir: str | os.PathLike[str], top_n: int | None) -> Result
             data.missing.append(f"{spec.filename}: values of the wrong type ({exc}); left out")
             continue
         data.tables[name] = df
+    foreign = _foreign_tables(data.path, meta)
+    if foreign:
+        data.missing.append(
+            "tables of a package that is not installed: " + ", ".join(foreign)
+            + " (install the package that wrote them to see them in this report)")
 
     meta_settings = [s.get("name") for s in meta.get("settings") or [] if isinstance(s, Mapping)]
     setting_sources = [

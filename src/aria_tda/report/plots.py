@@ -96,6 +96,7 @@ def ksweep_figure(
     verdict: str | None = None,
     ci: bool = True,
     emphasis: str | None = None,
+    emphasis_label: str = "emphasised",
 ) -> Any:
     r"""One K-sweep panel.
 
@@ -115,8 +116,10 @@ def ksweep_figure(
     ci : bool
         Draw the 95% CI band.
     emphasis : str, optional
-        A channel drawn with thicker lines and labelled "(planted)" in the legend (the planted
-        aspect of a plant-query panel).
+        A channel drawn with thicker lines and labelled ``(emphasis_label)`` in the legend
+        (e.g. the channel a panel's queries were built to follow).
+    emphasis_label : str
+        The legend's word for the ``emphasis`` channel.
 
     Returns
     -------
@@ -167,7 +170,7 @@ def ksweep_figure(
                     marker=marker,
                     linestyle="none",
                     markersize=5,
-                    label=_tex_safe(ch) + (" (planted)" if ch == emphasis else ""),
+                    label=_tex_safe(ch) + (f" ({emphasis_label})" if ch == emphasis else ""),
                 )
             )
     for v in present_variants:
@@ -268,7 +271,7 @@ def ksweep_svg(
         the same input gives the same text.
     **kw : Any
         Further keywords of :func:`ksweep_figure` (``k_report``, ``verdict``, ``ci``,
-        ``emphasis``).
+        ``emphasis``, ``emphasis_label``).
 
     Returns
     -------

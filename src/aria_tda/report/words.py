@@ -48,6 +48,8 @@ __all__ = [
     "UNITS",
     "above_chance",
     "describe_aspect",
+    "describe_clip_range",
+    "describe_likeness",
     "describe_method_aspect",
     "describe_pair",
     "describe_score",
@@ -84,6 +86,14 @@ TEMPLATES: dict[str, str] = {
     "similarity": "{channel}: {what} have similarity {sim} of 1 ({basis})",
     "score": "rank {rank}: attribution score {score} (the method's own units; higher = more "
              "influential)",
+    "likeness": "{channel}: more like the query than {pct} of the pool's training tracks "
+                "({align} SD from the pool's average likeness to the query)",
+    "likeness_flat": "{channel}: cannot tell tracks apart for this query: every pool track is "
+                     "equally like it (the channel's features do not vary)",
+    "likeness_tied": "{channel}: cannot tell this track apart: {tied} of the pool's tracks are "
+                     "exactly as like the query, so its rank says nothing",
+    "clip_range": "{source}; attributed window {w0}\u2013{w1} s of this {duration} s clip (the "
+                  "rest is context)",
     "aspect_named": "Distinctive aspect: {channel}. The training items this query draws on "
                     "beyond what {method} gives every query are {anchor} in {channel} than "
                     "those of its other queries (Δ = {delta}, above the threshold "
@@ -445,3 +455,46 @@ def describe_score(score: float | None, rank: int) -> str:
     else:
         s = "\u2014"
     return fill(TEMPLATES["score"], {"rank": str(int(rank)), "score": s})
+
+
+def describe_clip_range(source: str, window: tuple[float, float], duration: float) -> str:
+    """Which file and time range a clip plays, and where its attributed window lies in it
+    (the report's listening room and the dossier say it in these words, to 0.1 s).
+
+    Parameters
+    ----------
+    source : str
+        The file and its window in the file (``"a.mid [12–22 s]"``).
+    window : (float, float)
+        The attributed window, seconds from the clip's start.
+    duration : float
+        The clip's length in seconds.
+    """
+    return TEMPLATES["clip_range"].format(source=source, w0=f"{window[0]:.1f}",
+                                          w1=f"{window[1]:.1f}", duration=f"{duration:.1f}")
+
+
+def describe_likeness(channel: str, alignment: float, percentile: float, tied: float,
+                      informative: bool) -> str:
+    """How like the query an attributed track is on one channel, against the pool (the study's
+    ``item_alignment`` table), or why that number cannot discriminate.
+
+    Parameters
+    ----------
+    channel : str
+        The channel.
+    alignment : float
+        Standardised likeness to the query (pool SDs).
+    percentile : float
+        Its mid-rank percentile among the pool's tracks (0-100).
+    tied : float
+        Share of the pool with the same likeness.
+    informative : bool
+        Whether the channel discriminates (:mod:`aria_tda.homogeneity.item_alignment`).
+    """
+    if not informative:
+        if _finite(tied) and tied > 0:
+            return TEMPLATES["likeness_tied"].format(channel=channel, tied=format_percent(tied))
+        return TEMPLATES["likeness_flat"].format(channel=channel)
+    return TEMPLATES["likeness"].format(channel=channel, pct=format_percent(percentile / 100.0),
+                                        align=format_signed(alignment))

@@ -23,7 +23,8 @@ import numpy as np
 from aria_tda.errors import AriaWarning, DataError, expected
 from aria_tda.study.config import StudySpec
 
-__all__ = ["ASPECT_TABLES", "aspect_tables", "query_feature_values", "query_sets"]
+__all__ = ["ASPECT_TABLES", "ITEM_COLUMNS", "N_ITEMS", "aspect_tables", "item_table",
+           "query_feature_values", "query_sets"]
 
 #: The per-setting tables of the distinctive reading.
 ASPECT_TABLES = ("aspects", "query_aspects", "set_aspects")
@@ -213,4 +214,65 @@ def aspects_key(spec: StudySpec) -> dict[str, Any]:
         return None if path is None else file_fingerprint(str(path))
 
     return {"query_features": fp(spec.query_features), "queries": fp(spec.queries),
-            "confound": list(spec.confound), "reading": 3}
+            "confound": list(spec.confound), "reading": 4}
+
+
+#: Attributed tracks per query whose likeness to the query is recorded (``item_alignment``).
+N_ITEMS = 20
+#: Columns of the ``item_alignment`` table (after ``setting`` and ``variant``).
+ITEM_COLUMNS = ("query", "rank", "track_id", "channel", "alignment", "percentile", "tied",
+                "informative")
+
+
+def item_table(groups: np.ndarray, prepared: dict[str, list[Any]], pool: np.ndarray,
+               query_values: dict[str, Any] | None, track_ids: np.ndarray,
+               exclude: np.ndarray, *, anchor_cache: Any = None) -> Any:
+    """How like the query each of its top :data:`N_ITEMS` tracks is, per channel
+    (:func:`aria_tda.homogeneity.item_alignment.item_alignment`): the ``item_alignment`` table.
+
+    Parameters
+    ----------
+    groups : np.ndarray [shape=(T, K), dtype=int]
+        Each query's top tracks (rows of the features), best first.
+    prepared : dict[str, list[PreparedFeature]]
+        The features.
+    pool : np.ndarray [shape=(N,), dtype=bool]
+        The track pool.
+    query_values : dict or None
+        :func:`query_feature_values`; ``None``: an empty table (nothing to compare with).
+    track_ids : np.ndarray
+        Track id of each row.
+    exclude : np.ndarray [shape=(T,), dtype=bool]
+        Queries left out (constant columns).
+    anchor_cache : AnchorCache, optional
+        The query anchor's scores (shared with the distinctive reading).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`ITEM_COLUMNS`, one row per (query, rank, channel).
+    """
+    import pandas as pd
+
+    if query_values is None:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(
+            ITEM_COLUMNS, ("int64", "int64", "object", "object", "float64", "float64",
+                           "float64", "bool"), strict=True)})
+    from aria_tda.homogeneity.item_alignment import item_alignment
+
+    top = np.ascontiguousarray(groups[:, :N_ITEMS])
+    ia = item_alignment(prepared, query_values, top, pool=pool, exclude=exclude,
+                        cache=anchor_cache)
+    n_c, t, n = ia.alignment.shape
+    q, r, c = np.meshgrid(np.arange(t), np.arange(n), np.arange(n_c), indexing="ij")
+    df = pd.DataFrame({
+        "query": q.reshape(-1),
+        "rank": r.reshape(-1) + 1,
+        "track_id": np.asarray(track_ids)[top[q.reshape(-1), r.reshape(-1)]],
+        "channel": np.asarray(ia.channels, dtype=object)[c.reshape(-1)],
+        "alignment": ia.alignment.transpose(1, 2, 0).reshape(-1),
+        "percentile": ia.percentile.transpose(1, 2, 0).reshape(-1),
+        "tied": ia.tied.transpose(1, 2, 0).reshape(-1),
+        "informative": ia.informative.transpose(1, 2, 0).reshape(-1),
+    })
+    return df[np.isfinite(df["alignment"].to_numpy())].reset_index(drop=True)

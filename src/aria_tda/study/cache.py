@@ -28,7 +28,7 @@ __all__ = ["STEP_FILES", "TABLES", "DamagedCache", "file_digests", "load_cached"
 #: The per-setting tables (Parquet files of the cached step): the homogeneity analysis and the
 #: distinctive reading (:mod:`aria_tda.study.aspects`).
 TABLES = ("homogeneity", "query_z", "pairs", "topk", "null", "aspects", "query_aspects",
-          "set_aspects")
+          "set_aspects", "item_alignment")
 
 
 def slug(name: str) -> str:

@@ -28,7 +28,13 @@ import numpy as np
 from aria_tda._io import atomic_path, remove_path, write_json
 from aria_tda._steps import Step, file_fingerprint
 from aria_tda.errors import DataError, ParameterError
-from aria_tda.study.aspects import aspect_tables, aspects_key, query_feature_values, query_sets
+from aria_tda.study.aspects import (
+    aspect_tables,
+    aspects_key,
+    item_table,
+    query_feature_values,
+    query_sets,
+)
 from aria_tda.study.cache import TABLES, file_digests, load_cached, slot_name
 from aria_tda.study.config import SettingSpec, StudySpec
 from aria_tda.study.inputs import (
@@ -307,6 +313,7 @@ def _variant_tables(
         "pairs": res.pairs_frame(track_ids=track_ids),
         "topk": _topk_frame(groups, scores, track_ids, spec.K_report),
         "concentration": conc,
+        "groups": groups,
     }
 
 
@@ -553,6 +560,7 @@ def _compute(
         vt = _variant_tables(src, prepared, null, pool, track_ids, spec, progress, constant,
                              client=client)
         conc = vt.pop("concentration")
+        groups = vt.pop("groups")
         if variant == "original":
             d["concentration_track"] = conc.to_dict()
         vt["null"] = null.to_frame()
@@ -572,6 +580,11 @@ def _compute(
             df.insert(0, "variant", variant)
             df.insert(0, "setting", setting.name)
             tables[name].append(df)
+        items = item_table(groups, prepared, pool, query_values, track_ids, constant,
+                           anchor_cache=anchor_cache)
+        items.insert(0, "variant", variant)
+        items.insert(0, "setting", setting.name)
+        tables["item_alignment"].append(items)
         timings[f"aspects_{variant}"] = time.perf_counter() - t0
         if variant == "original":
             t0 = time.perf_counter()

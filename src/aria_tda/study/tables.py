@@ -95,7 +95,8 @@ def _confound_rows(query_z: Any, queries: Any, columns: tuple[str, ...],
     return rows
 
 
-def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]]) -> tuple[Any, dict]:
+def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]],
+                 labels: dict[str, str] | None = None) -> tuple[Any, dict]:
     import pandas as pd
 
     verdicts: dict[str, Verdict] = {}
@@ -105,6 +106,8 @@ def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]]) -> tuple[A
         # the paper's collapse is about tracks: the verdict reads the track-level top-K
         # (the homogeneity groups), else the segment level of the diagnostics pass
         conc = d.get("concentration_track") or d.get("concentration")
+        if conc and labels and d.get("concentration_track"):  # hubs named by their tracks
+            conc = _labelled_hubs(conc, labels)
         v = classify(kappa=d["kappa"], r1=d["r1"], r2_5=d["r2_5"], p=d["p"],
                      v1_constancy=d.get("v1_constancy"), concentration=conc)
         verdicts[setting.name] = v
@@ -124,6 +127,17 @@ def _reliability(spec: StudySpec, results: dict[str, dict[str, Any]]) -> tuple[A
         row.update(sanity_columns(None if setting.scores_from_embeddings else setting.scores))
         rel_rows.append(row)
     return pd.DataFrame(rel_rows), verdicts
+
+
+def _labelled_hubs(conc: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
+    """The track-level concentration with each hub's ``label`` (the tracks table's), so a
+    verdict names the track a reader can find, not only its id."""
+    dep = dict(conc.get("dependence") or {})
+    hubs = []
+    for h in dep.get("hubs") or []:
+        lab = labels.get(str(h.get("row")))
+        hubs.append({**h, "label": lab} if lab and lab != str(h.get("row")) else dict(h))
+    return {**conc, "dependence": {**dep, "hubs": hubs}}
 
 
 def _concentration_row(conc: dict[str, Any], k_report: int) -> dict[str, Any]:
@@ -196,13 +210,18 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
 
     from aria_tda.results import write_table
 
-    reliability, verdicts = _reliability(spec, results)
+    has_meta = store.metadata is not None and len(store.metadata)
+    tracks = _tracks(store) if has_meta else None
+    labels = {} if tracks is None else dict(zip(
+        tracks["track_id"].astype(str), tracks["label"].astype(str), strict=True))
+    reliability, verdicts = _reliability(spec, results, labels)
     write_table(out, "reliability", reliability)
 
     for name in ("homogeneity", "query_z", "pairs", "topk"):
         write_table(out, name, pd.concat([results[s.name][name] for s in spec.settings],
                                          ignore_index=True))
-    for name in ASPECT_TABLES:  # the distinctive reading (every setting computes it)
+    for name in (*ASPECT_TABLES, "item_alignment"):  # the distinctive reading and the items'
+        # likeness to their query (every setting computes them; empty without query features)
         parts = [results[s.name][name] for s in spec.settings if name in results[s.name]]
         if parts and any(len(p) for p in parts):
             write_table(out, name, pd.concat(parts, ignore_index=True))
@@ -245,8 +264,8 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         if conf_rows:
             write_table(out, "confound", pd.DataFrame(conf_rows))
 
-    if store.metadata is not None and len(store.metadata):
-        write_table(out, "tracks", _tracks(store))
+    if tracks is not None:
+        write_table(out, "tracks", tracks)
 
     timings = {s.name: results[s.name]["timings"] for s in spec.settings}
     here = Path(spec.output).absolute()

@@ -336,6 +336,12 @@ def run_audio_demo(
     qmeta["media"] = query_media([wav_of[q] for q in query_ids], root / "queries.csv")
     qmeta["prompt_source"] = query_media([corpus.root / x for x in qmeta.pop("path")],
                                          root / "queries.csv")
+    # what a listener must know: where the prompt ends, and that the audio is a rough
+    # inversion of the generated tokens' log-mel frames, not a codec's decoding
+    qmeta["prompt_seconds"] = float(p.prompt_seconds)
+    qmeta["rendering"] = ("Griffin-Lim inversion of the generated log-mel frames, without a "
+                          "neural codec: a rough rendering; judge rhythm, harmony and melody "
+                          "from it, not timbre or production")
     write_text(root / "queries.csv", qmeta.to_csv(index=False))
     study = validate_study(StudySpec(
         path=None, name="ARIA audio demo: three-stage model on rendered music21 works",

@@ -7,6 +7,20 @@
   var query = document.getElementById('player-query');
   var select = document.getElementById('channel');
   var state = { index: items.length ? 0 : -1, channel: body.getAttribute('data-channel') || '', ab: null };
+  var live = document.getElementById('announce');
+  var keysBox = document.getElementById('shortcuts');
+  function say(text) { if (live) { live.textContent = ''; live.textContent = text; } }
+  function itemName(i) { var li = items[i]; return li ? ('item ' + (i + 1) + ' of ' + items.length + ', ' + (li.getAttribute('data-item') || '')) : ''; }
+  function keysOn() { return !keysBox || keysBox.checked; }
+  if (keysBox) {
+    try { if (window.localStorage && localStorage.getItem('aria-dossier-keys') === 'off') keysBox.checked = false; } catch (e) { /* storage may be off */ }
+    keysBox.addEventListener('change', function () {
+      try { if (window.localStorage) localStorage.setItem('aria-dossier-keys', keysBox.checked ? 'on' : 'off'); } catch (e) { /* storage may be off */ }
+      body.setAttribute('data-keys', keysBox.checked ? 'on' : 'off');
+      say('single-key shortcuts ' + (keysBox.checked ? 'on' : 'off'));
+    });
+    body.setAttribute('data-keys', keysBox.checked ? 'on' : 'off');
+  }
   var played = [];
 
   function player(i) { return document.getElementById('player-' + i); }
@@ -30,6 +44,7 @@
     state.index = Math.max(0, Math.min(items.length - 1, i));
     items.forEach(function (li, j) { li.classList.toggle('selected', j === state.index); li.setAttribute('aria-current', j === state.index ? 'true' : 'false'); });
     body.setAttribute('data-selected', String(state.index));
+    say(itemName(state.index) + '; evidence: ' + state.channel);
     if (focus) { items[state.index].focus({ preventScroll: true }); items[state.index].scrollIntoView({ block: 'nearest' }); }
     showEvidence();
   }
@@ -46,7 +61,7 @@
     });
     body.setAttribute('data-channel', ch);
   }
-  function setChannel(ch) { state.channel = ch; if (select) select.value = ch; showEvidence(); }
+  function setChannel(ch, quiet) { state.channel = ch; if (select) select.value = ch; showEvidence(); if (!quiet) say('evidence: ' + ch + ' for ' + itemName(state.index)); }
 
   // A/B: the query from the start of its window, then the item from the start of its window.
   function start(a) {
@@ -86,12 +101,30 @@
   Array.prototype.forEach.call(document.querySelectorAll('button.toggle'), function (b) {
     b.addEventListener('click', function (ev) { ev.stopPropagation(); var i = Number(b.getAttribute('data-index')); select_(i); toggle(i); });
   });
-  items.forEach(function (li, j) { li.addEventListener('click', function () { select_(j); }); });
+  items.forEach(function (li, j) {
+    li.addEventListener('click', function () { select_(j); });
+    li.addEventListener('keydown', function (ev) {
+      if ((ev.key === 'Enter' || ev.key === ' ') && ev.target === li) { select_(j); ev.preventDefault(); }
+    });
+  });
+  // Pictures open full size (a button around each; Escape or a second click closes it).
+  Array.prototype.forEach.call(document.querySelectorAll('button.zoom'), function (b) {
+    b.addEventListener('click', function (ev) {
+      ev.stopPropagation();
+      var open = b.classList.toggle('full');
+      b.setAttribute('aria-expanded', open ? 'true' : 'false');
+      say(open ? 'picture shown full size; Escape closes it' : 'picture closed');
+    });
+  });
   if (select) select.addEventListener('change', function () { setChannel(select.value); });
 
   var channels = select ? Array.prototype.map.call(select.options, function (o) { return o.value; }) : [];
   document.addEventListener('keydown', function (ev) {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.key === 'Escape') {
+      Array.prototype.forEach.call(document.querySelectorAll('button.zoom.full'), function (b) { b.classList.remove('full'); b.setAttribute('aria-expanded', 'false'); });
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || !keysOn()) return;
     var t = ev.target && ev.target.tagName;
     if (t === 'INPUT' || t === 'SELECT' || t === 'TEXTAREA') return;
     var k = ev.key;
@@ -103,6 +136,11 @@
     else if (/^[1-9]$/.test(k) && Number(k) <= channels.length) { setChannel(channels[Number(k) - 1]); ev.preventDefault(); }
   });
 
-  select_(state.index < 0 ? 0 : state.index);
-  setChannel(state.channel || channels[0] || '');
+  setChannel(state.channel || channels[0] || '', true);
+  if (items.length) {
+    state.index = Math.max(0, state.index);
+    items.forEach(function (li, j) { li.classList.toggle('selected', j === state.index); li.setAttribute('aria-current', j === state.index ? 'true' : 'false'); });
+    body.setAttribute('data-selected', String(state.index));
+  }
+  showEvidence();
 })();

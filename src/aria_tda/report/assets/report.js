@@ -84,11 +84,40 @@
   function mediaOf(q) { return M && M.queries ? M.queries[String(queries[q])] || null : null; }
   function audioEl(src, label, role, clip) {
     var w = clip && clip.window ? clip.window : [0, 0];
-    var a = el('audio', { controls: '', preload: 'none', src: src, 'aria-label': label, 'data-role': role, 'data-window': w[0] + ',' + w[1] });
+    var a = el('audio', { controls: '', preload: role === 'query' ? 'metadata' : 'none', src: src, 'aria-label': label, 'data-role': role, 'data-window': w[0] + ',' + w[1] });
+    a.addEventListener('error', mediaMissing);
     a.addEventListener('play', function () { Array.prototype.forEach.call(root.querySelectorAll('audio'), function (o) { if (o !== a && !o.paused) o.pause(); }); });
     return a;
   }
-  function imgEl(src, alt) { return el('img', { src: src, alt: alt, loading: 'lazy', 'class': 'qv-pic' }); }
+  var mediaGone = false;
+  function mediaMissing() {
+    // a clip or picture the page names is not where it should be: the media folder did not
+    // travel with the page (or was removed); said once, at the top of the listening room
+    if (mediaGone) return;
+    mediaGone = true;
+    root.setAttribute('data-media-missing', 'true');
+    var box = byId('qv-media');
+    var folder = M && M.folder ? M.folder : 'report_media';
+    var p = el('p', { 'class': 'missing-media', role: 'alert', id: 'qv-media-missing' }, 'The clips and pictures are missing: this page loads them from the folder ' + folder + '/ beside it, which is not there (or not readable). Keep that folder next to the page, or rebuild the report.');
+    if (box) box.insertBefore(p, box.firstChild);
+  }
+  function imgEl(src, alt) {
+    var im = el('img', { src: src, alt: alt, loading: 'lazy', 'class': 'qv-pic' });
+    im.addEventListener('error', mediaMissing);
+    return im;
+  }
+  function clipOf(m, id) {
+    var c = m.clips || {};
+    return (c[state.setting] && c[state.setting][id]) || (c[''] && c[''][id]) || (M.tracks ? M.tracks[id] : null) || null;
+  }
+  function rollOf(m, id) {
+    var r = m.rolls || {};
+    return (r[state.setting] && r[state.setting][id]) || (r[''] && r[''][id]) || null;
+  }
+  function rangeText(c) {  // words.describe_clip_range: the dossier says the same
+    var w = c.window || [0, 0];
+    return fill(W.templates.clip_range, { source: c.source || '', w0: Number(w[0]).toFixed(1), w1: Number(w[1]).toFixed(1), duration: Number(c.duration || 0).toFixed(1) });
+  }
   function abPlay(item) {
     var qa = byId('qv-query-audio');
     if (!qa || !item) return;
@@ -107,14 +136,16 @@
     var m = mediaOf(state.q);
     if (!m) {
       var lim = M && M.limits ? M.limits : null;
-      box.appendChild(el('p', { 'class': 'note' }, (M ? 'The report keeps clips and pictures for the first ' + (lim ? lim.queries : '?') + ' queries (top ' + (lim ? lim.top : '?') + ' items of each setting); this query is not one of them.' : 'This report was written without clips and pictures.') + ' Write its dossier with: aria-tda evidence RESULTS_DIR --query ' + queries[state.q] + ' --out dossier.html'));
+      var rule = M && M.pick && M.pick._rule ? M.pick._rule : 'the first queries';
+      box.appendChild(el('p', { 'class': 'note' }, (M ? 'The report keeps clips and pictures for ' + (lim ? lim.queries : '?') + ' queries (' + rule + '; top ' + (lim ? lim.top : '?') + ' items of each setting); this query is not one of them.' : 'This report was written without clips and pictures.') + ' Write its dossier with: aria-tda evidence RESULTS_DIR --query ' + queries[state.q] + ' --out dossier.html'));
       return;
     }
     var qc = m.query;
+    if (m.why) box.appendChild(el('p', { 'class': 'note' }, 'Media kept for this query: one of the ' + m.why + ' (' + (M.pick && M.pick._rule ? M.pick._rule : '') + ').'));
     if (qc.audio) {
       var a = audioEl(qc.audio, 'query ' + queries[state.q], 'query', qc); a.id = 'qv-query-audio';
       box.appendChild(el('div', { 'class': 'qv-player' }, 'Query ')).appendChild(a);
-      box.appendChild(el('p', { 'class': 'note' }, qc.source + '; attributed window ' + qc.window[0].toFixed(1) + '\u2013' + qc.window[1].toFixed(1) + ' s of the ' + qc.duration.toFixed(1) + ' s clip.'));
+      box.appendChild(el('p', { 'class': 'note' }, rangeText(qc) + '.'));
       if (qc.picture) box.appendChild(imgEl(qc.picture, 'spectrogram, chroma, beats and chords of the query'));
     } else {
       box.appendChild(el('p', { 'class': 'missing-media' }, 'The query is not playable: ' + (qc.missing || 'no clip') + '.'));
@@ -127,18 +158,19 @@
     if (!m || code < 0) return td;
     var id = tracks[code];
     if (m.items.indexOf(id) < 0) return td;
-    var c = (m.clips && m.clips[id]) || M.tracks[id];
-    if (!c) return td;
+    var c = clipOf(m, id);
+    if (!c) { td.appendChild(el('span', { 'class': 'note' }, 'no clip kept for this setting (aria-tda evidence --setting makes one)')); return td; }
     if (!c.audio) { td.appendChild(el('span', { 'class': 'missing-media' }, 'not playable: ' + (c.missing || 'no clip'))); return td; }
     var a = audioEl(c.audio, 'item ' + id, 'item', c);
     td.appendChild(a);
+    td.appendChild(el('span', { 'class': 'note clip-range' }, rangeText(c)));
     var qa = byId('qv-query-audio');
     if (qa) {
       var b = el('button', { type: 'button', 'class': 'qv-ab', title: 'play the query, then this item' }, 'A/B: query \u2192 item');
       b.addEventListener('click', function () { abPlay(a); });
       td.appendChild(b);
     }
-    var roll = m.rolls ? m.rolls[id] : null;
+    var roll = rollOf(m, id);
     if (roll) td.appendChild(imgEl(roll, 'piano roll of the query beside ' + id));
     else if (c.picture) td.appendChild(imgEl(c.picture, 'spectrogram, chroma, beats and chords of ' + id));
     return td;
@@ -379,13 +411,17 @@
     for (var r = 0; r < n; r++) {
       var code = A.topk_idx.data[q * n + r];
       if (code < 0) continue;
-      var tr = el('tr', { 'data-rank': String(r + 1), 'data-track': tracks[code], tabindex: '-1' });
+      var tr = el('tr', { 'data-rank': String(r + 1), 'data-track': tracks[code], tabindex: '0' });
       tr.appendChild(el('td', { 'class': 'num' }, String(r + 1)));
       tr.appendChild(trackCell(code));
       tr.appendChild(el('td', { 'class': 'num' }, fGen(A.topk_score.data[q * n + r])));
       var lc = tr.appendChild(listenCell(code));
       if (lc.childNodes.length) tr.classList.add('qv-item');
       tr.addEventListener('click', function (ev) { var i = navRows().indexOf(ev.currentTarget); if (i >= 0) selectItem(i, false); });
+      tr.addEventListener('keydown', function (ev) {  // Tab reaches every row; Enter selects it
+        if (ev.key !== 'Enter' || ev.target !== ev.currentTarget) return;
+        var i = navRows().indexOf(ev.currentTarget); if (i >= 0) { selectItem(i, false); ev.preventDefault(); }
+      });
       body.appendChild(tr);
     }
     if (!body.rows.length) body.appendChild(el('tr')).appendChild(el('td', { colspan: 4 }, 'No attributed tracks for this query.'));
@@ -466,6 +502,7 @@
     tr.setAttribute('aria-current', 'true');
     root.setAttribute('data-selected', String(sel.index));
     root.setAttribute('data-selected-track', tr.getAttribute('data-track') || '');
+    say('item ' + (sel.index + 1) + ' of ' + rows.length + ': ' + (tr.getAttribute('data-track') || '') + ' selected');
     if (focus) { tr.focus({ preventScroll: true }); tr.scrollIntoView({ block: 'nearest' }); }
   }
   function selectedAudio() { var tr = navRows()[sel.index]; return tr ? tr.querySelector('audio') : null; }

@@ -1,8 +1,9 @@
 """The report page: one self-contained HTML document around the tables.
 
-Sections in report order, a navigation bar, the summary (verdict counts, how to read the
-numbers), the run's parameters, seeds, versions and timings, and the skeleton of the per-query
-view that ``assets/report.js`` fills from the packed evidence blocks. The page carries its CSS
+The summary (verdict counts, how to read the numbers), the registered sections
+(:mod:`aria_tda.report.sections`) in their order, a navigation bar, the run's parameters,
+seeds, versions and timings, and the skeleton of the per-query view that ``assets/report.js``
+fills from the packed evidence blocks. The page carries its CSS
 and JavaScript inline and a Content-Security-Policy (:data:`CSP`) that forbids every network
 request.
 """
@@ -10,12 +11,15 @@ request.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any
 
+from aria_tda.errors import AriaWarning, one_line
 from aria_tda.media.query_evidence import EvidencePayload
 from aria_tda.report import _fmt, words
+from aria_tda.report._table import ReportTable
 from aria_tda.report.html._cells import (
     Cell,
     _clean_json,
@@ -28,10 +32,9 @@ from aria_tda.report.html._cells import (
     _txt,
     badge,
 )
-from aria_tda.report.html.planted_aspects import PLANTED_ASPECT_TABLES, planted_aspects_section
-from aria_tda.report.html.tables import table_html as _table_html
+from aria_tda.report.html.tables import null_html
 from aria_tda.report.load import ResultsData
-from aria_tda.report.tables import ReportTable
+from aria_tda.report.sections.base import PageContext, Section
 
 __all__ = ["render_html"]
 
@@ -47,11 +50,6 @@ CSP = (
 
 def _asset(name: str) -> str:
     return resources.files("aria_tda.report").joinpath("assets", name).read_text(encoding="utf-8")
-
-
-def _section(sid: str, title: str, body: str, caption: str = "") -> str:
-    cap = f'<p class="caption">{_e(caption)}</p>' if caption else ""
-    return f'<section id="{_e(sid)}"><h2>{title}</h2>{cap}{body}</section>'
 
 
 def _kv(items: Iterable[tuple[Any, Any]]) -> str:
@@ -237,7 +235,7 @@ def _query_view(payload: EvidencePayload | None) -> str:
 <button type="button" id="qv-next">next ▶</button></div>
  </div>
  <div id="qv-banner" class="banner" hidden></div>
- <div class="status" id="qv-status">loading…</div>
+ <div class="status" id="qv-status" role="status" aria-live="polite">loading…</div>
  <div class="qv-meta" id="qv-query"></div>
  <section class="qv-aspect" id="qv-aspect" aria-live="polite"></section>
  <div class="qv-grid">
@@ -271,23 +269,19 @@ query.</p>
 </div>"""
 
 
-def _add_planted(tables: Mapping[str, ReportTable], add: Any) -> None:
-    """The planted-influence section: the track-level table, the other levels folded."""
-    levels = [
-        t for name, t in tables.items()
-        if name.startswith("planted") and name not in PLANTED_ASPECT_TABLES
-    ]
-    if not levels:
-        return
-    main, rest = levels[0], levels[1:]
-    body = _table_html(main)
-    for t in rest:
-        body += (
-            f'<details class="planted-more" id="details-{_e(t.name)}"><summary>'
-            f"{_e(t.title)}</summary>"
-            f'<p class="caption">{_e(t.caption)}</p>{_table_html(t)}</details>'
-        )
-    add("planted", "Planted influence", _e(main.title), body, main.caption)
+def _section_html(sec: Section, data: ResultsData, tables: Mapping[str, ReportTable],
+                  ctx: PageContext) -> str:
+    """One section's HTML; a plugin section that fails is one warning and shows nothing."""
+    mark = len(ctx.toc)
+    try:
+        return sec.html(data, tables, ctx) or ""
+    except Exception as exc:
+        if type(sec).__module__.startswith("aria_tda.report.sections."):
+            raise  # ARIA's own section: a bug, loud
+        del ctx.toc[mark:]
+        warnings.warn(f"report section {sec.name!r}: its HTML failed ({one_line(exc)}); left "
+                      "out", AriaWarning, stacklevel=3)
+        return ""
 
 
 def render_html(
@@ -295,12 +289,10 @@ def render_html(
     tables: Mapping[str, ReportTable],
     *,
     k: int | None,
-    plots: Mapping[str, str] | None,
-    plot_note: str | None,
     evidence: EvidencePayload | None,
-    planted_plots: Sequence[tuple[str, str, str]] = (),
-    planted_plot_note: str | None = None,
+    plots: bool = True,
     media: Mapping[str, Any] | None = None,
+    sections: Sequence[Section] | None = None,
 ) -> str:
     """The report page (a complete HTML document).
 
@@ -310,29 +302,24 @@ def render_html(
         The results folder, as read by :func:`aria_tda.report.load.load_results`: title, run
         metadata, missing pieces and notes come from it.
     tables : Mapping[str, ReportTable]
-        The report's tables by export name (:func:`aria_tda.report.tables.build_tables`); each
-        known name gets its section, in report order.
+        The report's tables by export name (:func:`aria_tda.report.tables.build_tables`).
     k : int or None
         Group size of the tables, named in the summary.
-    plots : Mapping[str, str] or None
-        Inline ``<svg>`` K-sweep panel per setting (:func:`aria_tda.report.plots.ksweep_svg`);
-        empty or ``None`` for no plots.
-    plot_note : str or None
-        Shown in the K-sweep section instead of plots (e.g. why there are none).
     evidence : EvidencePayload or None
         The packed per-query evidence
         (:func:`aria_tda.media.query_evidence.build_evidence`); ``None``
         or empty shows a note that the folder has no per-query tables.
-    planted_plots : sequence of (str, str, str)
-        ``(setting, aspect, svg)`` per K-sweep panel of the plant queries
-        (:func:`aria_tda.report.planted_aspects.planted_sweep_panels`), shown in the "Planted
-        aspects" section.
-    planted_plot_note : str, optional
-        Shown there under the panels (why there are none, or how many were left out).
+    plots : bool
+        Draw the sections' figures (the K-sweeps; they need matplotlib, else the page says
+        so).
     media : Mapping, optional
-        The listening room's manifest (:func:`aria_tda.media.pack.write_report_media`):
+        The listening room's manifest (:func:`aria_tda.media.report_media.write_report_media`):
         clips and pictures of a bounded set of queries and items, as URLs relative to the page;
         ``None``: the per-query view says there are none.
+    sections : sequence of Section, optional
+        The sections of the page, in order (default: every registered one,
+        :func:`aria_tda.report.sections.registry.sections`); the summary comes first, the
+        per-query view and the run details last.
 
     Returns
     -------
@@ -340,81 +327,14 @@ def render_html(
         The page: inline CSS and JavaScript, the evidence blocks as ``text/plain`` scripts, no
         external reference.
     """
-    sections: list[tuple[str, str, str]] = []  # (id, nav title, html)
+    if sections is None:
+        from aria_tda.report.sections.registry import sections as registered
 
-    def add(sid: str, nav: str, title: str, body: str, caption: str = "") -> None:
-        sections.append((sid, nav, _section(sid, title, body, caption)))
-
-    add("summary", "Summary", "Summary", _summary(data, tables, k))
-    t = tables.get("reliability")
-    if t is not None:
-        add("reliability", "Reliability", _e(t.title), _table_html(t), t.caption)
-    t = tables.get("aspects")
-    if t is not None:
-        body = _table_html(t)
-        ts = tables.get("set_aspects")
-        if ts is not None:
-            body += (f"<h3>{_e(ts.title)}</h3>" + _table_html(ts)
-                     + f'<p class="caption">{_e(ts.caption)}</p>')
-        add("aspects", "Which aspect", _e(t.title), body, t.caption)
-    t = tables.get("homogeneity")
-    if t is not None:
-        add("homogeneity", "Homogeneity", _e(t.title), _table_html(t), t.caption)
-    if plots:
-        figs = "".join(
-            f'<figure class="plot" data-setting="{_e(s)}" aria-label="K-sweep of {_e(s)}">'
-            f"{svg}</figure>"
-            for s, svg in plots.items()
-        )
-        add(
-            "ksweep",
-            "K-sweep",
-            "K-sweep",
-            f'<div class="plots">{figs}</div>',
-            "Mean homogeneity z̄_c against the group size K, one panel per setting. Dashed curves "
-            "(open markers) use the original score matrix S_seg, solid curves (filled markers) its "
-            "rank-1 residual; colours and markers identify channels; bands are bootstrap 95% CIs "
-            "over queries; the dotted line marks the tables' K.",
-        )
-    elif plot_note:
-        add("ksweep", "K-sweep", "K-sweep", f'<p class="note">{_e(plot_note)}</p>')
-    for name, t in tables.items():
-        if name.startswith("homogeneity_"):
-            add(
-                name,
-                "Residual"
-                if t.layout.get("variant") == "residual"
-                else _e(t.layout.get("variant")),
-                _e(t.title),
-                _table_html(t),
-                t.caption,
-            )
-    for name, nav in (
-        ("alignment", "Alignment"),
-        ("alignment_embeddings", "Table 3"),
-        ("confound", "Confound"),
-        ("ranking", "Ranking"),
-        ("lds_summary", "LDS"),
-        ("lds", "LDS" if "lds_summary" not in tables else ""),
-        ("agreement", "Agreement"),
-        ("lds_paired", "Paired"),
-        ("paired", "Paired z̄"),
-        ("planted", "Planted influence"),
-        ("planted_aspects", "Planted aspects"),
-        ("sensitivity", "Sensitivity"),
-    ):
-        if name == "planted":
-            _add_planted(tables, add)
-            continue
-        if name == "planted_aspects":
-            sec = planted_aspects_section(tables, planted_plots, planted_plot_note)
-            if sec is not None:
-                add("planted-aspects", nav, *sec)
-            continue
-        t = tables.get(name)
-        if t is not None:
-            add(name, nav, _e(t.title), _table_html(t), t.caption)
-    add(
+        sections = registered()
+    ctx = PageContext(k=k, plots=plots)
+    parts = [ctx.section("summary", "Summary", "Summary", _summary(data, tables, k))]
+    parts += [_section_html(sec, data, tables, ctx) for sec in sections]
+    parts.append(ctx.section(
         "query",
         "Per-query evidence",
         "Per-query evidence",
@@ -424,15 +344,16 @@ def render_html(
         "random-group null, and the pairs of attributed tracks that contribute most to each "
         "channel's similarity, in words. 'aria-tda evidence RESULTS --query Q' writes one "
         "query's full dossier.",
-    )
+    ))
     details = _run_details(data)
     t = tables.get("null")
     if t is not None:
         details += (
             f"<details><summary>Null distribution ({len(t.df)} rows)</summary>"
-            f"{_table_html(t)}</details>"
+            f"{null_html(t)}</details>"
         )
-    add("run", "Run details", "Parameters, seeds, versions and timings", details)
+    parts.append(ctx.section("run", "Run details", "Parameters, seeds, versions and timings",
+                             details))
 
     notes = [str(n) for n in data.meta.get("notes") or []]
     missing_html = ""
@@ -453,7 +374,7 @@ def render_html(
         else ""
     )
 
-    nav = "".join(f'<a href="#{_e(sid)}">{nav}</a>' for sid, nav, _ in sections if nav)
+    nav = "".join(f'<a href="#{_e(sid)}">{text}</a>' for sid, text in ctx.toc if text)
     study = data.study
     sub = [f"results: {_e(data.path.name)}"]
     if study.get("modality"):
@@ -486,7 +407,7 @@ def render_html(
         f'<header class="top"><h1>{_e(data.title)}</h1>'
         f'<p class="sub">{" · ".join(sub)}</p></header>'
         f'<nav class="toc" aria-label="sections">{nav}</nav>\n<main>{missing_html}{notes_html}'
-        + "\n".join(s for _, _, s in sections)
+        + "\n".join(p for p in parts if p)
         + f"</main><footer>Generated by ARIA {_e(__version__)} from {_e(str(data.path))}. "
         "This file is self-contained: it opens offline and makes no network requests.</footer>\n"
         '<script type="application/json" id="aria-data">'

@@ -1,4 +1,6 @@
-"""HTML of the report's tables: one renderer per :class:`~aria_tda.report.tables.ReportTable`.
+"""HTML of ARIA's own report tables: one renderer per kind of
+:class:`~aria_tda.report._table.ReportTable`, used by the sections
+(:mod:`aria_tda.report.sections`) that own them.
 
 Static ``<table>`` elements (they print and work without JavaScript). Every cell carries the
 numbers of the table's CSV export, formatted by :mod:`aria_tda.report._fmt` as the LaTeX export
@@ -14,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from aria_tda.report import _fmt
-from aria_tda.report.aspects import ASPECT_TABLES, aspects_html
+from aria_tda.report._table import ReportTable
 from aria_tda.report.html._cells import (
     Cell,
     _best_low_within,
@@ -28,14 +30,9 @@ from aria_tda.report.html._cells import (
     _zcell,
     badge,
 )
-from aria_tda.report.html.planted_aspects import (
-    PLANTED_ASPECT_TABLES,
-    planted_aspects_html,
-)
-from aria_tda.report.tables import ReportTable
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
-__all__ = ["table_html"]
+__all__ = ["null_html", "plain_html"]
 
 
 def _concentration_cols(df: pd.DataFrame) -> list[str]:
@@ -433,158 +430,37 @@ def agreement_html(t: ReportTable) -> str:
     return _table(head, rows, attrs={"id": "table-agreement"})
 
 
-def _chance_row(
-    ks: Sequence[int], values: Any, label: str, **attrs: str
-) -> tuple[list[Cell], dict[str, str]]:
-    cells = [_txt(f"<i>{_e(label)}</i>", colspan="4")]
-    cells += [
-        _num(_e(_fmt.pct(values.get(k), 0)), cls="sub", **{"data-col": f"chance_at_{k}"})
-        for k in ks
-    ]
-    cells.append(_txt(""))
-    return cells, {"class": "chance block-start", **attrs}
-
-
-def planted_html(t: ReportTable) -> str:
-    """Recall@K per setting (one column per K), best per stage and K in bold, with the chance
-    level as a last row, a row per stage, or beside each cell (``t.layout``)."""
-    df = t.df.reset_index(drop=True)
-    ks = t.layout["ks"]
-    chance = t.layout.get("chance") or {}
-    blocks = t.layout.get("chance_blocks") or {}
-    in_cells = bool(t.layout.get("chance_cells"))
-    stage_list = df["stage"].astype(str).tolist()
-    staged = len(set(stage_list)) > 1
-    head = [
-        [_th("Setting"), _th("Method"), _th("Stage"), _th("Verdict")]
-        + [_th(f"recall@{k} ↑") for k in ks]
-        + [_th("Planted queries")]
-    ]
-    by = "stage" if staged else None
-    best = {k: _best_high_by(df, f"recall_at_{k}", by, distinct=True) for k in ks}
-    starts = set(_block_starts(stage_list)) if staged else set()
-    rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
-    for i, r in df.iterrows():
-        cells = [
-            _txt(_e(r["setting"])),
-            _txt(_e(r["method"])),
-            _txt(_e(r["stage"])),
-            _txt(badge(r["verdict"])),
-        ]
-        for k in ks:
-            ch = r.get(f"chance_at_{k}")
-            sub = (
-                f'<span class="ci">chance {_e(_fmt.pct(ch, 0))}</span>'
-                if in_cells and _fmt.finite(ch)
-                else ""
-            )
-            cells.append(
-                _num(
-                    _e(_fmt.pct(r[f"recall_at_{k}"], 0)) + sub,
-                    cls="best" if i in best[k] else "",
-                    **{"data-col": f"recall_at_{k}"},
-                )
-            )
-        cells.append(_num(_e(_fmt.integer(r["n_queries"])), **{"data-col": "n_queries"}))
-        attrs = _setting_attrs(r)
-        if i in starts and i > 0:
-            attrs["class"] = (attrs.get("class", "") + " block-start").strip()
-        rows.append((cells, attrs))
-        st = stage_list[i]
-        if st in blocks and (i + 1 == len(df) or stage_list[i + 1] != st):
-            rows.append(
-                _chance_row(ks, blocks[st], f"chance, {st} (random top-K)", **{"data-stage": st})
-            )
-    if chance:
-        rows.append(_chance_row(ks, chance, "chance (random top-K)"))
-    return _table(head, rows, attrs={"id": f"table-{t.name}"})
-
-
-def sensitivity_html(t: ReportTable) -> str:
-    df, channels, groups = t.df, t.layout["channels"], t.layout["groups"]
-    head = []
-    if groups != [""]:
-        head.append(
-            [_th("", colspan="2")]
-            + [_th(_title(g), colspan=str(len(channels)), **{"class": "grp"}) for g in groups]
-        )
-    head.append(
-        [_th("Projection dim"), _th("λ")] + [_th(_title(c)) for _ in groups for c in channels]
-    )
-    rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
-    for _, r in df.iterrows():
-        lam = _fmt.lam(r["lam"]) + (" ★" if r.get("selected") else "")
-        cells = [_num(_e(int(r["proj_dim"]))), _num(_e(lam))]
-        for g in groups:
-            for c in channels:
-                v = r[f"{g}_{c}" if g else c]
-                cells.append(
-                    _num(
-                        _e(_fmt.signed(v)),
-                        cls="pos" if _fmt.finite(v) and v > 0 else "",
-                        **{"data-col": f"{g}_{c}" if g else c},
-                    )
-                )
-        rows.append((cells, {}))
-    return _table(head, rows, attrs={"id": "table-sensitivity"})
-
-
-def table_html(t: ReportTable) -> str:
-    """The HTML of one report table.
+def plain_html(t: ReportTable) -> str:
+    """Every column of ``t``'s CSV export as it is (a table without a layout of its own).
 
     Parameters
     ----------
     t : ReportTable
-        A table from :func:`aria_tda.report.tables.build_tables`; its ``name`` picks the renderer
-        (``reliability``, ``homogeneity*``, ``alignment``, ``confound``, ``ranking``,
-        ``lds_summary``, ``sensitivity``, ``lds``, ``agreement``, ``planted*``, ``null``; the
-        planted-aspect tables through
-        :func:`~aria_tda.report.html.planted_aspects.planted_aspects_html`).
+        Any report table.
+    """
+    return generic_html(t, [(c, _e(c), None) for c in t.df.columns])
+
+
+def null_html(t: ReportTable) -> str:
+    """The null distribution: per K, channel and feature, μ, σ and B.
+
+    Parameters
+    ----------
+    t : ReportTable
+        The ``null`` table.
 
     Returns
     -------
     str
-        A ``<div class="tablewrap">`` around the ``<table>`` (a grid of tables for
-        ``confound``); ``""`` for a table without an HTML layout (the K-sweep data).
     """
-    if t.name == "reliability":
-        return reliability_html(t)
-    if t.name in ASPECT_TABLES:
-        return aspects_html(t)
-    if t.name.startswith("homogeneity"):
-        return homogeneity_html(t)
-    if t.name in ("alignment", "alignment_embeddings"):
-        return alignment_html(t)
-    if t.name == "confound":
-        return confound_html(t)
-    if t.name == "ranking":
-        return ranking_html(t)
-    if t.name == "lds_summary":
-        return lds_summary_html(t)
-    if t.name == "sensitivity":
-        return sensitivity_html(t)
-    if t.name == "lds":
-        return lds_html(t)
-    if t.name == "agreement":
-        return agreement_html(t)
-    if t.name in ("lds_paired", "paired"):
-        from aria_tda.report.paired import paired_html
-
-        return paired_html(t)
-    if t.name in PLANTED_ASPECT_TABLES:
-        return planted_aspects_html(t)
-    if t.name.startswith("planted"):
-        return planted_html(t)
-    if t.name == "null":
-        return generic_html(
-            t,
-            [
-                ("K", "K", _fmt.integer),
-                ("channel", "Channel", None),
-                ("feature", "Feature ('*' = channel)", None),
-                ("mu", "μ", _fmt.general),
-                ("sigma", "σ", _fmt.general),
-                ("B", "B", _fmt.integer),
-            ],
-        )
-    return ""
+    return generic_html(
+        t,
+        [
+            ("K", "K", _fmt.integer),
+            ("channel", "Channel", None),
+            ("feature", "Feature ('*' = channel)", None),
+            ("mu", "μ", _fmt.general),
+            ("sigma", "σ", _fmt.general),
+            ("B", "B", _fmt.integer),
+        ],
+    )

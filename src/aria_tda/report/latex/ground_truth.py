@@ -1,4 +1,4 @@
-r"""LaTeX of the ground-truth tables: LDS, LDS summary (paper Table 1), agreement, planted.
+r"""LaTeX of the ground-truth tables: LDS, LDS summary (paper Table 1), agreement.
 
 Both layouts of the LDS tables: the symbolic demo's (one row per method, the best LDS in bold)
 and the audio demo's, where ``lds.csv``'s ``method`` holds setting names (``TRAK/semantic``)
@@ -17,15 +17,12 @@ import pandas as pd
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
 from aria_tda.report.latex._cells import DAGGER, MISSING, _label, _num, _signed, _table, escape
-from aria_tda.report.paired import paired_digits
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = [
     "agreement_latex",
     "lds_latex",
     "lds_summary_latex",
-    "paired_latex",
-    "planted_latex",
 ]
 
 
@@ -278,158 +275,3 @@ def _lds_staged_latex(t: ReportTable) -> str:
         label=_label(t.name),
         resize=False,
     )
-
-
-def _chance_tex(ks: Sequence[int], values: Any, label: str) -> str:
-    cells = [rf"\multicolumn{{2}}{{l}}{{\emph{{{label}}}}}"] + [
-        _fmt.pct(values.get(k), 0, missing=MISSING).replace("%", r"\%") for k in ks
-    ]
-    return " & ".join(cells) + r" \\"
-
-
-def planted_latex(t: ReportTable) -> str:
-    """Recall@K per setting (Stage | Method | recall@K ...), best within each stage in bold.
-
-    Parameters
-    ----------
-    t : ReportTable
-        A ``planted`` / ``planted_<level>`` table from
-        :func:`aria_tda.report.planted.planted_tables` (``layout``: ``ks``, ``level`` and where
-        the chance level goes: ``chance``, ``chance_blocks`` or ``chance_cells``).
-
-    Returns
-    -------
-    str
-        One ``table`` environment; the chance level, when known, is a last row, a row per
-        stage, or a parenthesis in each cell.
-    """
-    df = t.df.reset_index(drop=True)
-    ks, level = t.layout["ks"], t.layout.get("level", "track")
-    chance = t.layout.get("chance") or {}
-    chance_blocks = t.layout.get("chance_blocks") or {}
-    in_cells = bool(t.layout.get("chance_cells"))
-    head = ["Stage", "Method", *[rf"$R@{int(k)}\uparrow$" for k in ks]]
-    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
-    any_collapsed = False
-    for bi, block in enumerate(_blocks(df["stage"].astype(str).tolist())):
-        if bi:
-            body.append(r"\midrule")
-        best = {k: _best_high(df, block, f"recall_at_{k}", distinct=True) for k in ks}
-        for j, i in enumerate(block):
-            r = df.iloc[i]
-            collapsed = r.get("verdict") == "collapsed"
-            any_collapsed |= collapsed
-            stage = r["stage"]
-            stage_txt = MISSING if str(stage) in ("-", "", "nan", "None") else escape(stage)
-            cells = [
-                _multirow(len(block), stage_txt, j),
-                escape(r["method"]) + (DAGGER if collapsed else ""),
-            ]
-            for k in ks:
-                s = _fmt.pct(r[f"recall_at_{k}"], 0, missing=MISSING).replace("%", r"\%")
-                s = rf"\textbf{{{s}}}" if i in best[k] and s != MISSING else s
-                ch = r.get(f"chance_at_{k}")
-                if in_cells and _fmt.finite(ch):
-                    s += " (" + _fmt.pct(ch, 0).replace("%", r"\%") + ")"
-                cells.append(s)
-            body.append(" & ".join(cells) + r" \\")
-        st = str(df.iloc[block[0]]["stage"])
-        if st in chance_blocks:
-            body.append(_chance_tex(ks, chance_blocks[st], "chance"))
-    if chance:
-        body.append(r"\midrule")
-        body.append(_chance_tex(ks, chance, "chance"))
-    body.append(r"\bottomrule")
-    nq = int(pd.to_numeric(df["n_queries"], errors="coerce").max()) if len(df) else 0
-    items = "tracks" if level == "track" else f"{escape(level)}s"
-    queries = "the planted query" if nq == 1 else f"the {nq} planted queries"
-    cap = (
-        f"Planted influence ({escape(level)} level): recall@$K$ is the fraction of {queries} "
-        "(generations from held-out versions of training works) whose source "
-        f"work has a training {escape(level)} among the top-$K$ attributed {items}. Bold marks "
-        "the best value within each stage."
-    )
-    if chance or chance_blocks or in_cells:
-        vs = [int(v) for v in t.layout.get("chance_v") or []]
-        n = t.layout.get("chance_n")
-        nv = (
-            f" ($N{{=}}{int(n)}$, $v{{=}}{vs[0] if len(vs) == 1 else f'{vs[0]}..{vs[-1]}'}$)"
-            if n is not None and vs
-            else ""
-        )
-        where = " (in parentheses)" if in_cells else " (per stage)" if chance_blocks else ""
-        cap += (
-            rf" Chance{where}: $1-\binom{{N-v}}{{K}}/\binom{{N}}{{K}}$ for $N$ training "
-            f"{items} of which $v$ belong to the source work{nv}."
-        )
-    notes = [DAGGER + r"~collapsed (reliability verdict)."] if any_collapsed else []
-    return _table(
-        body,
-        colspec="ll" + "c" * len(ks),
-        caption=cap,
-        label=_label(t.name),
-        resize=len(ks) > 8,
-        notes=notes,
-    )
-
-
-_PAIRED_QUANTITY_TEX = {"lds": "LDS", "r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$",
-                        "kappa": r"$\kappa$", "zbar": r"$\bar z$"}
-
-
-def paired_latex(t: ReportTable) -> str:
-    """LaTeX of the ``lds_paired`` or ``paired`` table.
-
-    Parameters
-    ----------
-    t : ReportTable
-        A table from :func:`aria_tda.report.paired.paired_tables`.
-
-    Returns
-    -------
-    str
-        One ``table`` environment.
-    """
-    df = t.df.reset_index(drop=True)
-    z = t.name == "paired"
-    staged = bool(t.layout.get("stages"))
-    level = str(t.layout.get("level", "95%")).replace("%", r"\%")
-    head = (["Stage"] if staged else []) + (["Channel"] if z else ["Quantity"]) + [
-        "A", "B", "A", "B", r"A$-$B", f"{level} CI", "Separated"]
-    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
-    prev = None
-    for _, r in df.iterrows():
-        nd = paired_digits(r["quantity"])
-        key = r["quantity"] if not z else r["channel"]
-        if prev is not None and key != prev:
-            body.append(r"\midrule")
-        prev = key
-
-        def num(x: Any, signed: bool = False, nd: int = nd) -> str:
-            s = (_fmt.signed if signed else _fmt.fixed)(x, nd, missing=MISSING)
-            return s.replace("-", "$-$") if s != MISSING else s
-
-        ci = MISSING
-        if _fmt.finite(r["diff_lo"]) and _fmt.finite(r["diff_hi"]):
-            ci = f"[{num(r['diff_lo'], True)}, {num(r['diff_hi'], True)}]"
-        sep = bool(r["separated"]) if _fmt.finite(r["diff_lo"]) else False
-        cells = [escape(r["stage"])] if staged else []
-        cells += [
-            escape(r["channel"]) if z else _PAIRED_QUANTITY_TEX.get(r["quantity"],
-                                                            escape(r["quantity"])),
-            escape(r["setting_a"]), escape(r["setting_b"]),
-            num(r.get("value_a")), num(r.get("value_b")), num(r["diff"], True), ci,
-            r"\textbf{yes}" if sep else "no",
-        ]
-        body.append(" & ".join(cells) + r" \\")
-    body.append(r"\bottomrule")
-    cap = (
-        r"Paired differences (A$-$B) with " + level + " percentile bootstrap intervals: every "
-        "replicate resamples the same queries for both "
-        + (r"settings; $\bar z$ per channel at $K = " + str(t.layout.get("k")) + "$, settings "
-           "on the same null (its mean cancels in the difference)." if z else
-           "methods, and for LDS the same retrained subsets.")
-        + " Separated only where the interval excludes 0."
-    )
-    return _table(body, colspec=("l" if staged else "") + "lll" + "r" * 4 + "c",
-                  caption=cap, label=_label(t.name), resize=True)

@@ -1,23 +1,21 @@
-r"""LaTeX of the report's tables, one renderer per table, in the paper's layouts.
+r"""LaTeX of ARIA's own report tables, one renderer per table, in the paper's layouts.
 
-:func:`render_latex` picks the renderer by the table's name: homogeneity (paper Table 2, and
-"Residual homogeneity"), reliability, alignment (Table 3), confound (Table 6, one table per
-group), ranking, LDS and LDS summary (Table 1), agreement, planted influence (the last four
-from :mod:`aria_tda.report.latex.ground_truth`), TRAK sensitivity (appendix) and the null
-distribution. :func:`ksweep_figure_latex` writes the figure around the K-sweep PDFs.
+Homogeneity (paper Table 2, and "Residual homogeneity"), reliability, alignment (Table 3),
+confound (Table 6, one table per group), ranking and the null distribution; the sections
+(:mod:`aria_tda.report.sections`) call them (LDS, LDS summary and agreement are in
+:mod:`aria_tda.report.latex.ground_truth`). :func:`ksweep_figure_latex` writes the figure
+around the K-sweep PDFs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pandas as pd
 
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
-from aria_tda.report.aspects import ASPECT_TABLES, aspects_latex
 from aria_tda.report.latex._cells import (
     DAGGER,
     MISSING,
@@ -31,17 +29,9 @@ from aria_tda.report.latex._cells import (
     _title,
     escape,
 )
-from aria_tda.report.latex.ground_truth import (
-    agreement_latex,
-    lds_latex,
-    lds_summary_latex,
-    paired_latex,
-    planted_latex,
-)
-from aria_tda.report.latex.planted_aspects import PLANTED_ASPECT_LATEX
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
-__all__ = ["ksweep_figure_latex", "render_latex"]
+__all__ = ["ksweep_figure_latex"]
 
 
 def homogeneity_latex(t: ReportTable) -> str:
@@ -279,62 +269,6 @@ def ranking_latex(t: ReportTable) -> str:
     )
 
 
-def _lam_tex(x: Any) -> str:
-    s = _fmt.lam(x)
-    if s.startswith("1e"):
-        return rf"$10^{{{int(s[2:])}}}$"
-    return f"${s}$" if s != _fmt.DASH else MISSING
-
-
-def sensitivity_latex(t: ReportTable) -> str:
-    """Paper appendix layout: rows (projection dim, lambda), column groups per setting/stage."""
-    df, channels, groups = t.df, t.layout["channels"], t.layout["groups"]
-    nc = len(channels)
-    abbrev = [escape(c[:3].capitalize()) + "." for c in channels]
-    body = [r"\toprule"]
-    if groups != [""]:
-        head1 = ["", ""] + [rf"\multicolumn{{{nc}}}{{c}}{{{_title(g)}}}" for g in groups]
-        rules = "".join(
-            rf"\cmidrule(lr){{{3 + nc * i}-{2 + nc * (i + 1)}}}" for i in range(len(groups))
-        )
-        body += [" & ".join(head1) + r" \\", rules]
-    body.append(" & ".join(["Proj.", r"$\lambda$"] + abbrev * len(groups)) + r" \\")
-    body.append(r"\midrule")
-    projs = list(dict.fromkeys(df["proj_dim"]))
-    for pi, proj in enumerate(projs):
-        if pi:
-            body.append(r"\midrule")
-        sub = df[df["proj_dim"] == proj]
-        for j, (_, r) in enumerate(sub.iterrows()):
-            first = (
-                rf"\multirow{{{len(sub)}}}{{*}}{{{int(proj)}}}"
-                if j == 0 and len(sub) > 1
-                else (str(int(proj)) if j == 0 else "")
-            )
-            lam = _lam_tex(r["lam"]) + (r"\rlap{$^{\star}$}" if r.get("selected") else "")
-            cells = [first, lam] + [
-                _signed(r[f"{g}_{c}" if g else c]) for g in groups for c in channels
-            ]
-            body.append(" & ".join(cells) + r" \\")
-    body.append(r"\bottomrule")
-    star = (
-        " Selected configuration marked $(\\star)$."
-        if df.get("selected", pd.Series(dtype=bool)).any()
-        else ""
-    )
-    cap = (
-        rf"TRAK hyperparameter sensitivity. $\bar{{z}}$ at $K{{=}}{t.layout['k']}$ across "
-        rf"projection dim and $\lambda$. Positive values in \textbf{{bold}}.{star}"
-    )
-    return _table(
-        body,
-        colspec="cc" + "r" * (nc * len(groups)),
-        caption=cap,
-        label=_label(t.name),
-        resize=nc * len(groups) > 6,
-    )
-
-
 def null_latex(t: ReportTable) -> str:
     body = [r"\toprule", r"$K$ & Channel & Feature & $\mu$ & $\sigma$ & $B$ \\", r"\midrule"]
     for _, r in t.df.iterrows():
@@ -362,50 +296,6 @@ def null_latex(t: ReportTable) -> str:
         resize=False,
     )
 
-
-_RENDERERS: dict[str, Callable[[ReportTable], str]] = {
-    "reliability": reliability_latex,
-    "alignment": alignment_latex,
-    "alignment_embeddings": alignment_latex,
-    "confound": confound_latex,
-    "ranking": ranking_latex,
-    "lds": lds_latex,
-    "lds_summary": lds_summary_latex,
-    "agreement": agreement_latex,
-    "lds_paired": paired_latex,
-    "paired": paired_latex,
-    "planted": planted_latex,
-    "planted_segment": planted_latex,
-    **PLANTED_ASPECT_LATEX,
-    "sensitivity": sensitivity_latex,
-    "null": null_latex,
-}
-
-
-def render_latex(t: ReportTable) -> str | None:
-    """LaTeX of table ``t`` (``None`` for tables exported as CSV only, e.g. the K-sweep data).
-
-    Parameters
-    ----------
-    t : ReportTable
-        A table from :func:`aria_tda.report.tables.build_tables`; its ``name`` picks the layout
-        (``homogeneity*``, ``reliability``, ``alignment``, ``confound``, ``ranking``, ``lds``,
-        ``lds_summary``, ``agreement``, ``lds_paired``, ``paired``, ``planted*``,
-        ``sensitivity``, ``null``; the planted-aspect tables from
-        :mod:`aria_tda.report.latex.planted_aspects`).
-
-    Returns
-    -------
-    str or None
-        :data:`PREAMBLE` (a comment naming the packages needed) followed by one ``table``
-        environment (one per group for ``confound``).
-    """
-    if t.name.startswith("homogeneity"):
-        return PREAMBLE + homogeneity_latex(t)
-    if t.name in ASPECT_TABLES:
-        return PREAMBLE + aspects_latex(t)
-    fn = _RENDERERS.get(t.name)
-    return PREAMBLE + fn(t) if fn else None
 
 
 def ksweep_figure_latex(files: Sequence[tuple[str, str]], *, k: int | None) -> str:

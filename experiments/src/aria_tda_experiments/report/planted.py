@@ -29,10 +29,16 @@ import pandas as pd
 
 from aria_tda._checks import check_int
 from aria_tda.errors import ParameterError
+from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
+from aria_tda.report.html._cells import Cell, _e, _num, _setting_attrs, _table, _th, _txt, badge
+from aria_tda.report.html.tables import _best_high_by, _block_starts
+from aria_tda.report.latex._cells import DAGGER, MISSING, _label, escape
+from aria_tda.report.latex._cells import _table as _tex_table
+from aria_tda.report.latex.ground_truth import _best_high, _blocks, _multirow
 from aria_tda.report.load import ResultsData
 
-__all__ = ["chance_recall", "planted_tables"]
+__all__ = ["chance_recall", "planted_html", "planted_latex", "planted_tables"]
 
 LEVELS = ("track", "segment")
 
@@ -289,3 +295,179 @@ def planted_tables(data: ResultsData) -> list[ReportTable]:
         if t is not None:
             out.append(t)
     return out
+
+
+# ----------------------------------------------------------------------------------- HTML
+
+
+def _chance_row(
+    ks: Sequence[int], values: Any, label: str, **attrs: str
+) -> tuple[list[Cell], dict[str, str]]:
+    cells = [_txt(f"<i>{_e(label)}</i>", colspan="4")]
+    cells += [
+        _num(_e(_fmt.pct(values.get(k), 0)), cls="sub", **{"data-col": f"chance_at_{k}"})
+        for k in ks
+    ]
+    cells.append(_txt(""))
+    return cells, {"class": "chance block-start", **attrs}
+
+
+def planted_html(t: ReportTable) -> str:
+    """Recall@K per setting (one column per K), best per stage and K in bold, with the chance
+    level as a last row, a row per stage, or beside each cell (``t.layout``).
+
+    Parameters
+    ----------
+    t : ReportTable
+        A ``planted`` / ``planted_<level>`` table from :func:`planted_tables`.
+
+    Returns
+    -------
+    str
+    """
+    df = t.df.reset_index(drop=True)
+    ks = t.layout["ks"]
+    chance = t.layout.get("chance") or {}
+    blocks = t.layout.get("chance_blocks") or {}
+    in_cells = bool(t.layout.get("chance_cells"))
+    stage_list = df["stage"].astype(str).tolist()
+    staged = len(set(stage_list)) > 1
+    head = [
+        [_th("Setting"), _th("Method"), _th("Stage"), _th("Verdict")]
+        + [_th(f"recall@{k} ↑") for k in ks]
+        + [_th("Planted queries")]
+    ]
+    by = "stage" if staged else None
+    best = {k: _best_high_by(df, f"recall_at_{k}", by, distinct=True) for k in ks}
+    starts = set(_block_starts(stage_list)) if staged else set()
+    rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
+    for i, r in df.iterrows():
+        cells = [
+            _txt(_e(r["setting"])),
+            _txt(_e(r["method"])),
+            _txt(_e(r["stage"])),
+            _txt(badge(r["verdict"])),
+        ]
+        for k in ks:
+            ch = r.get(f"chance_at_{k}")
+            sub = (
+                f'<span class="ci">chance {_e(_fmt.pct(ch, 0))}</span>'
+                if in_cells and _fmt.finite(ch)
+                else ""
+            )
+            cells.append(
+                _num(
+                    _e(_fmt.pct(r[f"recall_at_{k}"], 0)) + sub,
+                    cls="best" if i in best[k] else "",
+                    **{"data-col": f"recall_at_{k}"},
+                )
+            )
+        cells.append(_num(_e(_fmt.integer(r["n_queries"])), **{"data-col": "n_queries"}))
+        attrs = _setting_attrs(r)
+        if i in starts and i > 0:
+            attrs["class"] = (attrs.get("class", "") + " block-start").strip()
+        rows.append((cells, attrs))
+        st = stage_list[i]
+        if st in blocks and (i + 1 == len(df) or stage_list[i + 1] != st):
+            rows.append(
+                _chance_row(ks, blocks[st], f"chance, {st} (random top-K)", **{"data-stage": st})
+            )
+    if chance:
+        rows.append(_chance_row(ks, chance, "chance (random top-K)"))
+    return _table(head, rows, attrs={"id": f"table-{t.name}"})
+
+
+# ---------------------------------------------------------------------------------- LaTeX
+
+
+def _chance_tex(ks: Sequence[int], values: Any, label: str) -> str:
+    cells = [rf"\multicolumn{{2}}{{l}}{{\emph{{{label}}}}}"] + [
+        _fmt.pct(values.get(k), 0, missing=MISSING).replace("%", r"\%") for k in ks
+    ]
+    return " & ".join(cells) + r" \\"
+
+
+def planted_latex(t: ReportTable) -> str:
+    """Recall@K per setting (Stage | Method | recall@K ...), best within each stage in bold.
+
+    Parameters
+    ----------
+    t : ReportTable
+        A ``planted`` / ``planted_<level>`` table from
+        :func:`planted_tables` (``layout``: ``ks``, ``level`` and where
+        the chance level goes: ``chance``, ``chance_blocks`` or ``chance_cells``).
+
+    Returns
+    -------
+    str
+        One ``table`` environment; the chance level, when known, is a last row, a row per
+        stage, or a parenthesis in each cell.
+    """
+    df = t.df.reset_index(drop=True)
+    ks, level = t.layout["ks"], t.layout.get("level", "track")
+    chance = t.layout.get("chance") or {}
+    chance_blocks = t.layout.get("chance_blocks") or {}
+    in_cells = bool(t.layout.get("chance_cells"))
+    head = ["Stage", "Method", *[rf"$R@{int(k)}\uparrow$" for k in ks]]
+    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    any_collapsed = False
+    for bi, block in enumerate(_blocks(df["stage"].astype(str).tolist())):
+        if bi:
+            body.append(r"\midrule")
+        best = {k: _best_high(df, block, f"recall_at_{k}", distinct=True) for k in ks}
+        for j, i in enumerate(block):
+            r = df.iloc[i]
+            collapsed = r.get("verdict") == "collapsed"
+            any_collapsed |= collapsed
+            stage = r["stage"]
+            stage_txt = MISSING if str(stage) in ("-", "", "nan", "None") else escape(stage)
+            cells = [
+                _multirow(len(block), stage_txt, j),
+                escape(r["method"]) + (DAGGER if collapsed else ""),
+            ]
+            for k in ks:
+                s = _fmt.pct(r[f"recall_at_{k}"], 0, missing=MISSING).replace("%", r"\%")
+                s = rf"\textbf{{{s}}}" if i in best[k] and s != MISSING else s
+                ch = r.get(f"chance_at_{k}")
+                if in_cells and _fmt.finite(ch):
+                    s += " (" + _fmt.pct(ch, 0).replace("%", r"\%") + ")"
+                cells.append(s)
+            body.append(" & ".join(cells) + r" \\")
+        st = str(df.iloc[block[0]]["stage"])
+        if st in chance_blocks:
+            body.append(_chance_tex(ks, chance_blocks[st], "chance"))
+    if chance:
+        body.append(r"\midrule")
+        body.append(_chance_tex(ks, chance, "chance"))
+    body.append(r"\bottomrule")
+    nq = int(pd.to_numeric(df["n_queries"], errors="coerce").max()) if len(df) else 0
+    items = "tracks" if level == "track" else f"{escape(level)}s"
+    queries = "the planted query" if nq == 1 else f"the {nq} planted queries"
+    cap = (
+        f"Planted influence ({escape(level)} level): recall@$K$ is the fraction of {queries} "
+        "(generations from held-out versions of training works) whose source "
+        f"work has a training {escape(level)} among the top-$K$ attributed {items}. Bold marks "
+        "the best value within each stage."
+    )
+    if chance or chance_blocks or in_cells:
+        vs = [int(v) for v in t.layout.get("chance_v") or []]
+        n = t.layout.get("chance_n")
+        nv = (
+            f" ($N{{=}}{int(n)}$, $v{{=}}{vs[0] if len(vs) == 1 else f'{vs[0]}..{vs[-1]}'}$)"
+            if n is not None and vs
+            else ""
+        )
+        where = " (in parentheses)" if in_cells else " (per stage)" if chance_blocks else ""
+        cap += (
+            rf" Chance{where}: $1-\binom{{N-v}}{{K}}/\binom{{N}}{{K}}$ for $N$ training "
+            f"{items} of which $v$ belong to the source work{nv}."
+        )
+    notes = [DAGGER + r"~collapsed (reliability verdict)."] if any_collapsed else []
+    return _tex_table(
+        body,
+        colspec="ll" + "c" * len(ks),
+        caption=cap,
+        label=_label(t.name),
+        resize=len(ks) > 8,
+        notes=notes,
+    )

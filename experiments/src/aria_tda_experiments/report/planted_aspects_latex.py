@@ -1,4 +1,4 @@
-r"""LaTeX of the planted-aspect tables (:mod:`aria_tda.report.planted_aspects`).
+r"""LaTeX of the planted-aspect tables (:mod:`aria_tda_experiments.report.planted_aspects`).
 
 The same numbers as the HTML page, in booktabs: recall@k and AP with their intervals and
 chance levels (bold where the interval lies above chance), the learned and counterfactual
@@ -16,7 +16,7 @@ import pandas as pd
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
 from aria_tda.report.latex._cells import MISSING, _label, _num, _table, escape
-from aria_tda.report.planted_aspects import CONTROL, above_chance, flag
+from aria_tda_experiments.report.planted_aspects import CONTROL, above_chance, flag
 
 __all__ = ["PLANTED_ASPECT_LATEX"]
 

@@ -8,13 +8,12 @@ import re
 
 import pandas as pd
 import pytest
+from _experiment_tables import SETTINGS
 
 from aria_tda.errors import ParameterError
 from aria_tda.report import load_results, write_report
-from aria_tda.report.planted import chance_recall, planted_tables
 from aria_tda.results import write_table
-
-from .conftest import SETTINGS
+from aria_tda_experiments.report.planted import chance_recall, planted_tables
 
 
 def _exact_chance(n: int, v: int, k: int) -> float:

@@ -10,21 +10,27 @@ Two tables, both from paired bootstraps (:mod:`aria_tda.paired`):
   :func:`aria_tda.paired.zbar_paired_table`).
 
 A difference is called *separated* only where its interval excludes 0; elsewhere the data do
-not order the two methods. Both tables are rendered here for HTML (:func:`paired_html`)
-and by :func:`aria_tda.report.latex.ground_truth.paired_latex` for LaTeX.
+not order the two methods. Both tables are rendered here, for HTML (:func:`paired_html`) and
+LaTeX (:func:`paired_latex`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
+from aria_tda.report.html._cells import _e
+from aria_tda.report.latex._cells import MISSING, PREAMBLE, _label, _table, escape
 from aria_tda.report.load import ResultsData
+from aria_tda.report.sections.base import BaseSection, PageContext
+from aria_tda.results import TABLES
 
-__all__ = ["paired_digits", "paired_html", "paired_tables"]
+__all__ = ["PAIRED", "paired_digits", "paired_html", "paired_latex",
+           "paired_tables"]
 
 #: The quantities of the paired tables, in the report's order, with their plain-text names.
 _QUANTITY = {"lds": "LDS", "r1": "r1", "r2_5": "r2:5", "p": "p", "kappa": "κ", "zbar": "z̄"}
@@ -148,3 +154,91 @@ def paired_html(t: ReportTable) -> str:
         ]
         rows.append((cells, {"data-quantity": str(r["quantity"])}))
     return _table(head, rows, attrs={"id": f"table-{t.name}"})
+
+_PAIRED_QUANTITY_TEX = {"lds": "LDS", "r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$",
+                        "kappa": r"$\kappa$", "zbar": r"$\bar z$"}
+
+
+def paired_latex(t: ReportTable) -> str:
+    """LaTeX of the ``lds_paired`` or ``paired`` table.
+
+    Parameters
+    ----------
+    t : ReportTable
+        A table from :func:`paired_tables`.
+
+    Returns
+    -------
+    str
+        One ``table`` environment.
+    """
+    df = t.df.reset_index(drop=True)
+    z = t.name == "paired"
+    staged = bool(t.layout.get("stages"))
+    level = str(t.layout.get("level", "95%")).replace("%", r"\%")
+    head = (["Stage"] if staged else []) + (["Channel"] if z else ["Quantity"]) + [
+        "A", "B", "A", "B", r"A$-$B", f"{level} CI", "Separated"]
+    body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
+    prev = None
+    for _, r in df.iterrows():
+        nd = paired_digits(r["quantity"])
+        key = r["quantity"] if not z else r["channel"]
+        if prev is not None and key != prev:
+            body.append(r"\midrule")
+        prev = key
+
+        def num(x: Any, signed: bool = False, nd: int = nd) -> str:
+            s = (_fmt.signed if signed else _fmt.fixed)(x, nd, missing=MISSING)
+            return s.replace("-", "$-$") if s != MISSING else s
+
+        ci = MISSING
+        if _fmt.finite(r["diff_lo"]) and _fmt.finite(r["diff_hi"]):
+            ci = f"[{num(r['diff_lo'], True)}, {num(r['diff_hi'], True)}]"
+        sep = bool(r["separated"]) if _fmt.finite(r["diff_lo"]) else False
+        cells = [escape(r["stage"])] if staged else []
+        cells += [
+            escape(r["channel"]) if z else _PAIRED_QUANTITY_TEX.get(r["quantity"],
+                                                            escape(r["quantity"])),
+            escape(r["setting_a"]), escape(r["setting_b"]),
+            num(r.get("value_a")), num(r.get("value_b")), num(r["diff"], True), ci,
+            r"\textbf{yes}" if sep else "no",
+        ]
+        body.append(" & ".join(cells) + r" \\")
+    body.append(r"\bottomrule")
+    cap = (
+        r"Paired differences (A$-$B) with " + level + " percentile bootstrap intervals: every "
+        "replicate resamples the same queries for both "
+        + (r"settings; $\bar z$ per channel at $K = " + str(t.layout.get("k")) + "$, settings "
+           "on the same null (its mean cancels in the difference)." if z else
+           "methods, and for LDS the same retrained subsets.")
+        + " Separated only where the interval excludes 0."
+    )
+    return _table(body, colspec=("l" if staged else "") + "lll" + "r" * 4 + "c",
+                  caption=cap, label=_label(t.name), resize=True)
+
+
+class PairedSection(BaseSection):
+    """Paired comparisons: ``lds_paired`` (methods) and ``paired`` (z̄ per channel)."""
+
+    name = "paired"
+    title = "Paired"
+    order = 700
+    specs = (TABLES["lds_paired"], TABLES["paired"])
+    exports = ("lds_paired", "paired")
+
+    def tables(self, data: ResultsData, k: int | None) -> dict[str, ReportTable]:
+        return {t.name: t for t in paired_tables(data, k=k)}
+
+    def html(self, data: ResultsData, tables: Mapping[str, ReportTable],
+             ctx: PageContext) -> str | None:
+        parts = [ctx.section(name, nav, _e(t.title), paired_html(t), t.caption)
+                 for name, nav in (("lds_paired", "Paired"), ("paired", "Paired z̄"))
+                 if (t := tables.get(name)) is not None]
+        return "\n".join(parts) or None
+
+    def latex(self, table: ReportTable) -> str | None:
+        return PREAMBLE + paired_latex(table) if table.name in self.exports else None
+
+
+#: The section object (registered in :mod:`aria_tda.report.sections.registry`).
+PAIRED = PairedSection()

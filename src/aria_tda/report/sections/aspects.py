@@ -15,6 +15,7 @@ The numbers are the results folder's (``aspects.csv``, ``set_aspects.csv``), see
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -22,9 +23,13 @@ import pandas as pd
 
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable, channels_in, info_cols, settings_in
+from aria_tda.report.html._cells import _e
 from aria_tda.report.load import ResultsData
+from aria_tda.report.sections.base import BaseSection, PageContext
+from aria_tda.results import TABLES
 
-__all__ = ["ASPECT_TABLES", "aspect_tables", "aspects_html", "aspects_latex"]
+__all__ = ["ASPECTS", "ASPECT_TABLES", "aspect_tables", "aspects_html",
+           "aspects_latex"]
 
 #: The report tables of this section.
 ASPECT_TABLES = ("aspects", "set_aspects")
@@ -221,3 +226,37 @@ def aspects_latex(t: ReportTable) -> str:
            "None: the share with no distinctive aspect; Follows: the method's own aspect.")
     return _table(body, colspec="llll" + "r" * (len(channels) + 1), caption=escape(cap),
                   label=_label(t.name), resize=len(channels) > 3)
+
+
+class AspectsSection(BaseSection):
+    """Which aspect: the distinctive reading (``aspects``, ``set_aspects``)."""
+
+    name = "aspects"
+    title = "Which aspect"
+    order = 200
+    specs = (TABLES["aspects"], TABLES["query_aspects"], TABLES["set_aspects"])
+    exports = ASPECT_TABLES
+
+    def tables(self, data: ResultsData, k: int | None) -> dict[str, ReportTable]:
+        return {t.name: t for t in aspect_tables(data)}
+
+    def html(self, data: ResultsData, tables: Mapping[str, ReportTable],
+             ctx: PageContext) -> str | None:
+        t = tables.get("aspects")
+        if t is None:
+            return None
+        body = aspects_html(t)
+        ts = tables.get("set_aspects")
+        if ts is not None:
+            body += (f"<h3>{_e(ts.title)}</h3>" + aspects_html(ts)
+                     + f'<p class="caption">{_e(ts.caption)}</p>')
+        return ctx.section("aspects", "Which aspect", _e(t.title), body, t.caption)
+
+    def latex(self, table: ReportTable) -> str | None:
+        from aria_tda.report.latex._cells import PREAMBLE
+
+        return PREAMBLE + aspects_latex(table) if table.name in ASPECT_TABLES else None
+
+
+#: The section object (registered in :mod:`aria_tda.report.sections.registry`).
+ASPECTS = AspectsSection()

@@ -1,4 +1,5 @@
-"""HTML of the planted-aspect tables (:mod:`aria_tda.report.planted_aspects`) and their section.
+"""HTML of the planted-aspect tables (:mod:`aria_tda_experiments.report.planted_aspects`) and
+their section.
 
 One section, "Planted aspects": the main table (recall@k and AP against chance, learned and
 counterfactual effects, ARIA's leading channel called right or wrong in words), then the
@@ -16,7 +17,7 @@ import pandas as pd
 from aria_tda.report import _fmt
 from aria_tda.report._table import ReportTable
 from aria_tda.report.html._cells import Cell, _e, _num, _table, _th, _txt
-from aria_tda.report.planted_aspects import CONTROL, above_chance, flag
+from aria_tda_experiments.report.planted_aspects import CONTROL, above_chance, flag
 
 __all__ = ["PLANTED_ASPECT_TABLES", "planted_aspects_html", "planted_aspects_section"]
 
@@ -363,7 +364,7 @@ def planted_aspects_html(t: ReportTable) -> str:
     ----------
     t : ReportTable
         One of :data:`PLANTED_ASPECT_TABLES`, from
-        :func:`aria_tda.report.planted_aspects.planted_aspect_tables`.
+        :func:`aria_tda_experiments.report.planted_aspects.planted_aspect_tables`.
 
     Returns
     -------
