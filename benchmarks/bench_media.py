@@ -8,7 +8,8 @@ folder with an empty ``ARIA_CACHE_DIR``, then times, each as its own ``aria-tda`
 2. ``report RESULTS`` from the empty cache (clips rendered, cut, encoded and drawn; the audio
    analysis' kernels compiled);
 3. ``report RESULTS`` again (every clip reused from ``aria_tda.media.cache``);
-4. ``evidence RESULTS --query gen00`` (one dossier: its clips built afresh).
+4. ``evidence RESULTS --query gen00`` (one dossier: its clips built afresh, its musical
+   reasons, aligned views and notation computed), then ``--query gen01`` (an audio query).
 
 Usage::
 
@@ -70,6 +71,11 @@ def main() -> None:
         out["evidence_s"], _ = _timed(["evidence", "results", "--query", "gen00", "--out",
                                        str(dossier)], study, env)
         out["dossier_bytes"] = dossier.stat().st_size
+        # an audio query (musical reasons from tracked beats, key and chords; aligned panels)
+        audio = work / "gen01.html"
+        out["evidence_audio_s"], _ = _timed(["evidence", "results", "--query", "gen01",
+                                             "--out", str(audio)], study, env)
+        out["dossier_audio_bytes"] = audio.stat().st_size
     finally:
         if a.keep is None:
             shutil.rmtree(work, ignore_errors=True)

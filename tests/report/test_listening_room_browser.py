@@ -192,6 +192,46 @@ def test_dossier_keyboard_moves_selection_and_channel(browser, study):
     pg.keyboard.press(" ")  # pauses what plays
     pg.wait_for_function("() => Array.from(document.querySelectorAll('audio'))"
                          ".every(a => a.paused)", timeout=WAIT_MS)
+    # a screen reader hears what changed
+    assert "item 2 of" in pg.locator("#announce").inner_text()
+    # Tab reaches the items, Enter selects one
+    pg.locator("li.item").nth(2).focus()
+    pg.keyboard.press("Enter")
+    assert body.get_attribute("data-selected") == "2"
+    # the single-key shortcuts can be turned off (and are remembered as off)
+    pg.locator("#shortcuts").uncheck()
+    pg.evaluate("() => document.activeElement.blur()")
+    pg.keyboard.press("k")
+    assert body.get_attribute("data-selected") == "2" and body.get_attribute("data-keys") == "off"
+    pg.locator("#shortcuts").check()
+    # a picture opens full size and closes with Escape
+    zoom = pg.locator("#items button.zoom").first
+    zoom.click()
+    assert zoom.get_attribute("aria-expanded") == "true"
+    pg.keyboard.press("Escape")
+    assert zoom.get_attribute("aria-expanded") == "false"
+    p.clean()
+    p.close()
+
+
+@_in_browser
+def test_dossier_prints_every_panel(browser, study):
+    """Print media: every item's evidence for every channel and every pairs table shows (the
+    selector hides them on screen), the players and controls do not."""
+    p = Page(browser, study["dossier"])
+    pg = p.page
+    pg.emulate_media(media="print")
+    n_blocks = pg.locator("#evidence div.aspect").count()
+    assert n_blocks == pg.locator("li.item").count() * pg.locator("#channel option").count()
+    shown = pg.eval_on_selector_all(
+        "#evidence div.aspect, #evidence div.pairs", "els => els.filter(e => "
+        "getComputedStyle(e).display !== 'none').length")
+    assert shown == n_blocks + pg.locator("#evidence div.pairs").count()
+    assert pg.eval_on_selector_all("audio, .buttons, #shortcuts", "els => els.every(e => "
+                                   "getComputedStyle(e).display === 'none' || "
+                                   "getComputedStyle(e.closest('.shortcuts') || e).display "
+                                   "=== 'none')")
+    assert pg.locator("#provenance").is_visible()
     p.clean()
     p.close()
 
@@ -336,6 +376,20 @@ def test_report_keyboard_moves_selection_and_ab(browser, study, tmp_path):
     pg.locator("#qv-search").fill("")
     pg.locator("#qv-variant").focus()
     pg.keyboard.press("k")
+    assert _selected(pg) == str(n - 1)
+    pg.evaluate("() => document.activeElement.blur()")
+    # the shortcuts can be turned off (for a screen reader's own keys), and on again
+    pg.locator("#qv-shortcuts").uncheck()
+    pg.keyboard.press("k")
+    assert _selected(pg) == str(n - 1)
+    pg.locator("#qv-shortcuts").check()
+    pg.evaluate("() => document.activeElement.blur()")
+    # Tab reaches the rows; Enter selects the focused one
+    pg.locator("#qv-topk tbody tr").first.focus()
+    pg.keyboard.press("Enter")
+    assert _selected(pg) == "0"
+    pg.locator("#qv-topk tbody tr.qv-item").nth(n - 1).focus()
+    pg.keyboard.press("Enter")
     assert _selected(pg) == str(n - 1)
     pg.evaluate("() => document.activeElement.blur()")
     # to the first item with a clip (one of them is missing on purpose), then A/B

@@ -91,6 +91,22 @@ def test_run_from_the_study_folder_reads_every_query_and_set(tmp_path, rng, quer
     assert summary["anchor"] == anchor and summary["K"] == 10
     assert sum(summary["answers"].values()) == N_QUERIES
     assert meta["study"]["K_aspects"] == 10 and meta["study"]["feature_set"] == "extended"
+    # how like its query each attributed track is (with query features only): the top
+    # tracks of a query share its cluster's harmony, so they stand high in the pool there
+    items = res / "item_alignment.parquet"
+    assert items.is_file() is query_store
+    if query_store:
+        ia = pd.read_parquet(items)
+        top = pd.read_parquet(res / "topk.parquet")
+        orig_ia = ia[ia.variant == "original"]
+        assert set(orig_ia["rank"]) == set(range(1, 21))  # N_ITEMS = 20 of the top max(K)
+        first = top[top.variant == "original"]  # the top K_report = 10: the same tracks
+        shown = orig_ia[orig_ia["rank"] <= 10]
+        assert set(zip(shown["query"], shown["rank"], shown["track_id"], strict=True)) == set(
+            zip(first["query"], first["rank"], first["track_id"], strict=True))
+        h = orig_ia[orig_ia.channel == "harmony"]
+        assert h["percentile"].median() > 80 and h["informative"].all()
+        assert ((ia["percentile"] >= 0) & (ia["percentile"] <= 100)).all()
     # a second run reuses the cached setting, the reading included
     again = _aria(tmp_path, "run", "study.toml", "--no-progress")
     assert again.returncode == 0 and "reusing cached results" in again.stdout

@@ -542,8 +542,17 @@
     if (q < 0 || q >= T) return;
     state.q = q; syncList(); render();
   }
+  var keysBox = byId('qv-shortcuts');  // single-key shortcuts can be turned off (remembered)
+  if (keysBox) {
+    try { if (window.localStorage && localStorage.getItem('aria-report-keys') === 'off') keysBox.checked = false; } catch (e) { /* storage may be off */ }
+    keysBox.addEventListener('change', function () {
+      try { if (window.localStorage) localStorage.setItem('aria-report-keys', keysBox.checked ? 'on' : 'off'); } catch (e) { /* storage may be off */ }
+      say('single-key shortcuts ' + (keysBox.checked ? 'on' : 'off'));
+    });
+  }
   document.addEventListener('keydown', function (ev) {
     if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+    if (keysBox && !keysBox.checked) return;
     var t = ev.target;
     if (typing(t) || !onScreen()) return;
     var k = ev.key, tag = t && t.tagName;

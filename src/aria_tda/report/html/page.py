@@ -258,7 +258,8 @@ random groups; dashed line: z = 1.96.
    <p class="note qv-keys" id="qv-keys">Keys, while this view is on screen: <kbd>j</kbd>/\
 <kbd>k</kbd> next/previous item, <kbd>a</kbd> A/B (query, then item), <kbd>t</kbd> toggle \
 query ⇄ item, <kbd>space</kbd> play/pause, <kbd>n</kbd>/<kbd>p</kbd> next/previous \
-query.</p>
+query; Tab reaches every track, Enter selects it. <label><input type="checkbox" \
+id="qv-shortcuts" checked> single-key shortcuts</label></p>
    <div id="qv-media"></div>
    <h3>Top attributed training tracks (first {int(h["top_n"])})</h3>
    <div class="tablewrap"><table class="data compact" id="qv-topk"><thead><tr><th>Rank</th>\
