@@ -162,3 +162,41 @@ def test_an_unknown_rule_or_query_is_one_error():
         pick_media_queries(_read(), 3, "loudest")
     with pytest.raises(ParameterError, match="query"):
         pick_media_queries(_read(), 3, ["nope"])
+
+
+@pytest.mark.slow
+def test_the_report_and_the_dossier_play_the_same_segment_and_say_its_range(tmp_path,
+                                                                             monkeypatch):
+    """Before: for one audio query and setting the report played 0-10 s of an item and the
+    dossier 20-30 s, and the report showed no range. Now, for every setting, the report's clip
+    of an item is the one that setting's dossier plays, with the same file, range and words."""
+    import html
+    import re
+
+    from aria_tda.media.dossier import write_dossier
+    from aria_tda.media.report_media import write_report_media
+    from aria_tda.report import words
+    from aria_tda.report.load import load_results
+
+    from ._listening import make_user_study
+
+    monkeypatch.setenv("ARIA_CACHE_DIR", str(tmp_path / "cache"))
+    res = make_user_study(tmp_path / "study")
+    data = load_results(res)
+    manifest, _ = write_report_media(data, tmp_path / "report_media", queries=2, pick=["gen00"],
+                                     top=2)
+    entry = manifest["queries"]["0"]
+    assert manifest["pick"]["0"] == "named"
+    for setting in data.settings:
+        clips = entry["clips"].get(setting) or {}
+        out = write_dossier(res, "gen00", setting=setting, top=2,
+                            out=tmp_path / f"{setting}.html")
+        page = out.read_text(encoding="utf-8")
+        captions = [html.unescape(c) for c in re.findall(r'<p class="note clip-source">(.*?)</p>',
+                                                         page)][1:]  # [0]: the query's
+        items = re.findall(r'<li class="item" data-index="\d+" data-item="([^"]+)"', page)
+        assert len(items) == 2 and len(captions) == 2
+        for tid, caption in zip(items, captions, strict=True):
+            c = clips.get(html.unescape(tid)) or manifest["tracks"][html.unescape(tid)]
+            said = words.describe_clip_range(c["source"], tuple(c["window"]), c["duration"])
+            assert caption == said + ".", (setting, caption, said)
