@@ -87,6 +87,19 @@ def test_blocks_equal_tables(results):
                 assert list(tracks[A["pair_b"][q, c]]) == list(pw.track_b)
                 np.testing.assert_allclose(A["pair_contrib"][q, c], pw.contribution, rtol=1e-6)
                 assert np.all(np.diff(A["pair_contrib"][q, c]) <= 0)
+            # how like the query each listed track is, beside it (the dossier's numbers)
+            ia = frames["item_alignment"]
+            rows = ia[(ia.setting == b.setting) & (ia.variant == b.variant) & (ia["query"] == q)]
+            for r in range(top_n):
+                for c, ch in enumerate(channels):
+                    hit = rows[(rows["rank"] == r + 1) & (rows.channel == ch)]
+                    if hit.empty:
+                        assert A["like_info"][q, r, c] == -1
+                        continue
+                    assert hit.track_id.iloc[0] == tracks[A["topk_idx"][q, r]]
+                    assert A["like_pct"][q, r, c] == pytest.approx(hit.percentile.iloc[0],
+                                                                   rel=1e-6)
+                    assert A["like_info"][q, r, c] == int(bool(hit.informative.iloc[0]))
         if b.header["verdict"] == "collapsed" and b.variant == "original":
             assert (A["topk_idx"] == A["topk_idx"][0]).all()  # the fixed group
     assert ev.blocks[2].header["verdict"] == "collapsed"

@@ -261,6 +261,29 @@ def _aspect_arrays(data: ResultsData, arrays_all: dict[str, np.ndarray], has: np
     return out
 
 
+def _likeness_arrays(data: ResultsData, arrays_all: dict[str, np.ndarray], block_of: Any,
+                     queries: np.ndarray, channels: list[str], nb: int, n: int) -> None:
+    """How like its query each listed track is (``item_alignment``), aligned with ``topk_idx``:
+    ``like_pct`` (percentile among the pool's tracks) and ``like_info`` (1 informative, 0 the
+    channel cannot tell tracks apart, -1 not computed), each ``(nb, T, n, C)``."""
+    ia, topk = data.table("item_alignment"), data.table("topk")
+    if ia is None or ia.empty or topk is None or topk.empty or n <= 0:
+        return
+    t, c_n = len(queries), len(channels)
+    b = block_of(ia)
+    c = _codes(ia["channel"], channels)
+    q = np.searchsorted(queries, ia["query"].to_numpy())
+    pos = ia["rank"].to_numpy(dtype=np.int64) - int(topk["rank"].min())
+    ok = (b >= 0) & (c >= 0) & (q < t) & (pos >= 0) & (pos < n)
+    ok[ok] &= queries[q[ok]] == ia["query"].to_numpy()[ok]
+    pct = np.full((nb, t, n, c_n), np.nan, dtype=np.float32)
+    info = np.full((nb, t, n, c_n), -1, dtype=np.int8)
+    at = (b[ok], q[ok], pos[ok], c[ok])
+    pct[at] = ia["percentile"].to_numpy(dtype=np.float64)[ok]
+    info[at] = ia["informative"].to_numpy(dtype=bool)[ok].astype(np.int8)
+    arrays_all["like_pct"], arrays_all["like_info"] = pct, info
+
+
 def build_evidence(
     data: ResultsData,
     *,
@@ -424,6 +447,9 @@ def build_evidence(
         has[np.unique(pr["b"])] = True
 
     aspect_info = _aspect_arrays(data, arrays_all, has, block_of, queries, channels, nb)
+    if "topk_idx" in arrays_all:
+        _likeness_arrays(data, arrays_all, block_of, queries, channels, nb,
+                         arrays_all["topk_idx"].shape[2])
     random_means = random_pair_means(data, pk)
     payload = EvidencePayload(header)
     for bi in np.flatnonzero(has):
@@ -436,6 +462,8 @@ def build_evidence(
         if "pair_a" in block_arrays and (block_arrays["pair_a"] < 0).all():
             for name in ("pair_a", "pair_b", "pair_sim", "pair_contrib"):
                 del block_arrays[name]
+        if "like_info" in block_arrays and (block_arrays["like_info"] < 0).all():
+            del block_arrays["like_pct"], block_arrays["like_info"]
         if "aspect_named" in block_arrays and (block_arrays["aspect_named"] == -2).all():
             del block_arrays["aspect_named"], block_arrays["aspect_delta"]
         packed, layout = pack_arrays(block_arrays)

@@ -92,6 +92,8 @@ TEMPLATES: dict[str, str] = {
                      "equally like it (the channel's features do not vary)",
     "likeness_tied": "{channel}: cannot tell this track apart: {tied} of the pool's tracks are "
                      "exactly as like the query, so its rank says nothing",
+    "likeness_row": "like the query, as a percentile of the pool's tracks: {list}",
+    "likeness_flat_short": "cannot tell",
     "clip_range": "{source}; attributed window {w0}\u2013{w1} s of this {duration} s clip (the "
                   "rest is context)",
     "aspect_named": "Distinctive aspect: {channel}. The training items this query draws on "

@@ -269,13 +269,24 @@
   function syncList() { for (var i = 0; i < list.options.length; i++) list.options[i].selected = Number(list.options[i].value) === state.q; }
 
   // ---- rendering ---------------------------------------------------------------------
-  function trackCell(code) {
+  function trackCell(code, A, r) {
     var td = el('td', { 'class': 'txt' });
     if (code < 0) { td.textContent = '\u2014'; return td; }
     var id = tracks[code], lab = tlabel ? tlabel[code] : '';
     td.setAttribute('data-track', id);
     if (lab && lab !== id) { td.appendChild(el('span', null, lab)); td.appendChild(el('span', { 'class': 'sub' }, ' ' + id)); }
     else td.textContent = id;
+    // how like the query this track is per channel, against the pool (the study's
+    // item_alignment; words.TEMPLATES: the dossier says the same numbers in full sentences)
+    if (A && A.like_info && r !== undefined) {
+      var n = A.like_info.shape[1], parts = [];
+      for (var c = 0; c < C; c++) {
+        var at = (state.q * n + r) * C + c, inf = A.like_info.data[at];
+        if (inf < 0) continue;
+        parts.push(channels[c] + ' ' + (inf ? Math.round(A.like_pct.data[at]) + ' %' : W.templates.likeness_flat_short));
+      }
+      if (parts.length) td.appendChild(el('span', { 'class': 'sub like' }, fill(W.templates.likeness_row, { list: parts.join(', ') })));
+    }
     return td;
   }
   function renderBanner(block) {
@@ -413,7 +424,7 @@
       if (code < 0) continue;
       var tr = el('tr', { 'data-rank': String(r + 1), 'data-track': tracks[code], tabindex: '0' });
       tr.appendChild(el('td', { 'class': 'num' }, String(r + 1)));
-      tr.appendChild(trackCell(code));
+      tr.appendChild(trackCell(code, A, r));
       tr.appendChild(el('td', { 'class': 'num' }, fGen(A.topk_score.data[q * n + r])));
       var lc = tr.appendChild(listenCell(code));
       if (lc.childNodes.length) tr.classList.add('qv-item');

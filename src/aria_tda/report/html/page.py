@@ -14,10 +14,9 @@ import json
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aria_tda.errors import AriaWarning, one_line
-from aria_tda.media.query_evidence import EvidencePayload
 from aria_tda.report import _fmt, words
 from aria_tda.report._table import ReportTable
 from aria_tda.report.html._cells import (
@@ -35,6 +34,9 @@ from aria_tda.report.html._cells import (
 from aria_tda.report.html.tables import null_html
 from aria_tda.report.load import ResultsData
 from aria_tda.report.sections.base import PageContext, Section
+
+if TYPE_CHECKING:  # the report's page reads what the listening room packed
+    from aria_tda.media.query_evidence import EvidencePayload
 
 __all__ = ["render_html"]
 
