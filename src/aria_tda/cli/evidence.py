@@ -28,9 +28,12 @@ def register(subparsers: Any) -> None:
         "evidence in one self-contained HTML file",
         description=(
             "Write one self-contained HTML file for one query of a results folder: the "
-            "setting's verdict first, the query and its top-N attributed training items to "
-            "hear (loudness-matched, A/B in one click) and to see (piano rolls; spectrogram, "
-            "chroma, beats, chords), and each channel's evidence in words. Media come from the "
+            "setting's verdict first (what it says and does not say), the query and its top-N "
+            "attributed training items, each with its musical reasons (how like the query it "
+            "is per channel against the pool, key, meter, tempo and instruments, the material "
+            "they share with its bar and beat in both), players (loudness-matched, A/B in one "
+            "click), an aligned view and notation, each channel's evidence in words, and the "
+            "provenance of the scores with what validates the method. Media come from the "
             "study's queries file and feature store; a missing file is named on the page. "
             "Opens offline; makes no network requests."
         ),
