@@ -116,9 +116,17 @@ def _shared(m: Any, tid: str, v: Any) -> str:
     if weak:
         out.append(f"<details><summary>Shared material that cannot discriminate ({len(weak)})"
                    "</summary><ul>" + "".join(
-                       f'<li class="weak">{_e(x.sentence)} <span class="caveat">'
-                       f"{_e(x.caveat)}</span></li>" for x in weak) + "</ul></details>")
+                       f'<li class="weak">{_e(x.sentence)}{_caveat(x)}</li>' for x in weak)
+                   + "</ul></details>")
     return "".join(out)
+
+
+def _caveat(x: Any) -> str:
+    """Why shared material cannot discriminate, unless its sentence says so already."""
+    c = str(getattr(x, "caveat", "") or "").strip()
+    if not c or c.lower().rstrip(".") in str(x.sentence).lower():
+        return ""
+    return f' <span class="caveat">({_e(c)})</span>'
 
 
 def _pictures(m: Any, v: Any, tid: str) -> str:
