@@ -60,3 +60,21 @@ def test_a_real_print_and_a_reprint_over_it(tmp_path):
     assert check_pdf_output(out) == out  # recognised as ARIA's by its title
     assert print_pdf(html, out).read_bytes().startswith(b"%PDF")  # replaced atomically
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_never_the_dossier_itself_nor_what_the_results_folder_keeps(tmp_path):
+    """``--out d.pdf --pdf`` would print the dossier over itself; a PDF in the results
+    folder's cache would write into what ARIA keeps for another purpose: both refused."""
+    from aria_tda._outputs import RESULTS_CACHE, results_keeps
+
+    html = tmp_path / "d.pdf"
+    with pytest.raises(ParameterError, match=r"dossier's own HTML \(--out\)"):
+        check_pdf_output(html, html=html)
+    res = tmp_path / "results"
+    (res / RESULTS_CACHE).mkdir(parents=True)
+    keeps = results_keeps(res, {})
+    with pytest.raises(ParameterError, match="lies inside the results folder's cache"):
+        check_pdf_output(res / RESULTS_CACHE / "x.pdf", keeps=keeps)
+    assert check_pdf_output(res / "dossier.pdf", html=res / "dossier.html", keeps=keeps) == \
+        res / "dossier.pdf"
+    assert not any((res / RESULTS_CACHE).iterdir())

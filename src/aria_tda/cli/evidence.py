@@ -91,7 +91,13 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     pdf = None
     if args.pdf is not None:  # refused before any work: a path ARIA may not write, no browser
-        pdf = check_pdf_output(args.pdf or Path(args.out).with_suffix(".pdf"))
+        from aria_tda._outputs import results_keeps
+        from aria_tda.results import RESULTS_FILE, read_results_meta
+
+        meta = read_results_meta(args.results_dir) \
+            if (Path(args.results_dir) / RESULTS_FILE).is_file() else None
+        pdf = check_pdf_output(args.pdf or Path(args.out).with_suffix(".pdf"), html=args.out,
+                               keeps=results_keeps(args.results_dir, meta))
         find_browser()
 
     def log(msg: str) -> None:

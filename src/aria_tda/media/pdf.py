@@ -17,7 +17,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from aria_tda.errors import DataError, MissingDependencyError, ParameterError, expected
 
@@ -68,21 +70,34 @@ def _title(pdf: bytes) -> str | None:
     return m.group(2).decode("latin-1")
 
 
-def check_pdf_output(path: str | os.PathLike[str]) -> Path:
+def check_pdf_output(path: str | os.PathLike[str], *, html: Any = None,
+                     keeps: Iterable[Any] = ()) -> Path:
     """``path`` if a PDF may be written there: a new file in an existing folder, or a dossier
-    PDF ARIA printed before.
+    PDF ARIA printed before; never the dossier's own HTML, nor a path ``keeps`` protects.
 
     Parameters
     ----------
     path : path
         The PDF to write.
+    html : path, optional
+        The dossier it prints (``--out``): the PDF may not replace it.
+    keeps : iterable of aria_tda._outputs.Keep
+        Paths it must not be or lie inside (:func:`aria_tda._outputs.results_keeps`: the
+        results folder's own files, its cache, the study's inputs).
 
     Raises
     ------
     ParameterError
-        A folder, a link, a file that is not ARIA's dossier PDF, or a missing parent folder.
+        A folder, a link, a file that is not ARIA's dossier PDF, the dossier's HTML, a kept
+        path, or a missing parent folder.
     """
+    from aria_tda._outputs import check_keeps, refusal, same_path
+
     p = Path(path)
+    if html is not None and same_path(p, html):
+        raise refusal("pdf", p, "is the dossier's own HTML (--out)", flag="--pdf",
+                      removable=False)
+    check_keeps("pdf", p, keeps, flag="--pdf", folder=False)
     if p.suffix.lower() != ".pdf":
         raise ParameterError(expected("--pdf", "a path ending in .pdf", str(path)))
     if p.is_symlink() or p.is_dir():
