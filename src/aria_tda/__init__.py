@@ -8,6 +8,7 @@ The main entry points are importable from the top level (loaded on first use)::
 
     import aria_tda
     d = aria_tda.diagnose("scores.npy")                      # κ, r_i, p, v1 — one streaming pass
+    d.verdict                                                # ok / suspect / collapsed, and why
     s_track = aria_tda.aggregate("scores.npy", segments="segments.csv", normalize="auto",
                              out="s_track.npy")
     aria_tda.run_study("study.toml")                         # every analysis + report

@@ -52,14 +52,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from aria_tda._checks import check_float
 from aria_tda.diagnostics.dependence import largest_excess
 from aria_tda.errors import ParameterError, expected
 
-__all__ = ["Verdict", "VerdictThresholds", "classify", "concentration_signal", "rank_settings"]
+__all__ = ["RULES", "Verdict", "VerdictThresholds", "classify", "concentration_signal",
+           "rank_settings"]
 
 Label = Literal["collapsed", "suspect", "ok"]
 
@@ -87,35 +88,94 @@ class VerdictThresholds:
             check_float(name, value, min_value=0.0, max_value=1.0)
 
 
+#: The rule that decided a verdict (:attr:`Verdict.rule`), in words.
+RULES = {
+    "query-dependence": "does the top-K follow the query: the chance-corrected top-K overlap "
+                        "of unlike queries (collapsed >= unlike_collapsed, suspect >= "
+                        "unlike_suspect or kappa undefined)",
+    "structural": "no top-K measured: kappa, r1, v1_constancy and p decide (collapsed: kappa >= "
+                  "kappa_collapsed, or r1 >= r1_collapsed with v1_constancy >= "
+                  "v1_constancy_collapsed and p < p_offset; suspect: r1 >= r1_suspect, p >= "
+                  "p_offset or kappa >= kappa_suspect)",
+    "top-k overlap": "a top-K without query dependence (results written before it existed): "
+                     "the chance-corrected top-1 share or top-K overlap (collapsed >= "
+                     "topk_collapsed, suspect >= topk_suspect) with the structural rules",
+}
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The verdict of one setting: ``label``, the human-readable ``reason``, and ``findings``
     (hubs, opposite camps of queries, a per-item offset: what the matrix shows beside the
-    verdict, never deciding it)."""
+    verdict, never deciding it).
+
+    Attributes
+    ----------
+    label : {"collapsed", "suspect", "ok"}
+        The verdict.
+    reason : str
+        Why, with the numbers that decided it.
+    findings : tuple of str
+        What the matrix shows beside the verdict (hubs, camps, an offset).
+    rule : str
+        The rule that decided (a key of :data:`RULES`: ``"query-dependence"``,
+        ``"structural"`` or ``"top-k overlap"``); empty for a verdict built by hand.
+    thresholds : VerdictThresholds
+        The thresholds the rule compared with.
+    """
 
     label: Label
     reason: str
     findings: tuple[str, ...] = ()
+    rule: str = ""
+    thresholds: VerdictThresholds = field(default_factory=VerdictThresholds, repr=False)
 
     @property
     def collapsed(self) -> bool:
+        """``label == "collapsed"``."""
         return self.label == "collapsed"
+
+    def __str__(self) -> str:
+        return f"{self.label.upper()}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready mapping: ``label``, ``reason``, ``findings``, ``rule``, ``rule_text`` and
+        ``thresholds``."""
+        return {"label": self.label, "reason": self.reason, "findings": list(self.findings),
+                "rule": self.rule, "rule_text": RULES.get(self.rule, ""),
+                "thresholds": asdict(self.thresholds)}
+
+    def _repr_html_(self) -> str:
+        from aria_tda._display import html_table
+
+        rows = [("verdict", self.label.upper()), ("reason", self.reason),
+                *(("finding", f) for f in self.findings), ("rule", self.rule)]
+        return html_table("Verdict", rows, note=RULES.get(self.rule))
 
 
 def classify(
+    diagnostics: Any = None,
+    /,
     *,
-    kappa: float | None,
-    r1: float,
-    r2_5: float,
-    p: float,
+    kappa: float | None = None,
+    r1: float | None = None,
+    r2_5: float | None = None,
+    p: float | None = None,
     v1_constancy: float | None = None,
     thresholds: VerdictThresholds | None = None,
     concentration: Any = None,
 ) -> Verdict:
     r"""Classify one setting as ``collapsed``, ``suspect`` or ``ok`` from its diagnostics.
 
+    ``classify(d)`` of a :class:`~aria_tda.diagnostics.Diagnostics` (or of its ``to_dict()``)
+    is ``d.verdict``, the verdict ``aria-tda diagnose`` prints: it reads the numbers and the
+    top-K concentration measured with them. The keywords give the numbers one by one instead.
+
     Parameters
     ----------
+    diagnostics : Diagnostics or mapping, optional
+        The diagnostics (positional only); its ``kappa``, ``r1``, ``r2_5``, ``p``,
+        ``v1_constancy`` and ``concentration`` are used, and may not also be given as keywords.
     kappa, r1, r2_5, p : float in [0, 1]
         Reliability diagnostics of :math:`S^{\mathrm{seg}}` (paper Eqs. 1-3). ``kappa`` may be
         ``None``/NaN (undefined when fewer than two query columns vary): the setting is then
@@ -134,6 +194,19 @@ def classify(
     -------
     Verdict
     """
+    if diagnostics is not None:
+        given = [n for n, v in (("kappa", kappa), ("r1", r1), ("r2_5", r2_5), ("p", p),
+                                ("v1_constancy", v1_constancy),
+                                ("concentration", concentration)) if v is not None]
+        if given:
+            raise ParameterError(expected(
+                given[0], "no keyword when the diagnostics are given positionally",
+                "both"))
+        kappa, r1, r2_5, p, v1_constancy, concentration = _numbers_of(diagnostics)
+    missing = [n for n, v in (("r1", r1), ("r2_5", r2_5), ("p", p)) if v is None]
+    if missing:
+        raise ParameterError(expected(
+            missing[0], "a number in [0, 1] (or the Diagnostics as the first argument)", None))
     t = thresholds or VerdictThresholds()
     kappa_known = not (kappa is None or (isinstance(kappa, float) and math.isnan(kappa)))
     top = 1.0 + 1e-9  # rounding above 1
@@ -148,9 +221,25 @@ def classify(
         v1_constancy = None
 
     v = _classify(k, kappa_known, r1, r2_5, p, v1_constancy, t, concentration)
-    if concentration is None and v.label != "ok":
-        return Verdict(v.label, v.reason + " (top-K not measured: the structural rules decide)")
-    return v
+    if v.rule == "structural" and v.label != "ok" and concentration is None:
+        v = replace(v, reason=v.reason + " (top-K not measured: the structural rules decide)")
+    return replace(v, thresholds=t)
+
+
+def _numbers_of(d: Any) -> tuple[Any, ...]:
+    """``kappa, r1, r2_5, p, v1_constancy, concentration`` of a Diagnostics or mapping."""
+    names = ("kappa", "r1", "r2_5", "p", "v1_constancy", "concentration")
+    if isinstance(d, Mapping):
+        if not all(n in d for n in ("r1", "r2_5", "p")):
+            raise ParameterError(expected(
+                "diagnostics", "a Diagnostics or a mapping with kappa, r1, r2_5, p",
+                f"a mapping with keys {sorted(d)[:8]}"))
+        return tuple(d.get(n) for n in names)
+    if not all(hasattr(d, n) for n in ("r1", "r2_5", "p")):
+        raise ParameterError(expected(
+            "diagnostics", "a Diagnostics or a mapping with kappa, r1, r2_5, p",
+            type(d).__name__))
+    return tuple(getattr(d, n, None) for n in names)
 
 
 def _classify(k: float, kappa_known: bool, r1: float, r2_5: float, p: float,
@@ -160,7 +249,17 @@ def _classify(k: float, kappa_known: bool, r1: float, r2_5: float, p: float,
         level = str(getattr(concentration, "level", None) or (
             concentration.get("level") if isinstance(concentration, Mapping) else None)
             or "row")
-        return _query_dependence_verdict(dep, k, kappa_known, t, level)
+        return replace(_query_dependence_verdict(dep, k, kappa_known, t, level),
+                       rule="query-dependence")
+    rule = "structural" if concentration_signal(concentration) is None else "top-k overlap"
+    return replace(_structural_verdict(k, kappa_known, r1, r2_5, p, v1_constancy, t,
+                                       concentration), rule=rule)
+
+
+def _structural_verdict(k: float, kappa_known: bool, r1: float, r2_5: float, p: float,
+                        v1_constancy: float | None, t: VerdictThresholds,
+                        concentration: Any) -> Verdict:
+    """The rules on κ, r₁, v₁, p (and a top-K overlap without query dependence)."""
     if kappa_known and k >= t.kappa_collapsed:
         return Verdict(
             "collapsed",

@@ -186,6 +186,11 @@ def test_topk_concentration_in_table_and_json(rng, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["diagnose", str(path), "--topk", "0,x"])
     assert exc.value.code == 2 and "--topk" in capsys.readouterr().err
+    for zero in ("0", "0,10"):  # 0 used to turn the measure off silently: refused, one line
+        with pytest.raises(SystemExit) as exc:
+            main(["diagnose", str(path), "--topk", zero])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "--topk" in err and "'none'" in err
 
 
 def test_orientation_warning_names_transpose_or_drops_it(rng, tmp_path, capsys):

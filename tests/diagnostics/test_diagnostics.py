@@ -14,6 +14,7 @@ from scipy.special import gammaln
 from aria_tda.diagnostics import Diagnostics, diagnose, diagnose_reference
 from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError
 from aria_tda.scores import save_scores
+from aria_tda.verdict import classify
 
 FIELDS = ("kappa", "r1", "r2_5", "p", "sigma1", "frobenius", "v1_constancy")
 
@@ -79,13 +80,16 @@ def test_planted_rank_one_collapse(rng):
     assert d.r2_5 < 1e-4
     assert d.kappa > 0.99
     assert d.v1_constancy == pytest.approx(1.0, abs=1e-6)
-    assert d.collapsed()
-    # rank one but v1 not constant across queries: r1 ~ 1, constancy well below 1
+    assert d.collapsed() and d.verdict.label == "collapsed"
+    # rank one but v1 not constant across queries: r1 ~ 1, constancy well below 1; the queries
+    # fall in two camps, each retrieving one same top-K; collapsed() says what the verdict says
     v2 = np.linspace(-1, 2, 30)
     d2 = diagnose(np.outer(u, v2))
     assert d2.r1 == pytest.approx(1.0)
     assert d2.v1_constancy < 0.6
-    assert not d2.collapsed()
+    assert classify(d2) == d2.verdict
+    assert d2.verdict.rule == "query-dependence"
+    assert d2.collapsed() == (d2.verdict.label == "collapsed")
 
 
 def expected_abs_corr(m: int) -> float:

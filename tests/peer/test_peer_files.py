@@ -241,6 +241,50 @@ def test_distinct_ratio_equals_quanda_top_k_cardinality(e):
         pytest.skip("ties at every k: the two definitions differ there")
 
 
+@pytest.mark.parametrize("e", WHOLE, ids=_id)
+def test_one_answer_in_python_and_on_the_command_line(e, capsys):
+    """``d.verdict`` (and ``to_dict()``, ``classify(d)``, ``d.collapsed()``) is what
+    ``aria-tda diagnose --json`` says, on every file a peer library wrote."""
+    argv = ["diagnose", str(_path(e)), "--json"] + (["--transpose"] if e["aria_transpose"] else [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AriaWarning)
+        assert main(argv) == 0
+    cli = json.loads(capsys.readouterr().out)["verdict"]
+    d = _quiet_diagnose(_path(e), transpose=e["aria_transpose"])
+    assert d.verdict.to_dict() == cli
+    assert json.loads(json.dumps(d.to_dict()))["verdict"] == cli
+    assert classify(d) == d.verdict
+    assert d.collapsed() == (cli["label"] == "collapsed")
+    assert cli["rule"] == "query-dependence" and cli["label"] in repr(d)
+    if e["library"] in PLANTED_COLLAPSE and e["state"] == "planted":
+        assert d.collapsed()
+
+
+@pytest.mark.parametrize("e", [e for e in WHOLE if e["path"].endswith(".pt")], ids=_id)
+def test_an_in_memory_tensor_gets_the_file_s_verdict(e):
+    """A notebook's ``aria_tda.diagnose(tensor)``: the same answer as the file."""
+    obj = torch.load(_path(e), map_location="cpu", weights_only=True)
+    tensor = obj if isinstance(obj, torch.Tensor) else next(iter(obj.values()))
+    if e["aria_transpose"]:
+        tensor = tensor.T
+    from_tensor = _quiet_diagnose(tensor)
+    from_file = _quiet_diagnose(_path(e), transpose=e["aria_transpose"])
+    assert from_tensor.verdict.label == from_file.verdict.label
+    assert from_tensor.kappa == pytest.approx(from_file.kappa, rel=1e-9)
+
+
+@pytest.mark.parametrize("e", [e for e in ENTRIES if e not in WHOLE], ids=_id)
+def test_a_file_python_refuses_the_command_line_refuses(e, capsys):
+    argv = ["diagnose", str(_path(e)), "--json"] + (["--transpose"] if e["aria_transpose"] else [])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AriaWarning)
+        code = main(argv)
+    err = capsys.readouterr().err
+    with pytest.raises((DataError, FileFormatError)) as info:
+        _quiet_diagnose(_path(e), transpose=e["aria_transpose"])
+    assert code != 0 and str(info.value).splitlines()[0][:40] in err
+
+
 @pytest.mark.parametrize("e", [WHOLE[0], next(e for e in WHOLE if e["library"] == "bergson")],
                          ids=_id)
 def test_cli_diagnose_json(e, capsys):

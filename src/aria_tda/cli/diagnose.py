@@ -130,8 +130,8 @@ def register(subparsers: Any) -> None:
 
 
 def _topk_list(text: str) -> tuple[int, ...]:
-    """``--topk`` parsed: ``"1,10"`` -> ``(1, 10)``; ``"none"`` -> ``()``."""
-    if text.strip().lower() in ("none", "off", "0", ""):
+    """``--topk`` parsed: ``"1,10"`` -> ``(1, 10)``; ``"none"`` -> ``()``; ``0`` refused."""
+    if text.strip().lower() in ("none", "off"):
         return ()
     try:
         ks = tuple(int(x) for x in text.split(",") if x.strip())
@@ -140,22 +140,9 @@ def _topk_list(text: str) -> tuple[int, ...]:
             f"expected comma-separated positive integers or 'none', got {text!r}") from None
     if not ks or min(ks) < 1:
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated positive integers or 'none', got {text!r}")
+            "expected comma-separated positive integers (a group size of 0 selects nothing; "
+            f"'none' turns the top-K measure and its verdict rule off), got {text!r}")
     return ks
-
-
-def verdict_of(d: Any) -> Any:
-    """The :class:`aria_tda.verdict.Verdict` of a :class:`~aria_tda.diagnostics.Diagnostics`.
-
-    Parameters
-    ----------
-    d : Diagnostics
-        The diagnostics of one score matrix.
-    """
-    from aria_tda.verdict import classify
-
-    return classify(kappa=d.kappa, r1=d.r1, r2_5=d.r2_5, p=d.p, v1_constancy=d.v1_constancy,
-                    concentration=getattr(d, "concentration", None))
 
 
 def to_record(d: Any) -> dict[str, Any]:
@@ -166,11 +153,9 @@ def to_record(d: Any) -> dict[str, Any]:
     d : Diagnostics
         The diagnostics of one score matrix.
     """
-    v = verdict_of(d)
-    rec = d.to_dict()
+    rec = d.to_dict()  # holds d.verdict: the same answer in Python and here
     rec.setdefault("mode", d.mode)
-    return {**rec, "verdict": {"label": v.label, "reason": v.reason,
-                               "findings": list(v.findings)}}
+    return rec
 
 
 def format_table(d: Any, source: str, notes: Sequence[str] = ()) -> str:

@@ -183,6 +183,44 @@ class Concentration:
             "overlap_excess": self.overlap_excess(k),
         }
 
+    def __repr__(self) -> str:
+        from aria_tda._display import short_repr
+
+        fields: dict[str, Any] = {"level": self.level, "n_rows": self.n_rows,
+                                  "n_queries": self.n_queries, "ks": self.ks,
+                                  "mean_overlap": self.mean_overlap,
+                                  "top1_share": self.top1_share}
+        if self.dependence is not None:
+            fields["n_hubs"] = self.dependence.n_hubs
+        return short_repr("Concentration", fields)
+
+    def to_frame(self) -> Any:
+        """One row per ``K`` of :meth:`at` (pandas DataFrame: ``K``, ``distinct_ratio``,
+        ``mean_overlap``, ``chance_overlap``, ``overlap_excess``, and ``unlike_excess`` when
+        the query dependence was measured)."""
+        import pandas as pd
+
+        rows = [self.at(k) for k in self.ks]
+        if self.dependence is not None:
+            dep = self.dependence.to_dict()
+            by_k = dict(zip(dep.get("ks", []), dep.get("unlike_excess", []), strict=True))
+            for r in rows:
+                e = by_k.get(r["K"])
+                r["unlike_excess"] = float("nan") if e is None else float(e)
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        from aria_tda._display import html_table
+
+        rows: list[tuple[str, Any]] = [("level", self.level), ("rows M", self.n_rows),
+                                       ("queries T", self.n_queries),
+                                       ("top-1 share", self.top1_share)]
+        rows += [(f"mean top-{k} overlap", o) for k, o in zip(self.ks, self.mean_overlap,
+                                                               strict=True)]
+        if self.dependence is not None:
+            rows.append(("hubs", self.dependence.n_hubs))
+        return html_table("Top-K concentration", rows, note="to_frame(): one row per K")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready mapping (NaN becomes ``None``); ``per_k`` lists :meth:`at` for every K."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,11 @@ from aria_tda.errors import DataError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.lowrank import top_eigenpairs
 from aria_tda.scores.source import expected_text
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from aria_tda.verdict import Verdict
 
 __all__ = ["CONST_ULPS", "MODES", "ApproxOptions", "Diagnostics", "diagnostics_from_stats"]
 
@@ -91,6 +97,24 @@ class Diagnostics:
     concentration : object or None
         How much the queries' top-K sets coincide (the top-K collapse measure,
         :mod:`aria_tda.diagnostics.concentration`); ``None`` when not computed.
+    verdict : Verdict
+        ``ok`` / ``suspect`` / ``collapsed``, its reason, findings, the rule that decided and
+        its thresholds (:func:`aria_tda.verdict.classify` of these numbers and of
+        :attr:`concentration`): the verdict ``aria-tda diagnose`` prints, and ``to_dict()``
+        holds. A study's ``reliability.csv`` reads the *track*-level top-K instead (the
+        paper's collapse is about tracks), so its verdict may differ from this segment-level
+        one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import aria_tda
+    >>> rng = np.random.default_rng(0)
+    >>> d = aria_tda.diagnose(rng.standard_normal((400, 12)))
+    >>> d.verdict.label
+    'ok'
+    >>> d.to_dict()["verdict"]["label"] == d.verdict.label
+    True
     """
 
     n_train: int
@@ -118,8 +142,95 @@ class Diagnostics:
     details: dict[str, Any] | None = None
     concentration: Any = None
 
+    @cached_property
+    def verdict(self) -> Verdict:
+        """The verdict (see the class docstring), computed once."""
+        from aria_tda.verdict import classify
+
+        return classify(self)
+
+    def __repr__(self) -> str:
+        from aria_tda._display import short_repr
+
+        return short_repr("Diagnostics", {
+            "n_train": self.n_train, "n_queries": self.n_queries, "kappa": self.kappa,
+            "r1": self.r1, "r2_5": self.r2_5, "p": self.p, "v1_constancy": self.v1_constancy,
+            "mode": self.mode, "verdict": self.verdict.label})
+
+    def _rows(self) -> list[tuple[str, Any]]:
+        rows: list[tuple[str, Any]] = [
+            ("training rows M", self.n_train), ("queries T", self.n_queries),
+            ("κ (kappa)", self.kappa), ("r₁", self.r1), ("r₂:₅", self.r2_5), ("p", self.p),
+            ("v1_constancy", self.v1_constancy), ("constant columns", self.constant_columns),
+            ("mode", self.mode)]
+        conc = self.concentration
+        dep = getattr(conc, "dependence", None)
+        if dep is not None:
+            d = dep.to_dict()
+            k = d.get("k")
+            if k in d.get("ks", []):
+                i = list(d["ks"]).index(k)
+                rows.append((f"unlike top-{k} overlap (chance-corrected)",
+                             d["unlike_excess"][i]))
+            rows.append(("hubs", d.get("n_hubs", 0)))
+        v = self.verdict
+        rows += [("verdict", v.label.upper()), ("reason", v.reason),
+                 *(("finding", f) for f in v.findings)]
+        return rows
+
+    def _repr_html_(self) -> str:
+        from aria_tda._display import html_table
+
+        return html_table("Reliability diagnostics", self._rows(),
+                          note="d.to_frame() for the table, d.to_dict() for everything")
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row of the scalar diagnostics and the verdict (pandas; the columns of a study's
+        ``reliability.csv`` that this matrix alone determines).
+
+        Returns
+        -------
+        pandas.DataFrame [shape=(1, n_columns)]
+            ``n_train``, ``n_queries``, ``kappa``, ``r1``, ``r2_5``, ``p``, ``v1_constancy``,
+            ``constant_columns``, ``mode``, ``energy_1`` …, the top-K measures when measured
+            (``top1_share``, ``overlap_K``, ``unlike_excess_K``, ``n_hubs``), ``verdict``,
+            ``verdict_reason``, ``verdict_rule``, ``verdict_findings``.
+        """
+        import pandas as pd
+
+        row: dict[str, Any] = {
+            "n_train": self.n_train, "n_queries": self.n_queries, "kappa": self.kappa,
+            "r1": self.r1, "r2_5": self.r2_5, "p": self.p, "v1_constancy": self.v1_constancy,
+            "constant_columns": self.constant_columns, "mode": self.mode}
+        for i, r in enumerate(self.energy_ratios):
+            row[f"energy_{i + 1}"] = float(r)
+        conc = self.concentration
+        if conc is not None:
+            row["top1_share"] = float(conc.top1_share)
+            for k, o in zip(conc.ks, conc.mean_overlap, strict=True):
+                row[f"overlap_{k}"] = float(o)
+            dep = getattr(conc, "dependence", None)
+            if dep is not None:
+                d = dep.to_dict()
+                for k, e in zip(d.get("ks", []), d.get("unlike_excess", []), strict=True):
+                    row[f"unlike_excess_{k}"] = float("nan") if e is None else float(e)
+                row["n_hubs"] = int(d.get("n_hubs", 0))
+        v = self.verdict
+        row.update(verdict=v.label, verdict_reason=v.reason, verdict_rule=v.rule,
+                   verdict_findings=" | ".join(v.findings))
+        return pd.DataFrame([row])
+
+    def collapsed(self) -> bool:
+        """``verdict.label == "collapsed"``: what ``aria-tda diagnose`` says.
+
+        The paper's own structural reading (:math:`r_1` and ``v1_constancy`` high) is one of
+        the verdict's rules (:mod:`aria_tda.verdict`), used when no top-K is measured.
+        """
+        return self.verdict.collapsed
+
     def to_dict(self, *, vectors: bool = False) -> dict[str, Any]:
-        """JSON-ready mapping (NaN becomes ``None``).
+        """JSON-ready mapping (NaN becomes ``None``), with the ``verdict``
+        (:meth:`aria_tda.verdict.Verdict.to_dict`).
 
         Parameters
         ----------
@@ -159,25 +270,12 @@ class Diagnostics:
             out["details"] = dict(self.details or {})
         if self.concentration is not None:
             out["concentration"] = self.concentration.to_dict()
+        out["verdict"] = self.verdict.to_dict()
         if vectors:
             out["v1"] = self.v1.tolist()
             out["u1"] = None if self.u1 is None else self.u1.tolist()
             out["constant_indices"] = self.constant_indices.tolist()
         return out
-
-    def collapsed(self, *, r1_min: float = 0.9, constancy_min: float = 0.9) -> bool:
-        """The paper's collapse reading: ``r1 >= r1_min`` and ``v1_constancy >= constancy_min``.
-
-        :func:`aria_tda.verdict.classify` gives the full verdict (collapsed / suspect / ok).
-
-        Parameters
-        ----------
-        r1_min : float
-            Least :math:`r_1`.
-        constancy_min : float
-            Least ``v1_constancy``.
-        """
-        return self.r1 >= r1_min and self.v1_constancy >= constancy_min
 
 
 def _power_of_two(x: float) -> float:

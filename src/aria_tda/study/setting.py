@@ -508,7 +508,8 @@ def _compute(
     else:
         diag = diagnose(scores, chunk_rows=spec.chunk_rows, progress=progress, topk=topk)
     d = diag.to_dict() if hasattr(diag, "to_dict") else dataclasses.asdict(diag)
-    d = {k: v for k, v in d.items() if k not in {"v1", "u1", "constant_indices"}}
+    # the study gives its own verdict (track level, reliability.csv), not the segment level one
+    d = {k: v for k, v in d.items() if k not in {"v1", "u1", "constant_indices", "verdict"}}
     d["v1_constancy"] = float(diag.v1_constancy)
     timings["diagnostics"] = time.perf_counter() - t0
 
