@@ -68,18 +68,20 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "aria_tda._output_folders",
             "aria_tda._options",
             "aria_tda._dask",
+            "aria_tda._display",
         ),
     ),
     (1, ("aria_tda.scores", "aria_tda.features", "aria_tda.embed.store",
          "aria_tda.embed.retrieval")),
-    (2, ("aria_tda.similarity", "aria_tda._simkernels", "aria_tda.diagnostics")),
+    # the verdict reads the diagnostics (and a Diagnostics gives its verdict)
+    (2, ("aria_tda.similarity", "aria_tda._simkernels", "aria_tda.diagnostics",
+         "aria_tda.verdict")),
     (
         3,
         (
             "aria_tda.homogeneity",
             "aria_tda.alignment",
             "aria_tda.confound",
-            "aria_tda.verdict",
             "aria_tda.paired",
         ),
     ),
@@ -96,6 +98,8 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
          "aria_tda.media.provenance", "aria_tda.media._sections")),
     (5, ("aria_tda.study",)),
     (6, ("aria_tda.attribution", "aria_tda.embed")),
+    # ARIA inside the peers' loops (quanda, dattri, Hugging Face, miditok)
+    (7, ("aria_tda.integrations",)),
     (8, ("aria_tda.cli", "aria_tda.__main__", "aria_tda")),
     (9, ("aria_tda_experiments",)),
 )
@@ -109,6 +113,7 @@ LAYER_NAMES = {
     4: "presentation",
     5: "orchestration",
     6: "attribution & encoders",
+    7: "integrations",
     8: "interface",
     9: "experiments (a package of its own; the library never imports it)",
 }
