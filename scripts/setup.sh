@@ -89,4 +89,15 @@ if [ "$DEV" = 1 ] && ! .venv/bin/python -c "import importlib.util as u; exit(u.f
   pip_install --no-deps "laion-clap==1.1.7"
 fi
 
+# quanda's Metric base, for the tests of ARIA's quanda metric (aria_tda.integrations.metrics).
+# Its pins pull torchvision (whose wheel is built for CUDA torch and breaks on the CPU one),
+# lightning, captum, kronfluence, traker, annoy, tiktoken …: the peers its package __init__
+# imports. Its metric modules need only torch, PyYAML and Hugging Face datasets, and
+# aria_tda.integrations.metrics.quanda_module imports them without that __init__. So quanda
+# goes in without its pins; datasets (small: dill, multiprocess, xxhash) is in the dev extra.
+if [ "$DEV" = 1 ] && ! .venv/bin/python -c "import importlib.util as u; exit(u.find_spec('quanda') is None)" >/dev/null 2>&1; then
+  log "installing quanda==0.5.0 (--no-deps, test of the quanda metric)"
+  pip_install --no-deps "quanda==0.5.0"
+fi
+
 log "done: $(.venv/bin/aria-tda --version)"
