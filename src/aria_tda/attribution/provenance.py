@@ -5,7 +5,9 @@
 :func:`~aria_tda.attribution.run_methods`, and the evidence dossier prints it, so an expert
 can name exactly which model and data a figure came from:
 
-- ``model``: the architecture's class (``module.QualName``) and its parameter count;
+- ``model``: the architecture's class (``module.QualName``) and its parameter count, and what
+  an adapter's ``aria_provenance()`` adds (the Hugging Face config of
+  :class:`aria_tda.integrations.huggingface.HFTokenModel`: model_type, parameters, digest);
 - ``checkpoints``: one digest per checkpoint the method read (its state dict: every tensor's
   name, dtype, shape and bytes, in name order), in the order read;
 - ``train_data``, ``query_data``: digests of the training and query windows (dtype, shape and
@@ -110,8 +112,13 @@ def provenance(model: Any, checkpoints: Any, train: Any, queries: Any) -> dict[s
     for i, c in enumerate(_checkpoint_list(checkpoints)):
         state = c if isinstance(c, Mapping) else load_checkpoint(c, name=f"checkpoints[{i}]")
         digests.append(state_digest(state))
+    record: dict[str, Any] = {"class": f"{cls.__module__}.{cls.__qualname__}",
+                              "n_parameters": n_params}
+    describe = getattr(model, "aria_provenance", None)
+    if callable(describe):  # adapters (aria_tda.integrations.huggingface) name what they wrap
+        record.update(describe())
     return {
-        "model": {"class": f"{cls.__module__}.{cls.__qualname__}", "n_parameters": n_params},
+        "model": record,
         "checkpoints": digests,
         "train_data": {"digest": array_digest(train), "shape": list(np.shape(train))},
         "query_data": {"digest": array_digest(queries), "shape": list(np.shape(queries))},
