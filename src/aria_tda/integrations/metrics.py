@@ -436,6 +436,11 @@ class ReliabilityAccumulator:
     def compute(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """ARIA's diagnostics and verdict of every test example passed so far.
 
+        Parameters
+        ----------
+        *args, **kwargs
+            Accepted for quanda's ``Metric`` signature and ignored.
+
         Returns
         -------
         dict
@@ -447,12 +452,24 @@ class ReliabilityAccumulator:
         return {"score": rec["verdict"]["label"], **rec}
 
     def reset(self, *args: Any, **kwargs: Any) -> None:
-        """Forget every batch."""
+        """Forget every batch.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            Accepted for quanda's ``Metric`` signature and ignored.
+        """
         self._reset_state()
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """The state: ``explanations``, the accumulated ``(T, n_train)`` rows (a torch tensor
-        when torch is installed, else a NumPy array), and ``topk``."""
+        when torch is installed, else a NumPy array), and ``topk``.
+
+        Parameters
+        ----------
+        *args, **kwargs
+            Accepted for quanda's ``Metric`` signature and ignored.
+        """
         rows = self._matrix().T if self._blocks else np.zeros((0, self.n_train_ or 0))
         out: Any = rows
         if importlib.util.find_spec("torch") is not None:
