@@ -8,13 +8,13 @@ Runs in the project environment, after ``generate.py`` and ``similarity.py``::
 
 For each file of ``DIR/manifest.json``: :func:`aria_tda.diagnose` (the ``aria-tda diagnose``
 defaults, ``topk=(1, 10)``) and :func:`aria_tda.verdict.classify` — the verdict (does the top-K
-follow the query), the previous top-K rule (the same concentration without the
+follow the query), the top-K overlap rule (the same concentration without the
 query-dependence measures) and the structural rules alone (no top-K). Each rule's value is
 tabulated with the file's label.
 
 **The calibration rule, written before this script was first run.** The thresholds 0.3
 (collapsed) and 0.1 (suspect) of the unlike-query overlap were fixed before the corpus existed
-(they are the previous top-K rule's). On the *calibration* half only: if the false alarms on
+(they are the top-K overlap rule's). On the *calibration* half only: if the false alarms on
 healthy files (suspect or collapsed) or the misses on failed files (ok) exceed 5 %, the suspect
 threshold becomes the value of {0.05, 0.1, 0.15, 0.2, 0.25} with the fewest false alarms plus
 misses (ties: the larger); the *held-out* half is then reported with it, unchanged. Failures
@@ -117,7 +117,7 @@ def rates(rows: list[dict[str, Any]], verdict_of) -> dict[str, Any]:
 
 RULES = {
     "verdict (unlike-query overlap)": lambda r: r["verdict"],
-    "previous top-K rule": lambda r: r["previous"],
+    "top-K overlap rule (no query dependence)": lambda r: r["previous"],
     "structural rules (κ, r₁, p)": lambda r: r["structural"],
 }
 
@@ -143,7 +143,9 @@ def page(rows: list[dict[str, Any]], suspect: float, corpus: Path) -> str:
            "was run on any of them (`scripts/verdict_corpus/README.md`). The verdict's "
            "thresholds were checked on the *calibration* half by the rule written in "
            "`scripts/verdict_corpus/evaluate.py`; the *held-out* half is reported unchanged.",
-           "", "```sh", "/work/peer-venv/bin/python scripts/verdict_corpus/generate.py",
+           "", "```sh",
+           "$PEER_VENV/bin/python scripts/verdict_corpus/generate.py   "
+           "# PEER_VENV: scripts/peer_fixtures/setup_env.sh",
            ".venv/bin/python scripts/verdict_corpus/similarity.py",
            ".venv/bin/python scripts/verdict_corpus/evaluate.py   # this page", "```", "",
            f"Suspect threshold after calibration: **{suspect}** (collapsed: 0.3).", "",
@@ -214,7 +216,7 @@ def page(rows: list[dict[str, Any]], suspect: float, corpus: Path) -> str:
         out += ["", "Failures the verdict does not claim to see (not counted above): "
                 + ", ".join(f"`{r['file']}` ({r['failure']}: {r['verdict']})" for r in other)
                 + "."]
-    out += ["", f"Corpus folder at evaluation: `{corpus}`; {len(rows)} files; the diagnostics "
+    out += ["", f"Corpus folder at evaluation: `{corpus.name}`; {len(rows)} files; the diagnostics "
             f"took {sum(r['seconds'] for r in rows):.0f} s in all.", ""]
     return "\n".join(out)
 

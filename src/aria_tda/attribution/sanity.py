@@ -6,40 +6,42 @@ checkpoints it was given. Both rules were fixed before any method was measured.
 
 Model randomisation (Adebayo et al. 2018 for saliency maps; Hanawa et al. 2021 and quanda's
 ``ModelRandomizationMetric`` for training-data attribution)
-    The method's scores with the trained checkpoints, :math:`\tau`, and with checkpoints of the
-    same architecture whose weights are re-initialised (:func:`reinitialized_state`),
-    :math:`\tilde\tau`, on the same training windows and queries. Per query :math:`q`
 
-    .. math:: \rho_q = \rho_{\mathrm{Spearman}}\big(\tau(\cdot, q),\ \tilde\tau(\cdot, q)\big)
+The method's scores with the trained checkpoints, :math:`\tau`, and with checkpoints of the
+same architecture whose weights are re-initialised (:func:`reinitialized_state`),
+:math:`\tilde\tau`, on the same training windows and queries. Per query :math:`q`
 
-    over the training windows; reported: the mean over queries and its percentile bootstrap
-    interval over queries (:func:`~aria_tda.attribution.sanity_stats.bootstrap_mean`). An
-    attribution that explains what the model *learned* must change when what it learned is
-    destroyed.
+.. math:: \rho_q = \rho_{\mathrm{Spearman}}\big(\tau(\cdot, q),\ \tilde\tau(\cdot, q)\big)
 
-    **Rule: flagged when the interval's lower end is** :math:`\ge 0.5`
-    (:data:`~aria_tda.attribution.sanity_stats.RANDOMIZATION_THRESHOLD`). :math:`\rho = 0.5`
-    is a large correlation (Cohen 1988); a lower end above it says, with confidence, that the
-    ranking agrees at least that much with what the method returns for a model that has
-    learned nothing, so a large part of it comes from the inputs and the architecture, not from
-    training. The lower end (not the mean) is used so that a few queries, whose interval is
-    wide, do not raise a flag by chance. A negative correlation is not flagged.
+over the training windows; reported: the mean over queries and its percentile bootstrap
+interval over queries (:func:`~aria_tda.attribution.sanity_stats.bootstrap_mean`). An
+attribution that explains what the model *learned* must change when what it learned is
+destroyed.
+
+**Rule: flagged when the interval's lower end is** :math:`\ge 0.5`
+(:data:`~aria_tda.attribution.sanity_stats.RANDOMIZATION_THRESHOLD`). :math:`\rho = 0.5`
+is a large correlation (Cohen 1988); a lower end above it says, with confidence, that the
+ranking agrees at least that much with what the method returns for a model that has
+learned nothing, so a large part of it comes from the inputs and the architecture, not from
+training. The lower end (not the mean) is used so that a few queries, whose interval is
+wide, do not raise a flag by chance. A negative correlation is not flagged.
 
 Gradient-norm bias (Barshan et al. 2020, RelatIF; Hammoudeh & Lowd 2022, renormalised
 influence; Hanawa et al. 2021)
-    Per query, the Spearman correlation between its score column and the training windows'
-    loss-gradient norms :math:`\lVert\nabla_\theta\ell(s)\rVert` (:func:`training_gradient_norms`)
-    — a per-item term that does not depend on the query. GradDot scores
-    :math:`\lVert g_s\rVert\,\lVert g_q\rVert\cos(g_s, g_q)`, so for a fixed query its ranking
-    tends to follow the norm and the same high-norm (atypical, badly fitted) windows head every
-    query's list; GradCos divides the norm out. Reported: the median over queries and the share
-    of queries with :math:`\rho_q \ge 0.5`.
 
-    **Rule: flagged when the median is** :math:`\ge 0.5`
-    (:data:`~aria_tda.attribution.sanity_stats.BIAS_THRESHOLD`): for at least half the queries
-    a query-independent term alone has a large rank correlation (Cohen 1988) with the query's
-    ranking — at least a quarter of its rank variance (:math:`\rho^2 \ge 0.25`) is fixed before
-    the query is seen, so the method largely returns one global list.
+Per query, the Spearman correlation between its score column and the training windows'
+loss-gradient norms :math:`\lVert\nabla_\theta\ell(s)\rVert` (:func:`training_gradient_norms`)
+— a per-item term that does not depend on the query. GradDot scores
+:math:`\lVert g_s\rVert\,\lVert g_q\rVert\cos(g_s, g_q)`, so for a fixed query its ranking
+tends to follow the norm and the same high-norm (atypical, badly fitted) windows head every
+query's list; GradCos divides the norm out. Reported: the median over queries and the share
+of queries with :math:`\rho_q \ge 0.5`.
+
+**Rule: flagged when the median is** :math:`\ge 0.5`
+(:data:`~aria_tda.attribution.sanity_stats.BIAS_THRESHOLD`): for at least half the queries
+a query-independent term alone has a large rank correlation (Cohen 1988) with the query's
+ranking — at least a quarter of its rank variance (:math:`\rho^2 \ge 0.25`) is fixed before
+the query is seen, so the method largely returns one global list.
 
 Conventions
 -----------

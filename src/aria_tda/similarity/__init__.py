@@ -3,48 +3,50 @@ r"""Feature similarity functions of the evidence channels (paper appendix "Simil
 Two similarity functions, named by :attr:`aria_tda.features.registry.FeatureSpec.similarity`:
 
 ``"std_euclidean"`` — standardised Euclidean similarity (vectors, histograms, scalars)
-    .. math:: \mathrm{sim}(a, b) = \frac{1}{1 + \lVert z_a - z_b \rVert_2},
-              \qquad z_{x,k} = \frac{x_k - m_k}{s_k}
 
-    ``s_k`` is the sample standard deviation (``ddof=1``, as
-    :func:`scipy.spatial.distance.seuclidean`) of dimension ``k`` over **all tracks that have
-    the feature** (NaN rows excluded), fixed once per corpus by :func:`prepare_feature`
-    before any query and shared by all queries, groups and methods. ``m_k`` (the mean) does
-    not change distances; it only centres the data for numerical accuracy. Range ``(0, 1]``;
-    1 iff the standardised vectors coincide.
+.. math:: \mathrm{sim}(a, b) = \frac{1}{1 + \lVert z_a - z_b \rVert_2},
+          \qquad z_{x,k} = \frac{x_k - m_k}{s_k}
 
-    *Zero-variance dimensions.* A dimension whose standard deviation is zero (or below
-    ``1e-12`` times its largest absolute value) carries no information: every track has the
-    same value, so ``(a_k - b_k) / s_k`` would be ``0 / 0``. Such dimensions are **dropped
-    from the distance** (their scale is stored as ``inf``, i.e. they contribute 0) and an
-    :class:`~aria_tda.errors.AriaWarning` says how many. If every dimension is dropped the feature
-    is constant and every pair has similarity 1.
+``s_k`` is the sample standard deviation (``ddof=1``, as
+:func:`scipy.spatial.distance.seuclidean`) of dimension ``k`` over **all tracks that have
+the feature** (NaN rows excluded), fixed once per corpus by :func:`prepare_feature`
+before any query and shared by all queries, groups and methods. ``m_k`` (the mean) does
+not change distances; it only centres the data for numerical accuracy. Range ``(0, 1]``;
+1 iff the standardised vectors coincide.
+
+*Zero-variance dimensions.* A dimension whose standard deviation is zero (or below
+``1e-12`` times its largest absolute value) carries no information: every track has the
+same value, so ``(a_k - b_k) / s_k`` would be ``0 / 0``. Such dimensions are **dropped
+from the distance** (their scale is stored as ``inf``, i.e. they contribute 0) and an
+:class:`~aria_tda.errors.AriaWarning` says how many. If every dimension is dropped the feature
+is constant and every pair has similarity 1.
 
 ``"chord_lcs"`` — normalised longest common subsequence of chord root-motion sequences
-    .. math:: \mathrm{sim}(a, b) = \frac{\mathrm{LCS}(a, b)}{\max(|a|, |b|)},
-              \qquad \mathrm{sim}(\varnothing, \varnothing) = 1
 
-    over root-motion intervals mod 12 (so transposing a progression does not change its
-    sequence: the measure is transposition invariant). Range ``[0, 1]``.
+.. math:: \mathrm{sim}(a, b) = \frac{\mathrm{LCS}(a, b)}{\max(|a|, |b|)},
+          \qquad \mathrm{sim}(\varnothing, \varnothing) = 1
 
-    *Why ``max``.* ``1 - LCS/max(|a|, |b|)`` is a metric on sequences (Bakkelund 2009,
-    "An LCS-based string metric"), so similarities are mutually consistent (triangle
-    inequality), whereas the Dice form ``2 LCS / (|a| + |b|)`` is not a metric and the
-    ``min`` form scores any progression contained in a longer one as identical (1). With
-    ``max`` a short progression that merely occurs inside a long one is *not* called similar,
-    which is what a harmony-homogeneity measure wants. Equal lengths give ``LCS / n`` in all
-    three forms.
+over root-motion intervals mod 12 (so transposing a progression does not change its
+sequence: the measure is transposition invariant). Range ``[0, 1]``.
 
-    *Empty sequences.* A track whose chord recogniser found a single chord (or none) has an
-    empty root-motion sequence: a legitimate value ("no progression"). Two empty sequences
-    are identical (similarity 1); an empty and a non-empty one share nothing (similarity 0).
-    A *missing* feature (the track was not analysed) is ``None`` and is different: it makes
-    the track unavailable (NaN similarity), see :attr:`PreparedFeature.valid`.
+*Why ``max``.* ``1 - LCS/max(|a|, |b|)`` is a metric on sequences (Bakkelund 2009,
+"An LCS-based string metric"), so similarities are mutually consistent (triangle
+inequality), whereas the Dice form ``2 LCS / (|a| + |b|)`` is not a metric and the
+``min`` form scores any progression contained in a longer one as identical (1). With
+``max`` a short progression that merely occurs inside a long one is *not* called similar,
+which is what a harmony-homogeneity measure wants. Equal lengths give ``LCS / n`` in all
+three forms.
 
-    Symbols are small non-negative integers (``0..11`` for root motions; any alphabet below
-    256 is accepted). LCS uses the bit-parallel algorithm of Allison & Dix (1986) / Hyyrö
-    (2004) with match masks precomputed once per sequence (:mod:`aria_tda._simkernels`); the
-    dynamic program :func:`lcs_length_reference` is the exact reference.
+*Empty sequences.* A track whose chord recogniser found a single chord (or none) has an
+empty root-motion sequence: a legitimate value ("no progression"). Two empty sequences
+are identical (similarity 1); an empty and a non-empty one share nothing (similarity 0).
+A *missing* feature (the track was not analysed) is ``None`` and is different: it makes
+the track unavailable (NaN similarity), see :attr:`PreparedFeature.valid`.
+
+Symbols are small non-negative integers (``0..11`` for root motions; any alphabet below
+256 is accepted). LCS uses the bit-parallel algorithm of Allison & Dix (1986) / Hyyrö
+(2004) with match masks precomputed once per sequence (:mod:`aria_tda._simkernels`); the
+dynamic program :func:`lcs_length_reference` is the exact reference.
 
 Conventions
 -----------
