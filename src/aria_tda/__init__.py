@@ -41,7 +41,7 @@ _LAZY = {
     "classify": "aria_tda.verdict",
     "channel_alignment": "aria_tda.alignment",
     "stratify": "aria_tda.confound",
-    "load_study": "aria_tda.study.config",
+    "load_study": "aria_tda.study.studyfile",
     "run_study": "aria_tda.study",
     "write_report": "aria_tda.report",
     "load_encoder": "aria_tda.embed.encoders.registry",
@@ -72,7 +72,7 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load o
     )
     from aria_tda.similarity import prepare_channels
     from aria_tda.study import run_study
-    from aria_tda.study.config import load_study
+    from aria_tda.study.studyfile import load_study
     from aria_tda.verdict import classify
 
 

@@ -44,6 +44,7 @@ required columns and may add more; readers must tolerate extra columns and missi
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -81,6 +82,7 @@ __all__ = [
     "TABLES",
     "TableSpec",
     "default_k_report",
+    "default_ks",
     "is_aria_report",
     "is_results_dir",
     "read_results_meta",
@@ -95,6 +97,59 @@ __all__ = [
 DEFAULT_KS: tuple[int, ...] = (20, 50, 100, 200, 300, 400, 500)
 #: The K of the report's tables when the study does not name one and it is swept.
 PREFERRED_K_REPORT = 300
+#: A default group size is at most the pool size divided by this (:func:`default_ks`).
+POOL_FRACTION = 4
+#: Fewest of the paper's group sizes a default sweep keeps before it falls back to the
+#: 1-2-5 series (:func:`default_ks`).
+MIN_DEFAULT_KS = 3
+
+
+def default_ks(n_tracks: int | None = None) -> tuple[int, ...]:
+    """The K sweep used when none is given, fitted to a pool of ``n_tracks`` tracks.
+
+    The rule:
+
+    1. ``cap = n_tracks // 4`` (:data:`POOL_FRACTION`): a group holds at most a quarter of the
+       pool, so that top-K groups and the random reference groups of the null are not most of
+       the pool;
+    2. the paper's sweep :data:`DEFAULT_KS` (20, 50, 100, 200, 300, 400, 500) cut to the values
+       ``<= cap``, when at least three (:data:`MIN_DEFAULT_KS`) are left — on a pool of 2000
+       tracks or more this is the paper's whole sweep, unchanged;
+    3. otherwise the 1-2-5 series 5, 10, 20, 50, 100, 200, 500, ... up to ``cap`` (a pool
+       of 120 tracks: 5, 10, 20; of 300: 5, 10, 20, 50);
+    4. when that is empty too (fewer than 20 tracks), the single K ``max(2, cap)``.
+
+    Without a pool size (``None``) the paper's sweep is returned.
+
+    Parameters
+    ----------
+    n_tracks : int, optional
+        The pool: the tracks that have both features and scores (>= 2).
+
+    Returns
+    -------
+    tuple of int
+        Increasing group sizes, each ``<= n_tracks``.
+
+    Raises
+    ------
+    ParameterError
+        if ``n_tracks`` is below 2 (no group of two tracks can be drawn).
+    """
+    if n_tracks is None:
+        return DEFAULT_KS
+    if isinstance(n_tracks, bool) or not isinstance(n_tracks, numbers.Integral) or n_tracks < 2:
+        raise ParameterError(expected("n_tracks", "a pool of at least 2 tracks", n_tracks))
+    cap = int(n_tracks) // POOL_FRACTION
+    kept = tuple(k for k in DEFAULT_KS if k <= cap)
+    if len(kept) >= MIN_DEFAULT_KS:
+        return kept
+    series: list[int] = []
+    base = 1
+    while 5 * base <= cap:
+        series += [m * base for m in (5, 10, 20) if m * base <= cap]
+        base *= 10
+    return tuple(series) if series else (max(2, cap),)
 
 
 def default_k_report(ks: Sequence[int]) -> int:

@@ -36,7 +36,7 @@ def test_defaults_and_help_come_from_the_study_spec():
     helps = {a.dest: a.help for a in p._actions}
     assert helps["B"].endswith("(default: 200)")
     assert helps["n_bootstrap"].endswith("(default: 1000)")
-    assert "aria_tda.homogeneity.DEFAULT_KS" in helps["K"]
+    assert "20 50 100 200 300 400 500" in helps["K"] and "DEFAULT_KS" not in helps["K"]
     args = p.parse_args(["s.npy", "--features", "f", "--out", "o"])
     assert args.B is None and args.K is None and args.n_bootstrap is None  # spec defaults
 

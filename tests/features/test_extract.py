@@ -246,3 +246,22 @@ def test_one_bad_file_first_is_recorded_and_the_run_goes_on(tmp_path):
     (root / "a-broken.mid").write_bytes(b"")  # sorted before the good ones
     info = extract_to_store(root, tmp_path / "store", modality="symbolic", progress=False)
     assert info["n_extracted"] == 3 and info["n_errors"] == 1
+
+
+def test_a_long_run_writes_parts_as_it_goes_not_only_at_the_end(tmp_path, monkeypatch):
+    """Buffered results become a part after FLUSH_SECONDS even below --flush-every: a long
+    extraction under nohup shows (and keeps, when killed) its first results early."""
+    import aria_tda.features.extract as extract
+
+    src = corpus(tmp_path / "in", n=4)
+    monkeypatch.setattr(extract, "FLUSH_SECONDS", 0.0)  # every result is "a minute later"
+    extract_to_store(src, tmp_path / "timed", modality="symbolic", workers=1,
+                     flush_every=10**6, progress=False)
+    timed = sorted((tmp_path / "timed").glob("part-*.parquet"))
+    monkeypatch.setattr(extract, "FLUSH_SECONDS", 3600.0)
+    extract_to_store(src, tmp_path / "counted", modality="symbolic", workers=1,
+                     flush_every=10**6, progress=False)
+    counted = sorted((tmp_path / "counted").glob("part-*.parquet"))
+    assert len(timed) == 4 and len(counted) == 1
+    assert (FeatureStore.open(tmp_path / "timed").track_ids.tolist()
+            == FeatureStore.open(tmp_path / "counted").track_ids.tolist())

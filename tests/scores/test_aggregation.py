@@ -242,5 +242,7 @@ def test_segment_column_without_row_ids_is_a_row_index(tmp_path):
     pd.DataFrame({"segment": ["x", "y", "z", "w"], "track_id": list("abcd")}).to_csv(
         tmp_path / "n.csv", index=False
     )
-    with pytest.raises(DataError, match="no row ids"):
-        aggregate(s, segments=tmp_path / "n.csv", normalize="zscore")
+    # segment ids that are names, and no row ids to match: the table's rows go by position
+    out = aggregate(s, segments=tmp_path / "n.csv", normalize="zscore")
+    assert list(out.row_ids) == ["a", "b", "c", "d"]
+    np.testing.assert_allclose(out.to_numpy(), z)  # score row i is the table's row i

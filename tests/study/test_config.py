@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aria_tda.errors import FileFormatError, ParameterError
-from aria_tda.study.config import load_study, parse_study
+from aria_tda.study.studyfile import load_study, parse_study
 
 GOOD = """\
 name = "demo"

@@ -10,7 +10,8 @@ from aria_tda.features.store import StoreWriter
 from aria_tda.results import read_results_meta, read_table
 from aria_tda.study import run_study
 from aria_tda.study.cache import slot_name
-from aria_tda.study.config import SettingSpec, parse_study
+from aria_tda.study.config import SettingSpec
+from aria_tda.study.studyfile import parse_study
 
 ENCODER = {"encoder": "toy-enc", "weights_sha256": "ab" * 32, "layer": None,
            "sample_rate": 16000, "window_seconds": 1.0, "dim": 16}

@@ -12,7 +12,7 @@ from aria_tda.media.sources import resolve_media
 from aria_tda.results import read_results_meta
 from aria_tda.scores import save_scores
 from aria_tda.study import run_study
-from aria_tda.study.config import load_study
+from aria_tda.study.studyfile import load_study
 
 
 def _midi(path: Path, pitch: int) -> None:

@@ -9,7 +9,7 @@ import pytest
 from aria_tda.errors import DataError, ParameterError
 from aria_tda.results import read_results_meta, read_table
 from aria_tda.study import run_study
-from aria_tda.study.config import load_study
+from aria_tda.study.studyfile import load_study
 
 N_TRACKS, N_QUERIES = 120, 24  # the sizes of the planted_study fixture (tests/conftest.py)
 

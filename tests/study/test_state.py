@@ -19,8 +19,8 @@ from aria_tda.report import load_results
 from aria_tda.results import read_results_meta, read_table, write_table
 from aria_tda.study import run_study
 from aria_tda.study.cache import slot_name, slug
-from aria_tda.study.config import parse_study
 from aria_tda.study.inputs import read_queries
+from aria_tda.study.studyfile import parse_study
 from studylib import make_planted_study
 
 ENCODER = {"encoder": "toy-enc", "weights_sha256": "ab" * 32, "layer": None,

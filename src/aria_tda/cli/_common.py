@@ -393,3 +393,44 @@ def add_progress_flag(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="do not draw progress bars (also: ARIA_PROGRESS=0)",
     )
+
+
+def add_summary_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--json`` (the run's summary as JSON on stdout, every other line on stderr).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The sub-command's parser (``run``, ``homogeneity``).
+    """
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print the summary (per setting: verdict, leading channels, distinctive aspect, "
+        "K) as JSON on stdout; log lines go to stderr")
+
+
+def run_and_summarise(args: argparse.Namespace, work: Any) -> int:
+    """Run ``work()`` (which returns the results folder), then print the folder's summary.
+
+    With ``args.json`` every line ``work`` prints goes to stderr and stdout holds only the
+    JSON summary (:func:`aria_tda.study.summary.results_summary`); otherwise the summary table
+    follows the log (nothing with ``args.quiet``).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed command line (``json``, optionally ``quiet``).
+    work : callable
+        ``work() -> pathlib.Path``.
+    """
+    from aria_tda.study.summary import format_summary, results_summary
+
+    if args.json:
+        with contextlib.redirect_stdout(sys.stderr):
+            out = work()
+        print_json(results_summary(out))
+        return 0
+    out = work()
+    if not getattr(args, "quiet", False):
+        print(format_summary(results_summary(out)), flush=True)
+    return 0

@@ -83,7 +83,8 @@ def _add_extract_args(p: argparse.ArgumentParser) -> None:
         type=int,
         default=256,
         metavar="N",
-        help="tracks per Parquet part (default 256)",
+        help="tracks per Parquet part (default 256; a part is also written once a minute, so "
+        "a long run keeps its first results early)",
     )
     p.add_argument(
         "--overwrite", action="store_true", help="start a fresh store instead of resuming"

@@ -19,7 +19,12 @@ import argparse
 from typing import Any
 
 from aria_tda._options import option_help
-from aria_tda.cli._common import add_progress_flag, add_scheduler_flag
+from aria_tda.cli._common import (
+    add_progress_flag,
+    add_scheduler_flag,
+    add_summary_flags,
+    run_and_summarise,
+)
 from aria_tda.study.config import NORMALIZE, SettingSpec, StudySpec, field_default
 
 #: flag destination -> (spec class, field) for the flags that set a spec field.
@@ -41,6 +46,7 @@ _FIELDS: dict[str, tuple[type[Any], str]] = {
     "K_aspects": (StudySpec, "K_aspects"),
     "feature_set": (StudySpec, "feature_set"),
     "report": (StudySpec, "report"),
+    "media": (StudySpec, "media"),
 }
 
 
@@ -54,7 +60,7 @@ def _help(dest: str) -> str:
     text = option_help(cls, name)
     default = field_default(cls, name)
     if default is True:
-        return f"{text}: on by default, this flag turns it off"
+        return f"turns off (on by default): {text}"
     if default is None or isinstance(default, bool) or "(default" in text:
         return text
     if isinstance(default, tuple):
@@ -78,7 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "against B random groups per K (K-sweep), the rank-1 residual, the alignment "
             "of u1, and the distinctive reading (which aspect explains each query's "
             "attribution beyond what the method shows for every query, or none). Writes a "
-            "results folder like 'aria-tda run' with a single setting."
+            "results folder like 'aria-tda run' with a single setting and prints its summary."
         ),
     )
     p.add_argument("scores", metavar="SCORES",
@@ -113,7 +119,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    choices=("extended", "paper"), help=_help("feature_set"))
     p.add_argument("--no-report", dest="report", action="store_false", default=None,
                    help=_help("report"))
+    p.add_argument("--no-media", dest="media", action="store_false", default=None,
+                   help=_help("media"))
     p.add_argument("--out", required=True, help="results folder")
+    add_summary_flags(p)
     add_scheduler_flag(p)
     add_progress_flag(p)
     p.set_defaults(func=run)
@@ -167,8 +176,14 @@ def run(args: argparse.Namespace) -> int:
     from aria_tda.cli.report import _note_missing_plots
 
     started = time.time()
-    out = run_study(validate_study(spec, source="aria-tda homogeneity"), progress=args.progress,
-                    command="aria-tda homogeneity", scheduler=scheduler)
-    # a report without matplotlib has no K-sweep plots: say so once
-    _note_missing_plots("aria-tda homogeneity", html=out / "report.html", since=started - 1)
-    return 0
+    checked = validate_study(spec, source="aria-tda homogeneity")
+
+    def work() -> Any:
+        out = run_study(checked, progress=args.progress, command="aria-tda homogeneity",
+                        scheduler=scheduler)
+        # a report without matplotlib has no K-sweep plots: say so once
+        _note_missing_plots("aria-tda homogeneity", html=out / "report.html",
+                            since=started - 1)
+        return out
+
+    return run_and_summarise(args, work)

@@ -7,8 +7,14 @@ setting whose score matrix looks transposed is refused naming its ``transpose`` 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from aria_tda.cli._common import add_progress_flag, add_scheduler_flag
+from aria_tda.cli._common import (
+    add_progress_flag,
+    add_scheduler_flag,
+    add_summary_flags,
+    run_and_summarise,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,11 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         description=(
             "Run every analysis of a study file for every setting it names and write a results "
-            "folder (results.json + CSV/Parquet tables) and report.html. Finished settings are "
-            "cached and reused when the content of their inputs and their parameters are "
+            "folder (results.json + CSV/Parquet tables) and report.html, then print a summary "
+            "(per setting: verdict, leading channels, distinctive aspect, K). Finished settings "
+            "are cached and reused when the content of their inputs and their parameters are "
             "unchanged; one run writes a results folder at a time, inputs are never written "
-            "over, and a killed run is resumed by the next. See "
-            "'aria_tda.study.config' for the study file format. With --scheduler (or the study's "
+            "over, and a killed run is resumed by the next. The study file format is in the "
+            "user guide (docs/guide/study.md). With --scheduler (or the study's "
             "'scheduler' key) the settings run in parallel on a Dask cluster, each null "
             "computed once; the results are those of the single-machine run."
         ),
@@ -41,7 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="results folder (default: the study's 'output')")
     p.add_argument("--no-report", dest="report", action="store_false", default=None,
                    help="do not write report.html")
+    p.add_argument("--no-media", dest="media", action="store_false", default=None,
+                   help="write the report without its listening room (no audio clips or "
+                   "notation rendered; the study's 'media' key)")
     p.add_argument("--quiet", action="store_true", help="no log lines")
+    add_summary_flags(p)
     add_progress_flag(p)
     add_scheduler_flag(p)
     p.set_defaults(func=run)
@@ -75,8 +86,13 @@ def run(args: argparse.Namespace) -> int:
     from aria_tda.cli.report import _note_missing_plots
 
     started = time.time()
-    out = run_study(args.study, output=args.output, report=args.report, progress=args.progress,
-                    quiet=args.quiet, command="aria-tda run", scheduler=scheduler)
-    if not args.quiet:  # a report without matplotlib has no K-sweep plots: say so once
-        _note_missing_plots("aria-tda run", html=out / "report.html", since=started - 1)
-    return 0
+
+    def work() -> Any:
+        out = run_study(args.study, output=args.output, report=args.report, media=args.media,
+                        progress=args.progress, quiet=args.quiet, command="aria-tda run",
+                        scheduler=scheduler)
+        if not args.quiet:  # a report without matplotlib has no K-sweep plots: say so once
+            _note_missing_plots("aria-tda run", html=out / "report.html", since=started - 1)
+        return out
+
+    return run_and_summarise(args, work)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -317,7 +318,8 @@ def extract_to_store(
         Processes (1 = in this process). A worker that dies on a file is replaced; the file
         is recorded in the errors table.
     flush_every : int
-        Tracks per Parquet part (a crash loses at most this many).
+        Tracks per Parquet part (a crash loses at most this many); buffered results are also
+        written after :data:`FLUSH_SECONDS` (60 s).
     overwrite : bool
         Start a fresh store instead of resuming.
     metadata : DataFrame | path to CSV/Parquet, optional
@@ -410,7 +412,10 @@ def _run(writer: StoreWriter, mod: Any, module: str, modality: str, ids: list[st
     buf: list[tuple[Any, ...]] = []
     stats = {"n_skipped": n_skipped, "n_extracted": 0, "n_errors": 0}
 
+    last_flush = [time.monotonic()]
+
     def flush() -> None:
+        last_flush[0] = time.monotonic()
         if not buf:
             return
         items = list(buf)
@@ -477,7 +482,7 @@ def _run(writer: StoreWriter, mod: Any, module: str, modality: str, ids: list[st
                 pbar.update(1)
                 _stop_if_nothing_works(outcome, len(tasks), len(done))
                 n_buf = sum(len(r[1]) if r[0] == "ok" else 1 for r in buf)
-                if n_buf >= flush_every:
+                if n_buf >= flush_every or time.monotonic() - last_flush[0] >= FLUSH_SECONDS:
                     flush()
         finally:
             try:
@@ -490,6 +495,10 @@ def _run(writer: StoreWriter, mod: Any, module: str, modality: str, ids: list[st
         _stop_if_nothing_works(outcome, len(tasks), len(done), at_end=True)
     return stats
 
+
+#: Seconds after which buffered results are written as a part even below ``flush_every``: a
+#: long extraction shows (and keeps, if killed) its first results within about a minute.
+FLUSH_SECONDS = 60.0
 
 #: A run whose first this-many files all fail (and whose store holds nothing yet) stops there.
 FAIL_FAST = 8

@@ -66,6 +66,7 @@ from aria_tda.homogeneity.core import (
 from aria_tda.homogeneity.core import (
     homogeneity_reference as homogeneity_reference,
 )
+from aria_tda.homogeneity.distinctive import DistinctiveReading, distinctive_reading
 from aria_tda.homogeneity.groups import constant_queries, feature_pool, top_k_groups
 from aria_tda.homogeneity.groups import (
     constant_queries_reference as constant_queries_reference,
@@ -79,9 +80,11 @@ from aria_tda.homogeneity.sweep import DEFAULT_KS
 
 __all__ = [
     "DEFAULT_KS",
+    "DistinctiveReading",
     "HomogeneityResult",
     "NullDistribution",
     "constant_queries",
+    "distinctive_reading",
     "feature_pool",
     "homogeneity",
     "null_distribution",

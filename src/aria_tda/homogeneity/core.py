@@ -27,6 +27,7 @@ import numpy as np
 
 from aria_tda._checks import check_int
 from aria_tda.errors import AriaWarning, DataError, ParameterError, expected
+from aria_tda.homogeneity.display import HomogeneityDisplay
 from aria_tda.homogeneity.groups import (
     _check_ks,
     _check_pool_valid,
@@ -59,9 +60,12 @@ from aria_tda.similarity import PreparedFeature
 __all__ = ["HomogeneityResult", "homogeneity", "run_homogeneity"]
 
 
-@dataclass(frozen=True, eq=False)
-class HomogeneityResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class HomogeneityResult(HomogeneityDisplay):
     r"""Homogeneity of every query's attributed groups, for every ``K`` of the sweep.
+
+    Shown as one line (``repr``: ks, channels, T, the leading channel by mean z at
+    ``evidence_k``) or a table in a notebook; ``to_frame()`` is the tidy per-query table.
 
     Attributes
     ----------

@@ -56,6 +56,7 @@ import numpy as np
 
 from aria_tda._checks import check_float, check_int
 from aria_tda.errors import ParameterError, expected
+from aria_tda.homogeneity.display import DistinctiveDisplay
 
 __all__ = [
     "ANCHORS",
@@ -286,9 +287,12 @@ def _baseline(z: np.ndarray, valid: np.ndarray, n_boot: int,
     return med, lo, hi
 
 
-@dataclass(frozen=True, eq=False)
-class DistinctiveReading:
+@dataclass(frozen=True, eq=False, repr=False)
+class DistinctiveReading(DistinctiveDisplay):
     r"""The distinctive reading of one score matrix (see the module docstring).
+
+    Shown as one line (``repr``: K, anchor, the method aspect, how many queries are named
+    each aspect) or a table in a notebook; ``to_frame()`` is :meth:`query_frame`.
 
     Attributes
     ----------

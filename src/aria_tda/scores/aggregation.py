@@ -21,7 +21,8 @@ The segment → track map
   ``track_id`` column (or exactly one column). Rows are matched by a
   ``row`` column (0-based row index) if present, else by a ``segment_id``/``segment`` column
   against the score matrix's ``row_ids`` if it has them (an integer ``segment`` column is read
-  as row indices when it has none), else by position (the table must have ``M`` rows).
+  as row indices when it has none; other segment ids then go by position), else by position
+  (the table must have ``M`` rows).
 
 Tracks appear in ``S_track`` in the order of ``tracks=`` when given (every segment's track must
 be among them, and each of them must have a segment), else in order of first appearance.
@@ -276,7 +277,7 @@ def table_rows(df: Any, *, row_ids: Any = None) -> np.ndarray | None:
 
     The rules of the module docstring: a ``row`` column; else a ``segment_id``/``segment``
     column matched against the score matrix's ``row_ids`` (integer values are row indices
-    when it has none); else the table's own order (``None``).
+    when it has none, other ids go by position); else the table's own order (``None``).
 
     Parameters
     ----------
@@ -307,15 +308,12 @@ def table_rows(df: Any, *, row_ids: Any = None) -> np.ndarray | None:
                 )
             ) from None
     if seg_col is not None and row_ids is None:
-        # no row ids to match against: integer segment values are row indices, others an error
+        # no row ids to match against: integer segment values are row indices; other ids
+        # (names) say nothing about rows, which then go by the table's own order
         try:
             return np.asarray(df[seg_col].to_numpy(), dtype=np.int64)
         except (TypeError, ValueError):
-            raise DataError(
-                f"segments: column {seg_col!r} holds segment ids but the score matrix has no "
-                "row ids to match them against; give a 'row' column (0-based score row) or "
-                "save the scores with row ids"
-            ) from None
+            return None
     if seg_col is not None and row_ids is not None:
         seg = _ids(df[seg_col].to_numpy(), "segments.segment_id")
         order = np.argsort(row_ids, kind="stable")

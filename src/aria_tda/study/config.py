@@ -7,7 +7,7 @@ sizes, the null size and the seed. Paths are relative to the study file. Example
     modality = "symbolic"            # "symbolic" | "audio"
     feature_store = "features"       # written by `aria-tda features` or `aria-tda demo`
     output = "results"               # results folder (created)
-    K = [20, 50, 100, 200, 300, 400, 500]
+    K = [20, 50, 100, 200, 300, 400, 500]  # default: fitted to the pool (results.default_ks)
     K_report = 300                   # the K of the report's tables
     B = 200                          # random reference groups per K, or "auto"
     seed = 0
@@ -54,18 +54,22 @@ from __future__ import annotations
 import dataclasses
 import numbers
 import os
-import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from aria_tda._checks import check_int
 from aria_tda._options import Options, option
-from aria_tda._paths import input_path
-from aria_tda.errors import FileFormatError, ParameterError, expected
+from aria_tda.errors import ParameterError, expected
 from aria_tda.features.registry import FEATURE_SETS, MODALITIES
-from aria_tda.results import DEFAULT_KS, PREFERRED_K_REPORT, default_k_report
+from aria_tda.results import (
+    DEFAULT_KS,
+    MIN_DEFAULT_KS,
+    POOL_FRACTION,
+    PREFERRED_K_REPORT,
+    default_k_report,
+    default_ks,
+)
 
 __all__ = [
     "NORMALIZE",
@@ -73,8 +77,10 @@ __all__ = [
     "StudySpec",
     "default_k_report",
     "field_default",
-    "load_study",
-    "parse_study",
+    "file_fields",
+    "is_path_field",
+    "is_required_field",
+    "jsonable",
     "validate_study",
 ]
 
@@ -87,8 +93,14 @@ _MISSING: Any = dataclasses.MISSING
 OptionsT = TypeVar("OptionsT", bound=Options)
 
 
-def _default_ks() -> tuple[int, ...]:
-    return tuple(int(k) for k in DEFAULT_KS)
+#: The fields a spec fills in when they are left out (recorded in ``StudySpec.defaulted``).
+DERIVED = ("K", "K_report", "K_aspects")
+#: ``--help`` and the field's help: the default K sweep, by its values.
+K_DEFAULT_HELP = (
+    "default: the paper's " + " ".join(map(str, DEFAULT_KS)) + ", keeping the values up to "
+    f"1/{POOL_FRACTION} of the pool (the tracks with features and scores); when fewer than "
+    f"{MIN_DEFAULT_KS} are left, 5 10 20 50 100 ... up to 1/{POOL_FRACTION} of the pool"
+)
 
 
 # --------------------------------------------------------------------------------------
@@ -106,7 +118,9 @@ def _optional_path(name: str, value: Any) -> Path | None:
     return None if value is None else _path(name, value)
 
 
-def _ks(name: str, value: Any) -> tuple[int, ...]:
+def _ks(name: str, value: Any) -> tuple[int, ...] | None:
+    if value is None:
+        return None  # filled in on construction (the default sweep)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         value = [value]
     if not isinstance(value, (list, tuple)):
@@ -331,9 +345,9 @@ class StudySpec(Options):
         check=_settings,
     )
     K: tuple[int, ...] = _opt(
-        default_factory=_default_ks,
+        None,
         check=_ks,
-        help="group sizes of the K-sweep (default: aria_tda.homogeneity.DEFAULT_KS)",
+        help=f"group sizes of the K-sweep ({K_DEFAULT_HELP})",
     )
     K_report: int = _opt(
         None,
@@ -417,10 +431,23 @@ class StudySpec(Options):
         help="error when more than this fraction of tracks lack features",
     )
     report: bool = _opt(True, recorded=False, help="write report.html")
+    media: bool = _opt(
+        True, recorded=False,
+        help="the report's listening room: render audio clips and notation of the queries and "
+        "their attributed tracks (the slowest part of a small run)",
+    )
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: Not a study-file key: which of :data:`DERIVED` were left out and filled in (``K``: the
+    #: default sweep, fitted to the pool by :meth:`for_pool`).
+    defaulted: frozenset[str] = dataclasses.field(default=frozenset(), repr=False,
+                                                  compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        left_out = {name for name in DERIVED if getattr(self, name) is None}
+        object.__setattr__(self, "defaulted", frozenset(self.defaulted) | left_out)
+        if self.K is None:
+            object.__setattr__(self, "K", DEFAULT_KS)
         if self.K_report is None:
             object.__setattr__(self, "K_report", default_k_report(self.K))
         elif self.K_report not in self.K:
@@ -450,6 +477,42 @@ class StudySpec(Options):
                     )
                 )
 
+    @property
+    def k_is_default(self) -> bool:
+        """Whether ``K`` was left out (the default sweep, fitted by :meth:`for_pool`)."""
+        return "K" in self.defaulted
+
+    def for_pool(self, n_tracks: int) -> StudySpec:
+        """This study with the default K sweep fitted to a pool of ``n_tracks`` tracks.
+
+        A study that names ``K`` is returned as it is. Otherwise ``K`` becomes
+        :func:`aria_tda.results.default_ks` of the pool (the paper's sweep on a pool of 2000
+        tracks or more), and ``K_report`` and ``K_aspects``, when left out too, are derived
+        from it again.
+
+        Parameters
+        ----------
+        n_tracks : int
+            The pool: tracks that have both features and scores (the smallest over settings).
+
+        Raises
+        ------
+        ParameterError
+            ``K_report`` or ``K_aspects`` was given but is not in the fitted sweep.
+        """
+        if not self.k_is_default:
+            return self
+        ks = default_ks(n_tracks)
+        derived: dict[str, Any] = {name: None for name in ("K_report", "K_aspects")
+                                   if name in self.defaulted}
+        try:
+            return dataclasses.replace(self, K=ks, **derived)
+        except ParameterError as exc:
+            raise ParameterError(
+                f"{exc} (K was left out: the default sweep for a pool of {n_tracks} tracks; "
+                "name K to choose)"
+            ) from None
+
     def params(self) -> dict[str, Any]:
         """JSON-able parameters recorded in results.json (the ``recorded`` fields)."""
         return {
@@ -460,7 +523,13 @@ class StudySpec(Options):
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as JSON holds it: a path as text, a tuple as a list."""
+    """``value`` as JSON holds it: a path as text, a tuple as a list.
+
+    Parameters
+    ----------
+    value : object
+        A spec field's value.
+    """
     if isinstance(value, Path):
         return str(value)
     if isinstance(value, tuple):
@@ -477,20 +546,34 @@ def file_fields(cls: type[Options]) -> dict[str, dataclasses.Field[Any]]:
     }
 
 
-def _is_path(f: dataclasses.Field[Any]) -> bool:
+def is_path_field(f: dataclasses.Field[Any]) -> bool:
+    """Whether a spec field holds a path (relative ones resolve against the study's folder).
+
+    Parameters
+    ----------
+    f : dataclasses.Field
+        A field of :class:`SettingSpec` or :class:`StudySpec`.
+    """
     return f.metadata.get("check") in (_path, _optional_path)
 
 
-def _is_required(f: dataclasses.Field[Any]) -> bool:
+def is_required_field(f: dataclasses.Field[Any]) -> bool:
+    """Whether a spec field has no default (the study file must give it).
+
+    Parameters
+    ----------
+    f : dataclasses.Field
+        A field of :class:`SettingSpec` or :class:`StudySpec`.
+    """
     return f.default is _MISSING and f.default_factory is _MISSING
 
 
 def field_default(cls: type[Options], name: str) -> Any:
     """The default of field ``name`` of an options class (``None`` when it is computed).
 
-    A default made by a factory (e.g. ``K``, which comes from
-    :data:`aria_tda.homogeneity.DEFAULT_KS`) or resolved on construction (``K_report``) is
-    reported as ``None``: leave the value out and the spec fills it in.
+    A default made by a factory or resolved on construction (``K``, fitted to the pool by
+    :meth:`StudySpec.for_pool`; ``K_report``) is reported as ``None``: leave the value out and
+    the spec fills it in.
 
     Parameters
     ----------
@@ -505,166 +588,12 @@ def field_default(cls: type[Options], name: str) -> Any:
     raise ParameterError(expected("name", f"a field of {cls.__name__}", name))
 
 
-# --------------------------------------------------------------------------------------
-# the study file
-# --------------------------------------------------------------------------------------
-
-
-def _line_of(text: str, key: str, *, table: str | None = None, index: int = 0) -> int | None:
-    """1-based line of ``key = ...`` (inside the ``index``-th ``[[table]]`` when given)."""
-    lines = text.splitlines()
-    start, stop = 0, len(lines)
-    if table is not None:
-        head = re.compile(rf"\s*\[\[\s*{re.escape(table)}\s*\]\]")
-        heads = [i for i, ln in enumerate(lines) if head.match(ln)]
-        if index < len(heads):
-            start = heads[index] + 1
-            nxt = [i for i, ln in enumerate(lines) if i >= start and re.match(r"\s*\[", ln)]
-            stop = nxt[0] if nxt else len(lines)
-    else:
-        heads = [i for i, ln in enumerate(lines) if re.match(r"\s*\[", ln)]
-        stop = heads[0] if heads else len(lines)
-    k = re.escape(key)
-    pat = re.compile(rf"\s*(\"{k}\"|'{k}'|{k})\s*=")
-    for i in range(start, stop):
-        if pat.match(lines[i]):
-            return i + 1
-    return None
-
-
-#: The key a check message starts with: ``K: ...``, ``setting[1].normalize: ...``, ``K[0]: ...``
-_LEADING_KEY = re.compile(r"^(?:setting\[(\d+)\]\.)?([A-Za-z_][A-Za-z_0-9]*)")
-
-
-class _Locator:
-    """Adds ``source:line:`` to the messages of the checks, from the key they start with."""
-
-    def __init__(self, text: str, source: str) -> None:
-        self.text = text
-        self.source = source
-
-    def where(self, key: str, *, table: str | None = None, index: int = 0) -> str:
-        line = _line_of(self.text, key, table=table, index=index)
-        return f"{self.source}:{line}" if line else self.source
-
-    def error(self, message: str) -> ParameterError:
-        m = _LEADING_KEY.match(message)
-        if m is None:
-            return ParameterError(f"{self.source}: {message}")
-        index, key = m.group(1), m.group(2)
-        if index is None:
-            where = self.where(key)
-        else:
-            where = self.where(key, table="setting", index=int(index))
-        return ParameterError(f"{where}: {message}")
-
-    def unknown(
-        self, data: Mapping[str, Any], known: Mapping[str, Any], *, index: int | None = None
-    ) -> None:
-        for key in data:
-            if key not in known:
-                label = key if index is None else f"setting[{index}].{key}"
-                allowed = ", ".join(sorted(known))
-                raise self.error(expected(label, f"a known key ({allowed})", key))
-
-
-def _from_table(cls: type[Options], table: Mapping[str, Any], base: Path) -> dict[str, Any]:
-    """Constructor arguments of ``cls`` from a TOML table: file keys -> field names.
-
-    Relative paths (those given and path defaults) resolve against ``base``.
-    """
-
-    def resolve(v: Any) -> Any:
-        if not isinstance(v, (str, Path)):
-            return v  # the field's check says what is wrong
-        p = Path(v).expanduser()
-        return p if p.is_absolute() else base / p
-
-    kwargs: dict[str, Any] = {}
-    for key, f in file_fields(cls).items():
-        if key in table:
-            value = table[key]
-        elif _is_path(f) and f.default not in (_MISSING, None):
-            value = f.default
-        else:
-            continue
-        kwargs[f.name] = resolve(value) if _is_path(f) else value
-    return kwargs
-
-
-def parse_study(
-    text: str, *, base_dir: str | os.PathLike[str] = ".", source: str = "<study>"
-) -> StudySpec:
-    """Parse and validate a study from TOML ``text``.
-
-    Parameters
-    ----------
-    text : str
-        The study file's text.
-    base_dir : path-like
-        Relative paths in the file resolve against this folder.
-    source : str
-        How errors name the file (``source:line: key: expected ..., got ...``).
-    """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise FileFormatError(f"{source}: not valid TOML: {exc}") from None
-    loc = _Locator(text, source)
-    base = Path(base_dir).absolute()  # results.json records where the inputs are, from anywhere
-    top = file_fields(StudySpec)
-    loc.unknown(data, top)
-    for key, f in top.items():
-        if _is_required(f) and key not in data:
-            raise ParameterError(f"{source}: missing required key {key!r}")
-
-    raw_settings = data["setting"]
-    if not isinstance(raw_settings, list):
-        raise loc.error(expected("setting", "[[setting]] tables", raw_settings))
-    known = file_fields(SettingSpec)
-    settings = []
-    for i, table in enumerate(raw_settings):
-        if not isinstance(table, dict):
-            raise loc.error(expected("setting", "[[setting]] tables", table))
-        loc.unknown(table, known, index=i)
-        for key, f in known.items():
-            if _is_required(f) and key not in table:
-                raise ParameterError(f"{source}: setting[{i}]: missing required key {key!r}")
-        try:
-            settings.append(SettingSpec(**_from_table(SettingSpec, table, base)))
-        except ParameterError as exc:
-            raise loc.error(f"setting[{i}].{exc}") from None
-    kwargs = _from_table(StudySpec, {k: v for k, v in data.items() if k != "setting"}, base)
-    try:
-        return StudySpec(**kwargs, settings=tuple(settings))
-    except ParameterError as exc:
-        raise loc.error(str(exc)) from None
-
-
-def load_study(path: str | os.PathLike[str]) -> StudySpec:
-    """Read and validate the study file at ``path``.
-
-    Parameters
-    ----------
-    path : path-like
-        The study TOML file; relative paths in it resolve against its folder.
-    """
-    p = Path(path)
-    input_path(p, "study", kind="file", missing="no such file")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FileFormatError(f"study: cannot read {str(p)!r}: {exc}") from None
-    spec = parse_study(text, base_dir=p.parent, source=str(p))
-    return dataclasses.replace(spec, path=p)
-
-
 def _absolute(spec: OptionsT) -> OptionsT:
     """A copy of ``spec`` (checked again) with its path fields made absolute."""
     changes = {}
     for f in dataclasses.fields(spec):
         value = getattr(spec, f.name)
-        if _is_path(f) and isinstance(value, Path):
+        if is_path_field(f) and isinstance(value, Path):
             changes[f.name] = value.absolute()
     return dataclasses.replace(spec, **changes)
 

@@ -1,8 +1,9 @@
 """The study's inputs: everything checked before hours of work, and matching tracks to features.
 
 - :func:`check_inputs` — files exist, score matrices have the rows the segment map or the store
-  says and are not transposed (:func:`check_setting_rows`), K fits the store, one queries file
-  fits every setting, the confound columns exist;
+  says and are not transposed, the map resolves to the rows (:func:`check_setting_rows`), the
+  default K sweep is fitted to the pool and K fits it, one queries file fits every setting,
+  the confound columns exist;
 - :func:`read_queries` — the per-query metadata table;
 - :func:`open_setting_scores` — a setting's score matrix, as the study file says to read it;
 - :func:`embedding_scores` — the cosine matrix of a setting's embedding stores, computed into
@@ -16,7 +17,7 @@ import dataclasses
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from aria_tda.errors import (
 from aria_tda.study.config import SettingSpec, StudySpec
 
 __all__ = [
+    "CheckedInputs",
     "align_tracks",
     "check_inputs",
     "check_setting_files",
@@ -180,47 +182,76 @@ def _recorded_digest(record: Path) -> str | None:
     return data.get("digest") if isinstance(data, dict) else None
 
 
-def _n_queries(setting: SettingSpec, store: Any) -> int:
+def _setting_shape(setting: SettingSpec, store: Any, *, max_missing: float) -> tuple[int, int]:
+    """``(n_queries, pool)`` of a setting, its rows checked: the pool is the number of its
+    tracks that have features in the store."""
     if setting.is_embedding:
-        return int(_embedding_infos(setting)[1]["n_tracks"])
+        train, queries = _embedding_infos(setting)
+        return int(queries["n_tracks"]), min(int(train["n_tracks"]), len(store))
     src = open_setting_scores(setting)
     try:
-        check_setting_rows(setting, src, store)
-        return int(src.shape[1])
+        track_ids = check_setting_rows(setting, src, store)
+        n_queries = int(src.shape[1])
     finally:
         src.close()
+    with warnings.catch_warnings():  # the run warns about a few missing tracks, once
+        warnings.simplefilter("ignore", AriaWarning)
+        _, present = align_tracks(track_ids, store, max_missing=max_missing,
+                                  setting=str(setting.name))
+    return n_queries, int(present.sum())
 
 
-def check_setting_rows(setting: SettingSpec, src: Any, store: Any) -> None:
+def check_setting_rows(setting: SettingSpec, src: Any, store: Any) -> np.ndarray:
     """Check that the score matrix's rows are what the segment map or the store says.
 
-    With a segment map, it must have one entry per row; without one (and without row ids),
-    the matrix must have one row per feature-store track. Checked before any pass over the
-    scores. A matrix whose *columns* match instead looks transposed: the error says so and
-    what to do — set ``transpose = true`` for the setting (``--transpose``), or drop it when it
-    was given (a Kronfluence ``.safetensors`` is read transposed already).
+    With a segment map, it must have one entry per row, and its rows must resolve to score
+    rows by the rules of :mod:`aria_tda.scores.aggregation` (a ``row`` column, else segment ids
+    matched to the matrix's row ids, else the map's own order): the ids' types, repeated or
+    missing rows and missing track ids are all checked here, by
+    :func:`aria_tda.scores.segment_codes`, the function the aggregation itself calls. Without
+    one (and without row ids), the matrix must have one row per feature-store track. Checked
+    before any pass over the scores. A matrix whose *columns* match instead looks transposed:
+    the error says so and what to do — set ``transpose = true`` for the setting
+    (``--transpose``), or drop it when it was given (a Kronfluence ``.safetensors`` is read
+    transposed already).
 
     Parameters
     ----------
     setting : SettingSpec
-        The setting (its ``segments`` and ``transpose``).
+        The setting (its ``segments``, ``normalize`` and ``transpose``).
     src : ScoreSource
         Its score matrix as read.
     store : FeatureStore
         The study's feature store.
 
+    Returns
+    -------
+    numpy.ndarray [shape=(n_tracks,)] of str
+        The track ids of the setting's S_track rows, each once.
+
     Raises
     ------
     DataError
-        The matrix looks transposed, or its rows match neither.
+        The matrix looks transposed, its rows match neither, or the segment map does not
+        resolve to the matrix's rows.
+    ParameterError
+        ``normalize = "none"`` with a segment map (nothing is aggregated then).
     """
+    from aria_tda.scores import segment_codes
     from aria_tda.scores.aggregation import read_segment_table
     from aria_tda.scores.source import transpose_advice
 
     rows, cols = (int(x) for x in src.shape)
     where = f"setting {setting.name!r}"
+    table = None
     if setting.segments is not None:
-        n = len(read_segment_table(setting.segments))
+        if setting.normalize == "none":
+            raise ParameterError(
+                f"{where}: normalize='none' needs one segment per track (no segment map); "
+                "choose zscore, rank or auto"
+            )
+        table = read_segment_table(setting.segments)
+        n = len(table)
         why = f"the segment map {str(setting.segments)!r} has {n} entries"
         wrong = (
             f"{where}: segments: expected one entry per score row ({rows}), got {n} entries "
@@ -235,16 +266,23 @@ def check_setting_rows(setting: SettingSpec, src: Any, store: Any) -> None:
             "(--segments), or save the scores with row ids"
         )
     else:
-        return
-    if rows == n:
-        return
-    if cols == n:
+        return np.unique(np.asarray(src.row_ids).astype(str))
+    if rows != n and cols == n:
         advice = transpose_advice(bool(setting.transpose), src.format)
         raise DataError(
             f"{where}: scores: looks transposed ({rows} × {cols}); {advice}: {why}, the "
             "matrix's column count, not its row count (ARIA reads training segments x queries)"
         )
-    raise DataError(wrong)
+    if rows != n:
+        raise DataError(wrong)
+    if table is None:
+        return np.asarray(store.track_ids).astype(str)
+    try:
+        _, track_ids = segment_codes(table, n_rows=rows, row_ids=src.row_ids, n_cols=cols,
+                                     transpose=bool(setting.transpose))
+    except DataError as exc:
+        raise DataError(f"{where}: {exc} (in {str(setting.segments)!r})") from None
+    return np.asarray(track_ids).astype(str)
 
 
 def read_queries(path: Path | None, n_queries: int) -> Any:
@@ -389,12 +427,24 @@ def track_ids_of(src: Any, store: Any, setting: str) -> np.ndarray:
     )
 
 
-def check_inputs(spec: StudySpec, store: Any) -> Any:
+class CheckedInputs(NamedTuple):
+    """What :func:`check_inputs` found: the study fitted to its pool, the queries, the pool."""
+
+    spec: StudySpec
+    queries: Any
+    pool: int
+
+
+def check_inputs(spec: StudySpec, store: Any) -> CheckedInputs:
     """Everything that can be checked before hours of work: files, shapes, K, queries, confounds.
 
+    Each setting's score matrix and segment map are checked against each other and the store
+    (:func:`check_setting_rows`: row counts, how the map's rows resolve to score rows, id
+    types, tracks without features beyond ``max_missing_fraction``). The pool — the tracks
+    with features and scores, the smallest over settings — fits the default K sweep
+    (:meth:`~aria_tda.study.config.StudySpec.for_pool`) and bounds a K that was given.
     Embedding settings: both stores exist, come from the same encoder, and the training store
-    holds one embedding per track. Returns the per-query metadata (:func:`read_queries`), or
-    ``None`` without a queries file.
+    holds one embedding per track.
 
     Parameters
     ----------
@@ -402,21 +452,31 @@ def check_inputs(spec: StudySpec, store: Any) -> Any:
         The study.
     store : FeatureStore
         Its feature store (already opened).
+
+    Returns
+    -------
+    CheckedInputs
+        ``spec``: the study, its default K sweep fitted to the pool; ``queries``: the per-query
+        metadata (:func:`read_queries`), ``None`` without a queries file; ``pool``: the pool's
+        size.
     """
-    n_queries = {}
+    n_queries, pools = {}, {}
     for setting in spec.settings:
         check_setting_files(setting)
-        n_queries[setting.name] = _n_queries(setting, store)
-    if max(spec.K) > len(store):
+        n_queries[setting.name], pools[setting.name] = _setting_shape(
+            setting, store, max_missing=spec.max_missing_fraction)
+    pool = min(pools.values())
+    spec = spec.for_pool(pool)
+    if max(spec.K) > pool:
         raise ParameterError(
-            expected("K", f"group sizes up to the {len(store)} tracks of the feature store",
-                     max(spec.K))
+            expected("K", f"group sizes up to the {pool} tracks that have features and scores "
+                     f"(feature store: {len(store)} tracks)", max(spec.K))
         )
     if spec.confound and spec.queries is None:
         raise ParameterError("confound: needs a queries file (queries = ...) holding those columns")
     if spec.queries is None:
         _check_query_features(spec, n_queries, None)
-        return None
+        return CheckedInputs(spec, None, pool)
     if len(set(n_queries.values())) > 1:
         raise DataError(
             "queries: one queries file needs settings with the same number of queries, got "
@@ -429,7 +489,7 @@ def check_inputs(spec: StudySpec, store: Any) -> Any:
             expected("confound", f"columns of the queries file {list(queries.columns)}", missing)
         )
     _check_query_features(spec, n_queries, queries)
-    return queries
+    return CheckedInputs(spec, queries, pool)
 
 
 def _check_query_features(spec: StudySpec, n_queries: dict[str, int], queries: Any) -> None:

@@ -44,9 +44,10 @@ from aria_tda.results import (
     is_results_dir,
 )
 from aria_tda.study.cache import STEP_FILES, slot_name
-from aria_tda.study.config import StudySpec, load_study
+from aria_tda.study.config import StudySpec
 from aria_tda.study.inputs import check_inputs, embedding_scores
 from aria_tda.study.setting import run_setting
+from aria_tda.study.studyfile import load_study
 from aria_tda.study.tables import publish, write_tables
 
 __all__ = ["CACHE", "PUBLISH_DELAY_ENV", "check_output", "foreign_cache_entries", "run_study"]
@@ -66,6 +67,21 @@ def _logger(command: str, quiet: bool) -> Callable[[str], None]:
             print(f"[{command}] {msg}", flush=True)
 
     return log
+
+
+#: How each command names the K option in the "K sweep" line.
+_K_OPTION = {"aria-tda homogeneity": "-K"}
+
+
+def _note_k_sweep(spec: StudySpec, pool: int, command: str, quiet: bool) -> None:
+    """One stderr line saying which default K sweep the pool got (nothing when K was named)."""
+    if quiet or not spec.k_is_default:
+        return
+    import sys
+
+    option = _K_OPTION.get(command, "K in the study file")
+    print(f"K sweep: {', '.join(map(str, spec.K))} (default for a pool of {pool} tracks; set "
+          f"{option} to choose)", file=sys.stderr, flush=True)
 
 
 def _absent_dirs(path: Path) -> list[Path]:
@@ -327,6 +343,7 @@ def run_study(
     *,
     output: str | os.PathLike[str] | None = None,
     report: bool | None = None,
+    media: bool | None = None,
     progress: bool | None = None,
     quiet: bool = False,
     extra_meta: dict[str, Any] | None = None,
@@ -343,6 +360,9 @@ def run_study(
         Results folder (default: the study's ``output``).
     report : bool, optional
         Write ``report.html`` into the folder (default: the study's ``report``, true).
+    media : bool, optional
+        Render the report's listening room (audio clips, notation) (default: the study's
+        ``media``, true); ``False`` writes the report without it.
     progress : bool, optional
         Progress bars (default: on a terminal).
     quiet : bool
@@ -374,8 +394,11 @@ def run_study(
 
     store = FeatureStore.open(spec.feature_store)
     store.check_modality(spec.modality)
-    queries = check_inputs(spec, store)
+    spec, queries, pool = check_inputs(spec, store)
+    _note_k_sweep(spec, pool, command, quiet)
     want_report = spec.report if report is None else bool(report)
+    if media is not None:
+        spec = dataclasses.replace(spec, media=bool(media))
     check_output(spec, out, report=want_report)
 
     created = _absent_dirs(out)
@@ -448,7 +471,7 @@ def _run(spec: StudySpec, out: Path, store: Any, queries: Any, t_start: float, *
     if report:
         from aria_tda.report import write_report
 
-        written = write_report(out, progress=progress, log=log)
+        written = write_report(out, progress=progress, log=log, media=spec.media)
         log(f"report: {written.html}")
     elif had_report:
         log(f"removed the old {REPORT_FILE}: it was built from the earlier tables (make one "
