@@ -98,8 +98,9 @@ def expected(name: str, what: str, got: Any) -> str:
     what : str
         What was expected, phrased to follow "expected", e.g. ``"a positive integer"``.
     got : Any
-        The value received. Strings are shown with ``repr`` (quotes visible), anything else
-        with ``str``; the shown text is cut to 200 characters.
+        The value received. Strings are shown with ``repr`` (quotes visible), arrays and
+        tensors by their type, shape and dtype, anything else with ``str``; the shown text is
+        cut to 200 characters.
 
     Returns
     -------
@@ -111,7 +112,13 @@ def expected(name: str, what: str, got: Any) -> str:
     >>> expected("chunk_rows", "a positive integer", -3)
     'chunk_rows: expected a positive integer, got -3'
     """
-    shown = repr(got) if isinstance(got, str) else str(got)
+    shape = getattr(got, "shape", None)
+    if isinstance(shape, tuple) and len(shape) >= 1 and hasattr(got, "dtype"):
+        # an array or tensor: its kind and shape, not its printed values
+        kind = f"{type(got).__module__.split('.')[0]}.{type(got).__name__}"
+        shown = f"a {kind} of shape {tuple(int(x) for x in shape)} and dtype {got.dtype}"
+    else:
+        shown = repr(got) if isinstance(got, str) else str(got)
     if len(shown) > 200:
         shown = shown[:197] + "..."
     return f"{name}: expected {what}, got {shown}"

@@ -78,6 +78,7 @@ __all__ = [
     "default_k_report",
     "field_default",
     "file_fields",
+    "in_memory",
     "is_path_field",
     "is_required_field",
     "jsonable",
@@ -116,6 +117,37 @@ def _path(name: str, value: Any) -> Path:
 
 def _optional_path(name: str, value: Any) -> Path | None:
     return None if value is None else _path(name, value)
+
+
+def in_memory(value: Any) -> bool:
+    """Whether a setting's input is held in memory (an array, a tensor or a table), not a path.
+
+    Parameters
+    ----------
+    value : object
+        A ``scores`` or ``segments`` value of a :class:`SettingSpec`.
+    """
+    return value is not None and not isinstance(value, (str, os.PathLike)) and hasattr(
+        value, "shape")
+
+
+def _scores_input(name: str, value: Any) -> Any:
+    """A path, or a 2-D array / tensor in memory (run_study saves it once to the cache)."""
+    if in_memory(value):
+        if len(value.shape) != 2:
+            raise ParameterError(expected(name, "a path or a 2-D array (segments x queries)",
+                                          value))
+        return value
+    return _optional_path(name, value)
+
+
+def _segments_input(name: str, value: Any) -> Any:
+    """A path, or a table in memory (a pandas DataFrame; run_study saves it to the cache)."""
+    if in_memory(value):
+        if not hasattr(value, "columns"):
+            raise ParameterError(expected(name, "a path or a pandas DataFrame", value))
+        return value
+    return _optional_path(name, value)
 
 
 def _ks(name: str, value: Any) -> tuple[int, ...] | None:
@@ -211,8 +243,8 @@ class SettingSpec(Options):
         None,
         help="segment-level score matrix (train segments x queries): npy | npz | pt | zarr; "
         "an input, read only (not with train_embeddings: their cosine matrix is written "
-        "into the output's .cache)",
-        check=_optional_path,
+        "into the output's .cache); from Python also a 2-D array or tensor in memory",
+        check=_scores_input,
     )
     train_embeddings: Path | None = option(
         None,
@@ -227,8 +259,9 @@ class SettingSpec(Options):
     )
     segments: Path | None = option(
         None,
-        help="segment -> track map (CSV/Parquet); omitted: one row per track",
-        check=_optional_path,
+        help="segment -> track map (CSV/Parquet); omitted: one row per track; from Python also "
+        "a pandas DataFrame",
+        check=_segments_input,
     )
     normalize: Normalize = option(
         None,
@@ -258,7 +291,7 @@ class SettingSpec(Options):
             method = (
                 _encoder_name(self.train_embeddings)
                 if self.train_embeddings is not None
-                else Path(str(self.scores)).stem
+                else "scores" if in_memory(self.scores) else Path(str(self.scores)).stem
             )
         name = self.name
         if name is None:
@@ -554,7 +587,7 @@ def is_path_field(f: dataclasses.Field[Any]) -> bool:
     f : dataclasses.Field
         A field of :class:`SettingSpec` or :class:`StudySpec`.
     """
-    return f.metadata.get("check") in (_path, _optional_path)
+    return f.metadata.get("check") in (_path, _optional_path, _scores_input, _segments_input)
 
 
 def is_required_field(f: dataclasses.Field[Any]) -> bool:

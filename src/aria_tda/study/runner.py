@@ -46,6 +46,7 @@ from aria_tda.results import (
 from aria_tda.study.cache import STEP_FILES, slot_name
 from aria_tda.study.config import StudySpec
 from aria_tda.study.inputs import check_inputs, embedding_scores
+from aria_tda.study.memory_inputs import save_in_memory_inputs
 from aria_tda.study.setting import run_setting
 from aria_tda.study.studyfile import load_study
 from aria_tda.study.tables import publish, write_tables
@@ -385,6 +386,7 @@ def run_study(
     from aria_tda.features.store import FeatureStore
 
     spec = study if isinstance(study, StudySpec) else load_study(study)
+    spec = save_in_memory_inputs(spec)  # arrays, tensors, DataFrames: read as files from here
     out = Path(output) if output is not None else spec.output
     if out.exists() and not out.is_dir():
         raise ParameterError(f"output: expected a results folder, got a file: {str(out)!r}")
