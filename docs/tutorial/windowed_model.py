@@ -27,7 +27,12 @@ def log(msg: str) -> None:
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="aria-tutorial-"))
 OUT = OUT.resolve()
+MARK = OUT / ".aria-tutorial"  # a folder this script made: a rerun goes on in it
+if OUT.exists() and any(OUT.iterdir()) and not MARK.exists():
+    sys.exit(f"windowed_model.py: {OUT} holds files this tutorial did not write; "
+             "give a new or empty folder")
 OUT.mkdir(parents=True, exist_ok=True)
+MARK.touch()
 
 # --8<-- [start:midi]
 import music21
@@ -107,7 +112,7 @@ generated = hf_model.generate(
     pad_token_id=tokenizer.pad_token_id,
 )
 queries = generated.numpy().astype(np.int64)  # (6, L): the model's own continuations
-np.save(OUT / "corpus" / "queries.npy", queries)
+np.save(OUT / "queries.npy", queries)
 # --8<-- [end:queries]
 log(f"{queries.shape[0]} generated queries")
 

@@ -76,6 +76,9 @@ REPORT_PAGE = "report"
 DOSSIER_PAGE = "dossier"
 TABLES_FOLDER = "report-tables"
 MEDIA_FOLDER = "report-media"
+#: Folders of aria_tda.integrations.miditok: a tokenised corpus and its MIDI excerpts.
+TOKEN_CORPUS_FOLDER = "token-corpus"
+EXCERPTS_FOLDER = "midi-excerpts"
 #: The cache folder inside a results folder (the study runner's step folders).
 RESULTS_CACHE = ".cache"
 
@@ -85,6 +88,8 @@ _LABEL = {
     DOSSIER_PAGE: "evidence dossier",
     TABLES_FOLDER: "folder of report tables",
     MEDIA_FOLDER: "report media folder",
+    TOKEN_CORPUS_FOLDER: "token corpus folder",
+    EXCERPTS_FOLDER: "folder of MIDI excerpts",
 }
 _GENERATOR = b'<meta name="generator" content="aria-tda'
 _KIND_META = re.compile(rb'<meta name="aria-output" content="([A-Za-z0-9_-]+)">')

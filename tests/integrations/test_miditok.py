@@ -155,3 +155,27 @@ def test_bad_parameters_are_named(midi_files, tmp_path):
         tokenize_corpus(midi_files, length=L, root=tmp_path)
     with pytest.raises(ParameterError, match="corpus"):
         write_corpus("nope", tmp_path / "c")  # type: ignore[arg-type]
+
+
+def test_written_folders_never_write_over_what_aria_did_not_write(midi_files, tmp_path):
+    corpus = tokenize_corpus(midi_files[:2], length=16)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "segments.csv").write_text("my own table\n")
+    for writer in (write_corpus, write_excerpts):
+        with pytest.raises(ParameterError, match="holds files ARIA did not write"):
+            writer(corpus, mine)
+    assert (mine / "segments.csv").read_text() == "my own table\n"
+    assert sorted(p.name for p in mine.iterdir()) == ["segments.csv"]
+    (tmp_path / "link").symlink_to(mine, target_is_directory=True)
+    with pytest.raises(ParameterError, match="symbolic link"):
+        write_corpus(corpus, tmp_path / "link")
+    # ARIA's own folder is rewritten, and a note a user leaves in it is kept
+    out = tmp_path / "corpus"
+    write_corpus(corpus, out)
+    (out / "notes.txt").write_text("keep me")
+    paths = write_corpus(tokenize_corpus(midi_files[:3], length=16), out)
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert pd.read_csv(paths["tracks"]).shape[0] == 3
+    with pytest.raises(ParameterError, match="token corpus folder"):
+        write_excerpts(corpus, out)  # an ARIA folder of another kind

@@ -48,3 +48,13 @@ def test_tutorial_runs_end_to_end(tmp_path):
         assert "HFTokenModel" in json.dumps(manifest)
     verdicts = re.findall(r"^verdict (\w+): (collapsed|suspect|ok) — ", proc.stdout, re.M)
     assert [m for m, _ in verdicts] == ["GradDot", "TracIn", "TRAK"]
+
+
+def test_a_folder_holding_a_users_files_is_refused_untouched(tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "study.toml").write_text("my study\n")
+    proc = subprocess.run([sys.executable, str(SCRIPT), "mine"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0 and "did not write" in proc.stderr
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["study.toml"]
+    assert (tmp_path / "mine" / "study.toml").read_text() == "my study\n"

@@ -51,3 +51,21 @@ def test_in_memory_inputs_are_checked_on_construction(rng):
         SettingSpec(scores=np.zeros((4, 2)), segments=np.zeros((4, 2)))
     s = SettingSpec(scores=rng.standard_normal((6, 3)))
     assert s.name == "scores" and s.method == "scores"
+
+
+def test_a_damaged_saved_copy_is_written_again(tmp_path, monkeypatch):
+    from aria_tda.study.config import StudySpec
+    from aria_tda.study.memory_inputs import save_in_memory_inputs
+
+    monkeypatch.setenv("ARIA_CACHE_DIR", str(tmp_path / "cache"))
+    scores = np.arange(12, dtype=np.float32).reshape(6, 2)
+    table = pd.DataFrame({"segment_id": range(6), "track_id": [0, 0, 1, 1, 2, 2]})
+    spec = StudySpec(modality="symbolic", feature_store=tmp_path, output=tmp_path / "r",
+                     settings=(SettingSpec(scores=scores, segments=table),))
+    saved = save_in_memory_inputs(spec).settings[0]
+    saved.scores.write_bytes(b"not an npy")
+    saved.segments.write_text("damaged")
+    again = save_in_memory_inputs(spec).settings[0]
+    assert again.scores == saved.scores and again.segments == saved.segments
+    np.testing.assert_array_equal(np.load(again.scores), scores)
+    pd.testing.assert_frame_equal(pd.read_csv(again.segments), table)

@@ -327,26 +327,33 @@ def write_corpus(corpus: TokenCorpus, out: str | os.PathLike[str]) -> dict[str, 
     corpus : TokenCorpus
         From :func:`tokenize_corpus`.
     out : path
-        The folder (created); each file is written atomically.
+        The folder: new, empty, or one ARIA wrote as a token corpus (its files are replaced
+        together, by renames). A folder holding files ARIA did not write there, a file or a
+        symbolic link is refused before anything is written.
 
     Returns
     -------
     dict
         ``"windows"``, ``"segments"``, ``"tracks"``, ``"skipped"`` → path written.
     """
+    from aria_tda._output_folders import check_folder_output, owned_folder
+    from aria_tda._outputs import TOKEN_CORPUS_FOLDER
+
     if not isinstance(corpus, TokenCorpus):
         raise ParameterError(expected("corpus", "a TokenCorpus", type(corpus).__name__))
+    check_folder_output("out", out, TOKEN_CORPUS_FOLDER, flag="out")
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {k: folder / f"{k}.{'npy' if k == 'windows' else 'csv'}"
+    names = {k: f"{k}.{'npy' if k == 'windows' else 'csv'}"
              for k in ("windows", "segments", "tracks", "skipped")}
-    with atomic_path(paths["windows"]) as tmp, open(tmp, "wb") as fh:
-        np.save(fh, corpus.windows)
-    _write_csv(corpus.segments, paths["segments"])
-    tracks = corpus.tracks.assign(path=[_relative(p, folder) for p in corpus.tracks["path"]])
-    _write_csv(tracks[["path", "track_id", "n_tokens", "n_windows"]], paths["tracks"])
-    _write_csv(corpus.skipped, paths["skipped"])
-    return paths
+    with owned_folder(folder, TOKEN_CORPUS_FOLDER, name="out", flag="out") as tmp:
+        with open(tmp / names["windows"], "wb") as fh:
+            np.save(fh, corpus.windows)
+        _write_csv(corpus.segments, tmp / names["segments"])
+        # paths relative to the final folder (the temporary is its sibling)
+        tracks = corpus.tracks.assign(path=[_relative(p, folder) for p in corpus.tracks["path"]])
+        _write_csv(tracks[["path", "track_id", "n_tokens", "n_windows"]], tmp / names["tracks"])
+        _write_csv(corpus.skipped, tmp / names["skipped"])
+    return {k: folder / n for k, n in names.items()}
 
 
 def write_excerpts(corpus: TokenCorpus, out: str | os.PathLike[str]) -> Path:
@@ -360,7 +367,8 @@ def write_excerpts(corpus: TokenCorpus, out: str | os.PathLike[str]) -> Path:
     corpus : TokenCorpus
         From :func:`tokenize_corpus`.
     out : path
-        The folder (created): ``<segment_id>.mid`` (``#`` written as ``-``) and
+        The folder (new, empty, or ARIA's earlier excerpts; anything else is refused, as for
+        :func:`write_corpus`): ``<segment_id>.mid`` (``#`` written as ``-``) and
         ``tracks.csv`` (``path``, ``track_id`` = the segment id), the input of
         ``aria-tda features symbolic OUT/tracks.csv``.
 
@@ -373,26 +381,27 @@ def write_excerpts(corpus: TokenCorpus, out: str | os.PathLike[str]) -> Path:
 
     if not isinstance(corpus, TokenCorpus):
         raise ParameterError(expected("corpus", "a TokenCorpus", type(corpus).__name__))
+    from aria_tda._output_folders import check_folder_output, owned_folder
+    from aria_tda._outputs import EXCERPTS_FOLDER
+
     symusic = _symusic()
+    check_folder_output("out", out, EXCERPTS_FOLDER, flag="out")
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
     where = dict(zip(corpus.tracks["track_id"], corpus.tracks["path"], strict=True))
     listing = []
     scores: dict[str, Any] = {}
-    for seg in corpus.segments.itertuples(index=False):
-        if seg.track_id not in scores:
-            scores[seg.track_id] = symusic.Score(where[seg.track_id])
-        score = scores[seg.track_id]
-        tpq = int(score.ticks_per_quarter)
-        start = round(seg.start_beats * tpq)
-        end = max(round(seg.end_beats * tpq), start + 1)
-        excerpt = score.clip(start, end, clip_end=True).shift_time(-start)
-        name = Path(f"{seg.segment_id.replace('#', '-')}.mid")
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(target) as tmp:
-            excerpt.dump_midi(str(tmp))
-        listing.append({"path": name.as_posix(), "track_id": seg.segment_id})
-    table = folder / "tracks.csv"
-    _write_csv(pd.DataFrame(listing, columns=["path", "track_id"]), table)
-    return table
+    with owned_folder(folder, EXCERPTS_FOLDER, name="out", flag="out") as tmp:
+        for seg in corpus.segments.itertuples(index=False):
+            if seg.track_id not in scores:
+                scores[seg.track_id] = symusic.Score(where[seg.track_id])
+            score = scores[seg.track_id]
+            tpq = int(score.ticks_per_quarter)
+            start = round(seg.start_beats * tpq)
+            end = max(round(seg.end_beats * tpq), start + 1)
+            excerpt = score.clip(start, end, clip_end=True).shift_time(-start)
+            name = Path(f"{seg.segment_id.replace('#', '-')}.mid")
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            excerpt.dump_midi(str(tmp / name))
+            listing.append({"path": name.as_posix(), "track_id": seg.segment_id})
+        _write_csv(pd.DataFrame(listing, columns=["path", "track_id"]), tmp / "tracks.csv")
+    return folder / "tracks.csv"

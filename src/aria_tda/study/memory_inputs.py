@@ -51,9 +51,14 @@ def _save_scores(name: str, value: Any) -> Path:
     h = hashlib.sha256(f"{arr.dtype.str}{arr.shape}".encode())
     h.update(arr.tobytes())  # one copy; the array is about to be written anyway
     path = inputs_dir() / f"scores-{h.hexdigest()[:32]}.npy"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_scores(arr, path)
+    if path.exists():
+        try:  # a copy saved before: used when it still holds these values
+            if np.array_equal(np.load(path, mmap_mode="r"), arr):
+                return path
+        except (OSError, ValueError):
+            pass  # damaged: written again
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_scores(arr, path)
     return path
 
 
@@ -62,7 +67,7 @@ def _save_table(table: Any) -> Path:
     table.to_csv(buf, index=False)
     text = buf.getvalue()
     path = inputs_dir() / f"segments-{hashlib.sha256(text.encode()).hexdigest()[:32]}.csv"
-    if not path.exists():
+    if not (path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text):
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, text)
     return path
