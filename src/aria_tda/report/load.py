@@ -207,6 +207,35 @@ class ResultsData:
         """
         return self.tables.get(name)
 
+    def in_study_order(self, df: pd.DataFrame, by: list[str],
+                       ascending: list[bool] | None = None) -> pd.DataFrame:
+        """``df`` sorted (stably) by the columns ``by``: ``setting``, ``variant`` and ``channel``
+        in the study's order (values it does not know last), any other column by value.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+            A table of the folder.
+        by : list of str
+            The sort columns, first first.
+        ascending : list of bool, optional
+            Per column of ``by`` (default: all ascending).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Re-indexed from 0.
+        """
+        orders = {"setting": self.settings, "variant": self.variants, "channel": self.channels}
+        keys = {}
+        for col in by:
+            if col in orders:
+                rank = {v: i for i, v in enumerate(orders[col])}
+                keys[f"_order_{col}"] = df[col].map(rank).fillna(len(rank))
+        cols = [f"_order_{c}" if c in orders else c for c in by]
+        return (df.assign(**keys).sort_values(cols, ascending=ascending or True, kind="stable")
+                .drop(columns=list(keys)).reset_index(drop=True))
+
     @property
     def study(self) -> dict[str, Any]:
         s = self.meta.get("study")

@@ -36,19 +36,9 @@ def confound_table(data: ResultsData, *, k: int | None) -> ReportTable | None:
         return None
     ks = sorted(set(cf["K"]))
     use_k = k if k in ks else (max(ks) if ks else None)
-    sub = cf[cf["K"] == use_k].copy() if use_k is not None else cf.copy()
-    s_order = {s: i for i, s in enumerate(data.settings)}
-    c_order = {c: i for i, c in enumerate(data.channels)}
-    v_order = {v: i for i, v in enumerate(data.variants)}
-    sub["_s"] = sub["setting"].map(s_order).fillna(len(s_order))
-    sub["_c"] = sub["channel"].map(c_order).fillna(len(c_order))
-    sub["_v"] = sub["variant"].map(v_order).fillna(len(v_order))
-    sub = sub.sort_values(
-        ["_s", "_v", "_c", "column", "mean_z"],
-        ascending=[True, True, True, True, False],
-        kind="stable",
-    )
-    sub = sub.drop(columns=["_s", "_c", "_v"]).reset_index(drop=True)
+    sub = cf[cf["K"] == use_k] if use_k is not None else cf
+    sub = data.in_study_order(sub, ["setting", "variant", "channel", "column", "mean_z"],
+                              ascending=[True, True, True, True, False])
     return ReportTable(
         "confound",
         f"Metadata confound breakdown at K = {use_k}",

@@ -141,23 +141,11 @@ def ksweep_table(data: ResultsData) -> ReportTable | None:
     h = data.table("homogeneity")
     if h is None or h.empty:
         return None
-    s_order = {s: i for i, s in enumerate(data.settings)}
-    c_order = {c: i for i, c in enumerate(data.channels)}
-    v_order = {v: i for i, v in enumerate(data.variants)}
-    df = (
-        h.assign(
-            _s=h["setting"].map(s_order).fillna(len(s_order)),
-            _v=h["variant"].map(v_order).fillna(len(v_order)),
-            _c=h["channel"].map(c_order).fillna(len(c_order)),
-        )
-        .sort_values(["_s", "_v", "_c", "K"], kind="stable")
-        .drop(columns=["_s", "_v", "_c"])
-    )
     return ReportTable(
         "ksweep",
         "K-sweep",
         "z̄ per setting, variant, channel and group size K (the data behind the K-sweep plots).",
-        df.reset_index(drop=True),
+        data.in_study_order(h, ["setting", "variant", "channel", "K"]),
     )
 
 def ksweep_plots(data: ResultsData, k: int | None, *,
