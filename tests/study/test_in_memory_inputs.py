@@ -69,3 +69,17 @@ def test_a_damaged_saved_copy_is_written_again(tmp_path, monkeypatch):
     assert again.scores == saved.scores and again.segments == saved.segments
     np.testing.assert_array_equal(np.load(again.scores), scores)
     pd.testing.assert_frame_equal(pd.read_csv(again.segments), table)
+
+
+def test_an_inputs_path_that_is_not_arias_folder_is_refused(tmp_path, monkeypatch):
+    from aria_tda.study.config import StudySpec
+    from aria_tda.study.memory_inputs import save_in_memory_inputs
+
+    monkeypatch.setenv("ARIA_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "inputs").write_text("a user's file")
+    spec = StudySpec(modality="symbolic", feature_store=tmp_path, output=tmp_path / "r",
+                     settings=(SettingSpec(scores=np.ones((4, 2))),))
+    with pytest.raises(ParameterError, match=r"ARIA_CACHE_DIR: .*, got 'a file'"):
+        save_in_memory_inputs(spec)
+    assert (tmp_path / "cache" / "inputs").read_text() == "a user's file"

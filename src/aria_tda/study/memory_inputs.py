@@ -34,6 +34,18 @@ def inputs_dir() -> Path:
     return cache_dir() / "inputs"
 
 
+def _ready_dir() -> Path:
+    """:func:`inputs_dir`, created; a file or link in its place is refused, never written
+    through."""
+    d = inputs_dir()
+    if d.is_symlink() or (d.exists() and not d.is_dir()):
+        raise ParameterError(expected(
+            "ARIA_CACHE_DIR", f"a cache folder whose 'inputs' is a folder ARIA makes ({d})",
+            "a symbolic link" if d.is_symlink() else "a file"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
 def _as_array(name: str, value: Any) -> np.ndarray:
     """A host NumPy copy of an array or tensor (a torch tensor on any device)."""
     if hasattr(value, "detach"):
@@ -57,7 +69,7 @@ def _save_scores(name: str, value: Any) -> Path:
                 return path
         except (OSError, ValueError):
             pass  # damaged: written again
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _ready_dir()
     save_scores(arr, path)
     return path
 
@@ -68,7 +80,7 @@ def _save_table(table: Any) -> Path:
     text = buf.getvalue()
     path = inputs_dir() / f"segments-{hashlib.sha256(text.encode()).hexdigest()[:32]}.csv"
     if not (path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _ready_dir()
         write_text(path, text)
     return path
 
