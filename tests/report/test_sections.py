@@ -20,7 +20,7 @@ from aria_tda.report.tables import build_tables
 from aria_tda.results import CORE_TABLES, TABLES, write_table
 
 _PLUGIN = '''
-from aria_tda.report._table import ReportTable
+from aria_tda.report.report_table import ReportTable
 from aria_tda.report.sections.base import BaseSection
 from aria_tda.results import TableSpec
 

@@ -79,15 +79,15 @@ def test_columns_come_from_the_results_schema(results):
 
 
 def test_report_table_modules_form_no_circle():
-    """tables imports the per-topic builders; they and the renderers import only _table."""
+    """tables imports the per-topic builders; they and the renderers import only report_table."""
     import ast
     from pathlib import Path
 
     import aria_tda.report as report
 
     root = Path(report.__file__).parent
-    for rel in ("_table.py", "sections/paired.py", "sections/aspects.py", "embeddings.py",
-                "sections/base.py", "latex/_cells.py",
+    for rel in ("report_table.py", "sections/paired.py", "sections/aspects.py", "embeddings.py",
+                "sections/base.py", "latex/cells.py",
                 "latex/ground_truth.py", "latex/tables.py"):
         tree = ast.parse((root / rel).read_text())
         names = {

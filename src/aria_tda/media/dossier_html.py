@@ -17,7 +17,7 @@ from aria_tda.media.dossier_items import audio_html, evidence_section, figure_ht
 from aria_tda.media.pdf import TITLE_MARK
 from aria_tda.media.provenance import VERDICT_MEANING, provenance_html
 from aria_tda.report import words
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 
 __all__ = ["DOSSIER_CSP", "render_dossier"]
 
@@ -46,23 +46,23 @@ def _label(d: Any) -> str:
     return _COLLAPSED_HTML if d.verdict == "collapsed" else ""
 
 
-_COLLAPSED_HTML = f'<p class="collapsed-label" role="note">\u26a0 {_e(_COLLAPSED)}</p>'
+_COLLAPSED_HTML = f'<p class="collapsed-label" role="note">\u26a0 {esc(_COLLAPSED)}</p>'
 
 
 def _verdict(d: Any) -> str:
     v = d.verdict or "unknown"
-    rel = ", ".join(f"{_e(k)} = {_num(val)}" for k, val in d.reliability.items())
+    rel = ", ".join(f"{esc(k)} = {_num(val)}" for k, val in d.reliability.items())
     says, not_says = VERDICT_MEANING.get(v, ("", ""))
     meaning = (f"It says: {says}. It does not say: {not_says}." if says
                else "No reliability verdict is recorded for this setting.")
     found = getattr(d, "findings", ())
     return (
-        f'<section id="verdict" class="verdict {_e(v)}" data-verdict="{_e(v)}">'
-        f"<h2>Verdict of the setting {_e(d.setting)}: "
-        f'<span class="badge {_e(v)}">{_e(v)}</span></h2>'
-        f'<p class="verdict-text">{_e(meaning)}</p>'
-        + (f'<p class="note">Why: {_e(d.reason)}</p>' if d.reason else "")
-        + ('<ul class="note findings">' + "".join(f"<li>{_e(f)}</li>" for f in found)
+        f'<section id="verdict" class="verdict {esc(v)}" data-verdict="{esc(v)}">'
+        f"<h2>Verdict of the setting {esc(d.setting)}: "
+        f'<span class="badge {esc(v)}">{esc(v)}</span></h2>'
+        f'<p class="verdict-text">{esc(meaning)}</p>'
+        + (f'<p class="note">Why: {esc(d.reason)}</p>' if d.reason else "")
+        + ('<ul class="note findings">' + "".join(f"<li>{esc(f)}</li>" for f in found)
            + "</ul>" if found else "")
         + (f'<p class="note">Reliability of the score matrix: {rel} (lower = more '
            "query-dependent).</p>" if rel else "")
@@ -72,22 +72,22 @@ def _verdict(d: Any) -> str:
 
 def _query_section(d: Any) -> str:
     m = d.media
-    meta = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in d.query_meta.items() if v)
+    meta = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in d.query_meta.items() if v)
     body = [_label(d)]
     if d.rendering:
         body.append(f'<p class="caution rendering">How this query\'s audio was made: '
-                    f"{_e(d.rendering)}.</p>")
+                    f"{esc(d.rendering)}.</p>")
     if d.prompt_seconds is not None:
         body.append(f'<p class="note">The first {d.prompt_seconds:.2f} s of the query are its '
                     "prompt (given to the model); what follows was generated. The pictures "
                     "mark the boundary.</p>")
     if m is None:
-        body.append(f'<p class="missing-media">No media: {_e(d.media_note or "none")}</p>')
+        body.append(f'<p class="missing-media">No media: {esc(d.media_note or "none")}</p>')
     else:
         body.append(audio_html(m.query, "player-query", f"query {d.query}"))
         facts = (getattr(m, "facts", {}) or {}).get("")
         if facts is not None:
-            body.append(f'<p class="facts">{_e(facts.describe())}</p>')
+            body.append(f'<p class="facts">{esc(facts.describe())}</p>')
         body.append(figure_html(m.query.picture,
                                 f"spectrogram, chroma, beats and chords of query {d.query}"))
     if meta:
@@ -101,7 +101,7 @@ def _aspect_section(d: Any) -> str:
     a = d.aspect
     if a is None:
         return (f'<section id="aspect"><h2>Which aspect</h2>{_label(d)}<p class="note">'
-                f"{_e(words.TEMPLATES['aspect_missing'])}.</p></section>")
+                f"{esc(words.TEMPLATES['aspect_missing'])}.</p></section>")
     lead = words.describe_aspect(a["named"], a["delta"], method=d.setting, anchor=a["anchor"],
                                  threshold=a["threshold"], alpha=a["alpha"])
     method = words.describe_method_aspect(d.setting, a["method_aspect"],
@@ -111,28 +111,28 @@ def _aspect_section(d: Any) -> str:
         dl, za, zp = a["delta"].get(c, math.nan), a["z"].get(c, math.nan), d.z.get(c, math.nan)
         mark = " named" if c == a["named"] else ""
         rows.append(
-            f'<tr data-channel="{_e(c)}" class="{mark.strip()}"><td class="txt">{_e(c)}</td>'
-            f'<td class="num">{_e(words.format_signed(dl))}</td>'
-            f'<td class="num">{_e(words.format_signed(za))}</td>'
-            f'<td class="num">{_e(words.format_signed(a["baseline"].get(c, math.nan)))}</td>'
-            f'<td class="num">{_e(words.format_signed(zp))}</td></tr>')
+            f'<tr data-channel="{esc(c)}" class="{mark.strip()}"><td class="txt">{esc(c)}</td>'
+            f'<td class="num">{esc(words.format_signed(dl))}</td>'
+            f'<td class="num">{esc(words.format_signed(za))}</td>'
+            f'<td class="num">{esc(words.format_signed(a["baseline"].get(c, math.nan)))}</td>'
+            f'<td class="num">{esc(words.format_signed(zp))}</td></tr>')
     anchor = {"query": "the query's own features",
               "both": "the query's own features and the attributed group"}.get(
         a["anchor"], "the attributed group (no query features in the study)")
     answer = "none" if a["named"] == "none" else a["named"]
     return (
-        f'<section id="aspect" data-named="{_e(answer)}" aria-live="polite">'
-        f"<h2>Which aspect: {_e('no distinctive aspect' if answer == 'none' else answer)}</h2>"
+        f'<section id="aspect" data-named="{esc(answer)}" aria-live="polite">'
+        f"<h2>Which aspect: {esc('no distinctive aspect' if answer == 'none' else answer)}</h2>"
         + _label(d)
-        + f'<p class="lead">{_e(lead)}.</p><p class="note">{_e(method)}.</p>'
+        + f'<p class="lead">{esc(lead)}.</p><p class="note">{esc(method)}.</p>'
         '<table class="data compact" id="aspect-table"><thead><tr><th>Channel</th>'
-        f'<th title="{_e(words.UNITS["delta"])}">Δ (distinctive)</th>'
-        f"<th>z of the distinctive top-{_e(a['K'])}</th><th>method's median z</th>"
-        f"<th>paper's z (top-{_e(d.k)} alike)</th></tr></thead>"
+        f'<th title="{esc(words.UNITS["delta"])}">Δ (distinctive)</th>'
+        f"<th>z of the distinctive top-{esc(a['K'])}</th><th>method's median z</th>"
+        f"<th>paper's z (top-{esc(d.k)} alike)</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
-        f'<p class="note">Anchored on {_e(anchor)}; threshold '
-        f'{_e(words.format_signed(a["threshold"]))}'
-        f" (alpha {_e(words.format_percent(a['alpha']))}). The paper's z says how alike the "
+        f'<p class="note">Anchored on {esc(anchor)}; threshold '
+        f'{esc(words.format_signed(a["threshold"]))}'
+        f" (alpha {esc(words.format_percent(a['alpha']))}). The paper's z says how alike the "
         "attributed items are to each other; the distinctive reading asks what sets this "
         "query's attribution apart from what the method gives every query.</p></section>"
     )
@@ -142,12 +142,12 @@ def _z_section(d: Any) -> str:
     rows, sentences = [], []
     for c in d.channels:
         z = d.z.get(c, math.nan)
-        sentences.append(f'<li data-channel="{_e(c)}">{_e(words.describe_z(c, z, k=d.k))}</li>')
+        sentences.append(f'<li data-channel="{esc(c)}">{esc(words.describe_z(c, z, k=d.k))}</li>')
         rows.append(
-            f'<tr data-channel="{_e(c)}"><td class="txt">{_e(c)}</td>'
-            f'<td class="num">{_e(words.format_signed(z))}</td>'
-            f'<td class="num">{_e(words.format_percent(words.above_chance(z)))}</td>'
-            f'<td class="txt">{_e(words.reading_of_z(z))}</td></tr>'
+            f'<tr data-channel="{esc(c)}"><td class="txt">{esc(c)}</td>'
+            f'<td class="num">{esc(words.format_signed(z))}</td>'
+            f'<td class="num">{esc(words.format_percent(words.above_chance(z)))}</td>'
+            f'<td class="txt">{esc(words.reading_of_z(z))}</td></tr>'
         )
     return (
         '<section id="channels"><h2>How alike its attributed group is, per channel (the '
@@ -161,12 +161,12 @@ def _z_section(d: Any) -> str:
 
 
 def _units_section(d: Any) -> str:
-    items = "".join(f"<li>{_e(t)}</li>" for t in words.UNITS.values())
-    timing = "; ".join(f"{_e(k)} {v:.1f} s" for k, v in d.timings.items())
+    items = "".join(f"<li>{esc(t)}</li>" for t in words.UNITS.values())
+    timing = "; ".join(f"{esc(k)} {v:.1f} s" for k, v in d.timings.items())
     problems = ""
     if d.media is not None and d.media.problems:
         problems = ("<h3>Could not be shown</h3><ul>"
-                    + "".join(f"<li>{_e(p)}</li>" for p in d.media.problems) + "</ul>")
+                    + "".join(f"<li>{esc(p)}</li>" for p in d.media.problems) + "</ul>")
     return (f'<section id="units"><h2>How to read the numbers</h2><ul class="units">{items}</ul>'
             f"{problems}"
             + (f'<p class="note">Built in: {timing}.</p>' if timing else "") + "</section>")
@@ -190,22 +190,22 @@ def render_dossier(d: Any) -> str:
     title = f"Evidence dossier: query {d.query}"
     if d.query_label:
         title += f" \u2014 {d.query_label}"
-    sub = [_e(d.title), f"setting {_e(d.setting)}", f"K = {_e(d.k)}",
+    sub = [esc(d.title), f"setting {esc(d.setting)}", f"K = {esc(d.k)}",
            f"{d.n_queries} queries in the study",
-           _e(_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))]
+           esc(_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))]
     dot = " \u00b7 "
     cls = "dossier collapsed" if d.verdict == "collapsed" else "dossier"
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(DOSSIER_CSP)}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(DOSSIER_CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<meta name="generator" content="aria-tda {_e(__version__)}">'
-        f"<title>{_e(title)} \u00b7 {TITLE_MARK}</title>"
+        f'<meta name="generator" content="aria-tda {esc(__version__)}">'
+        f"<title>{esc(title)} \u00b7 {TITLE_MARK}</title>"
         f"<style>{_asset('report.css')}{_asset('dossier.css')}</style>"
-        f'</head>\n<body class="{cls}" data-query="{_e(d.query)}" data-setting="{_e(d.setting)}" '
-        f'data-channel="{_e(d.channel)}">'
-        f'<header class="top"><h1>{_e(title)}</h1><p class="sub">{dot.join(sub)}</p>'
+        f'</head>\n<body class="{cls}" data-query="{esc(d.query)}" data-setting="{esc(d.setting)}" '
+        f'data-channel="{esc(d.channel)}">'
+        f'<header class="top"><h1>{esc(title)}</h1><p class="sub">{dot.join(sub)}</p>'
         "</header><main>"
         + '<div id="announce" class="sr-only" aria-live="polite" aria-atomic="true"></div>'
         + _verdict(d) + _aspect_section(d) + _query_section(d)
@@ -213,7 +213,7 @@ def render_dossier(d: Any) -> str:
         + evidence_section(d, _label(d))
         + (provenance_html(d.provenance, d.verdict) if d.provenance is not None else "")
         + _units_section(d)
-        + f"</main><footer>Written by ARIA {_e(__version__)} from {_e(d.results)}. This file is "
+        + f"</main><footer>Written by ARIA {esc(__version__)} from {esc(d.results)}. This file is "
         "self-contained: the clips and pictures are embedded; it opens offline and makes no "
         f"network requests.</footer>\n<script>{_asset('dossier.js')}</script></body></html>\n"
     )

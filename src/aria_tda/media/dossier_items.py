@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 from aria_tda.report import words
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 
 __all__ = ["audio_html", "evidence_section", "figure_html", "items_section"]
 
@@ -37,13 +37,13 @@ def audio_html(v: Any, aid: str, label: str) -> str:
         return ""
     if v.audio is None:
         why = v.missing or "no clip"
-        return f'<p class="missing-media" data-missing="{_e(aid)}">Not playable: {_e(why)}</p>'
+        return f'<p class="missing-media" data-missing="{esc(aid)}">Not playable: {esc(why)}</p>'
     w0, w1 = v.window
     return (
-        f'<audio id="{_e(aid)}" controls preload="metadata" aria-label="{_e(label)}" '
+        f'<audio id="{esc(aid)}" controls preload="metadata" aria-label="{esc(label)}" '
         f'data-window="{w0:.3f},{w1:.3f}" src="{v.audio.data_uri()}"></audio>'
         f'<p class="note clip-source">'
-        f"{_e(words.describe_clip_range(v.source, v.window, v.duration))}.</p>"
+        f"{esc(words.describe_clip_range(v.source, v.window, v.duration))}.</p>"
     )
 
 
@@ -62,7 +62,7 @@ def figure_html(asset: Any, alt: str, cls: str = "pic") -> str:
     if asset is None:
         return ""
     return (f'<button type="button" class="zoom" aria-expanded="false" title="open full size">'
-            f'<img class="{cls}" alt="{_e(alt)}" src="{asset.data_uri()}"></button>')
+            f'<img class="{cls}" alt="{esc(alt)}" src="{asset.data_uri()}"></button>')
 
 
 def _likeness(d: Any, it: dict[str, Any]) -> str:
@@ -78,8 +78,8 @@ def _likeness(d: Any, it: dict[str, Any]) -> str:
         if x is None:
             continue
         cls = "" if x["informative"] else ' class="weak"'
-        rows.append(f'<li data-channel="{_e(c)}"{cls}>'
-                    f"{_e(words.describe_likeness(c, **x))}</li>")
+        rows.append(f'<li data-channel="{esc(c)}"{cls}>'
+                    f"{esc(words.describe_likeness(c, **x))}</li>")
     return ('<ul class="likeness">' + "".join(rows) + "</ul>"
             '<p class="note">The study\'s numbers: each channel\'s similarity to the query, '
             "standardised over the pool and ranked among the pool's tracks.</p>")
@@ -92,7 +92,7 @@ def _facts(m: Any, tid: str) -> str:
         return ""
     rows = []
     for who, f in (("Query", q), ("Item", t)):
-        rows.append(f"<dt>{who}</dt><dd>{_e(f.describe()) if f is not None else 'unknown'}</dd>")
+        rows.append(f"<dt>{who}</dt><dd>{esc(f.describe()) if f is not None else 'unknown'}</dd>")
     return f'<dl class="facts kv">{"".join(rows)}</dl>'
 
 
@@ -102,21 +102,21 @@ def _shared(m: Any, tid: str, v: Any) -> str:
         return ""
     qk, ik = getattr(m.query, "kind", None), getattr(v, "kind", None)
     if not shared and qk and ik and qk != ik:
-        return (f'<p class="note">The query is {_e(qk)} and this item {_e(ik)}: their material '
+        return (f'<p class="note">The query is {esc(qk)} and this item {esc(ik)}: their material '
                 "is not compared note for note here (the facts above are comparable).</p>")
     good = [x for x in shared if x.informative]
     weak = [x for x in shared if not x.informative]
     out = []
     if good:
         out.append('<ul class="shared">' + "".join(
-            f'<li data-kind="{_e(x.kind)}">{_e(x.sentence)}</li>' for x in good) + "</ul>")
+            f'<li data-kind="{esc(x.kind)}">{esc(x.sentence)}</li>' for x in good) + "</ul>")
     else:
         out.append('<p class="note">No shared melodic, rhythmic or harmonic material that '
                    "could tell this item apart from others was found in the two excerpts.</p>")
     if weak:
         out.append(f"<details><summary>Shared material that cannot discriminate ({len(weak)})"
                    "</summary><ul>" + "".join(
-                       f'<li class="weak">{_e(x.sentence)}{_caveat(x)}</li>' for x in weak)
+                       f'<li class="weak">{esc(x.sentence)}{_caveat(x)}</li>' for x in weak)
                    + "</ul></details>")
     return "".join(out)
 
@@ -126,7 +126,7 @@ def _caveat(x: Any) -> str:
     c = str(getattr(x, "caveat", "") or "").strip()
     if not c or c.lower().rstrip(".") in str(x.sentence).lower():
         return ""
-    return f' <span class="caveat">({_e(c)})</span>'
+    return f' <span class="caveat">({esc(c)})</span>'
 
 
 def _pictures(m: Any, v: Any, tid: str) -> str:
@@ -145,7 +145,7 @@ def _pictures(m: Any, v: Any, tid: str) -> str:
                                f"spectrogram, chroma, beats and chords of item {tid}"))
     for caption, asset in (getattr(m, "notation", {}) or {}).get(tid, []):
         out.append(f'<figure class="notation">{figure_html(asset, caption, "pic score")}'
-                   f"<figcaption>{_e(caption)}</figcaption></figure>")
+                   f"<figcaption>{esc(caption)}</figcaption></figure>")
     return "".join(out)
 
 
@@ -164,8 +164,8 @@ def items_section(d: Any, label: str) -> str:
     for i, it in enumerate(d.items):
         tid = it["track_id"]
         v = None if m is None else m.items[i]
-        head = (f'<span class="rank">#{it["rank"]}</span> <span class="tid">{_e(tid)}</span>'
-                + (f' <span class="sub">{_e(it["label"])}</span>' if it["label"] else ""))
+        head = (f'<span class="rank">#{it["rank"]}</span> <span class="tid">{esc(tid)}</span>'
+                + (f' <span class="sub">{esc(it["label"])}</span>' if it["label"] else ""))
         player = audio_html(v, f"player-{i}", f"item {tid}") if m is not None else ""
         buttons = ""
         if v is not None and v.audio is not None:
@@ -178,10 +178,10 @@ def items_section(d: Any, label: str) -> str:
         reasons = (f'<div class="reasons"><h3>Musical reasons</h3>{_likeness(d, it)}'
                    f"{_facts(m, tid)}{_shared(m, tid, v)}</div>")
         lis.append(
-            f'<li class="item" data-index="{i}" data-item="{_e(tid)}" tabindex="0" '
-            f'aria-label="item {i + 1}: {_e(tid)}">'
+            f'<li class="item" data-index="{i}" data-item="{esc(tid)}" tabindex="0" '
+            f'aria-label="item {i + 1}: {esc(tid)}">'
             f'<div class="item-head">{head}</div>'
-            f'<p class="score">{_e(words.describe_score(it["score"], it["rank"]))}</p>'
+            f'<p class="score">{esc(words.describe_score(it["score"], it["rank"]))}</p>'
             f"{reasons}{player}<div class=\"buttons\">{buttons}</div>"
             f"{_pictures(m, v, tid)}</li>"
         )
@@ -210,8 +210,8 @@ def evidence_section(d: Any, label: str) -> str:
         The collapsed-setting label (HTML; empty unless collapsed).
     """
     opts = "".join(
-        f'<option value="{_e(c)}"{" selected" if c == d.channel else ""}>{_e(c)} (z = '
-        f"{_e(words.format_signed(d.z.get(c, math.nan)))})</option>"
+        f'<option value="{esc(c)}"{" selected" if c == d.channel else ""}>{esc(c)} (z = '
+        f"{esc(words.format_signed(d.z.get(c, math.nan)))})</option>"
         for c in d.channels
     )
     blocks = []
@@ -224,37 +224,37 @@ def evidence_section(d: Any, label: str) -> str:
             if a is None:
                 why = d.media_note or ("; ".join(m.problems) if m is not None and m.problems
                                        else "not computed")
-                inner = f'<p class="missing-media">No drawn evidence: {_e(why)}</p>'
+                inner = f'<p class="missing-media">No drawn evidence: {esc(why)}</p>'
             elif a.missing:
-                inner = f'<p class="missing-media">{_e(a.missing)}</p>'
+                inner = f'<p class="missing-media">{esc(a.missing)}</p>'
             else:
                 like = (it.get("likeness") or {}).get(c)
                 flag = ("" if like is None or like["informative"] else
                         f'<p class="missing-media">This channel cannot tell tracks apart for '
-                        f"this query ({_e(words.describe_likeness(c, **like))}): the "
+                        f"this query ({esc(words.describe_likeness(c, **like))}): the "
                         "similarity below says nothing about this item.</p>")
                 inner = flag + (figure_html(a.picture, f"{c} evidence: query against item {tid}",
                                             "pic aspect")
-                         + f'<p class="sentence">{_e(a.sentence)}</p>'
-                         + f'<p class="note">{_e(words.describe_similarity(c, a.similarity))}'
+                         + f'<p class="sentence">{esc(a.sentence)}</p>'
+                         + f'<p class="note">{esc(words.describe_similarity(c, a.similarity))}'
                          "</p>")
-            blocks.append(f'<div class="aspect" data-index="{i}" data-channel="{_e(c)}" hidden>'
-                          f'<h3>{_e(c)}: the query against item #{it["rank"]} '
-                          f"{_e(tid)}</h3>{inner}</div>")
+            blocks.append(f'<div class="aspect" data-index="{i}" data-channel="{esc(c)}" hidden>'
+                          f'<h3>{esc(c)}: the query against item #{it["rank"]} '
+                          f"{esc(tid)}</h3>{inner}</div>")
     pairs = []
     for c in d.channels:
         rows = []
         for p in d.pairs.get(c, []):
             sentence = words.describe_pair(c, p["similarity"], p["contribution"], k=d.pairs_k,
                                            random_mean=d.random_mean.get(c))
-            rows.append(f'<tr><td class="txt">{_e(p["track_a"])}</td>'
-                        f'<td class="txt">{_e(p["track_b"])}</td>'
-                        f'<td class="txt">{_e(sentence)}</td></tr>')
+            rows.append(f'<tr><td class="txt">{esc(p["track_a"])}</td>'
+                        f'<td class="txt">{esc(p["track_b"])}</td>'
+                        f'<td class="txt">{esc(sentence)}</td></tr>')
         body = ("<table class=\"data compact\"><thead><tr><th>Track A</th><th>Track B</th>"
                 f"<th>In words</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
                 if rows else '<p class="note">No contributing pairs recorded for this channel.</p>')
-        pairs.append(f'<div class="pairs" data-channel="{_e(c)}" hidden><h3>Pairs of the '
-                     f"top-{_e(d.pairs_k)} group contributing most to {_e(c)}</h3>{body}</div>")
+        pairs.append(f'<div class="pairs" data-channel="{esc(c)}" hidden><h3>Pairs of the '
+                     f"top-{esc(d.pairs_k)} group contributing most to {esc(c)}</h3>{body}</div>")
     return (
         '<section id="evidence"><h2>Evidence by channel (the excerpts\' own statistics)</h2>'
         + label

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 
 __all__ = ["VERDICT_MEANING", "gather_provenance", "provenance_html", "validation_lines"]
 
@@ -190,7 +190,7 @@ _TARGET_WORDS = {
 
 def _kv(rows: list[tuple[str, str]]) -> str:
     return '<dl class="kv prov">' + "".join(
-        f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows) + "</dl>"
+        f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows) + "</dl>"
 
 
 def provenance_html(p: Mapping[str, Any], verdict: str | None) -> str:
@@ -239,17 +239,17 @@ def provenance_html(p: Mapping[str, Any], verdict: str | None) -> str:
                  + (f" (this page: ARIA {p['aria_now']})" if p["aria_now"] != p["aria_version"]
                     else "")))
     rows.append(("Method cited", p["citation"]))
-    note = (f'<p class="note">{_e(p["manifest_note"].capitalize())}.</p>'
+    note = (f'<p class="note">{esc(p["manifest_note"].capitalize())}.</p>'
             if p.get("manifest_note") else "")
     val = p.get("validation") or []
-    val_html = ("<ul class=\"validation\">" + "".join(f"<li>{_e(v)}</li>" for v in val)
+    val_html = ("<ul class=\"validation\">" + "".join(f"<li>{esc(v)}</li>" for v in val)
                 + "</ul>") if val else (
         '<p class="note">This results folder holds no ground-truth validation of the method '
         "(no counterfactual retraining or ground-truth benchmark): nothing here says how accurate "
         "its attributions are.</p>")
     says, does_not = VERDICT_MEANING.get(str(verdict), ("", ""))
-    meaning = (f'<p class="meaning"><strong>What the verdict \u201c{_e(verdict)}\u201d says:'
-               f"</strong> {_e(says)}. <strong>What it does not say:</strong> {_e(does_not)}."
+    meaning = (f'<p class="meaning"><strong>What the verdict \u201c{esc(verdict)}\u201d says:'
+               f"</strong> {esc(says)}. <strong>What it does not say:</strong> {esc(does_not)}."
                "</p>") if says else ""
     return ('<section id="provenance"><h2>Provenance and validation</h2>'
             + _kv(rows) + note + "<h3>Validation of the method</h3>" + val_html + meaning

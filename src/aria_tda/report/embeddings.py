@@ -11,8 +11,8 @@ writes it), else the settings whose ``results.json`` entry has ``kind = "embeddi
 
 from __future__ import annotations
 
-from aria_tda.report._table import ReportTable
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 
 __all__ = ["embedding_alignment_table", "embedding_settings"]
 

@@ -18,8 +18,8 @@ import warnings
 from collections.abc import Sequence
 
 from aria_tda.errors import AriaWarning, one_line
-from aria_tda.report._table import ReportTable
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 from aria_tda.report.sections.base import Section
 
 __all__ = ["ReportTable", "build_tables"]

@@ -29,14 +29,31 @@ import pandas as pd
 
 from aria_tda._checks import check_int
 from aria_tda.errors import ParameterError
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable
-from aria_tda.report.html._cells import Cell, _e, _num, _setting_attrs, _table, _th, _txt, badge
-from aria_tda.report.html.tables import _best_high_by, _block_starts
-from aria_tda.report.latex._cells import DAGGER, MISSING, _label, escape
-from aria_tda.report.latex._cells import _table as _tex_table
-from aria_tda.report.latex.ground_truth import _best_high, _blocks, _multirow
+from aria_tda.report import number_format
+from aria_tda.report.html.cells import (
+    Cell,
+    badge,
+    best_high_by,
+    block_starts,
+    esc,
+    html_table,
+    num_cell,
+    setting_attrs,
+    text_cell,
+    th,
+)
+from aria_tda.report.latex.cells import (
+    DAGGER,
+    MISSING,
+    best_high,
+    escape,
+    latex_table,
+    multirow,
+    stage_blocks,
+    table_label,
+)
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 
 __all__ = ["chance_recall", "planted_html", "planted_latex", "planted_tables"]
 
@@ -303,12 +320,14 @@ def planted_tables(data: ResultsData) -> list[ReportTable]:
 def _chance_row(
     ks: Sequence[int], values: Any, label: str, **attrs: str
 ) -> tuple[list[Cell], dict[str, str]]:
-    cells = [_txt(f"<i>{_e(label)}</i>", colspan="4")]
+    cells = [text_cell(f"<i>{esc(label)}</i>", colspan="4")]
     cells += [
-        _num(_e(_fmt.pct(values.get(k), 0)), cls="sub", **{"data-col": f"chance_at_{k}"})
+        num_cell(
+            esc(number_format.pct(values.get(k), 0)), cls="sub", **{"data-col": f"chance_at_{k}"}
+        )
         for k in ks
     ]
-    cells.append(_txt(""))
+    cells.append(text_cell(""))
     return cells, {"class": "chance block-start", **attrs}
 
 
@@ -333,37 +352,39 @@ def planted_html(t: ReportTable) -> str:
     stage_list = df["stage"].astype(str).tolist()
     staged = len(set(stage_list)) > 1
     head = [
-        [_th("Setting"), _th("Method"), _th("Stage"), _th("Verdict")]
-        + [_th(f"recall@{k} ↑") for k in ks]
-        + [_th("Planted queries")]
+        [th("Setting"), th("Method"), th("Stage"), th("Verdict")]
+        + [th(f"recall@{k} ↑") for k in ks]
+        + [th("Planted queries")]
     ]
     by = "stage" if staged else None
-    best = {k: _best_high_by(df, f"recall_at_{k}", by, distinct=True) for k in ks}
-    starts = set(_block_starts(stage_list)) if staged else set()
+    best = {k: best_high_by(df, f"recall_at_{k}", by, distinct=True) for k in ks}
+    starts = set(block_starts(stage_list)) if staged else set()
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for i, r in df.iterrows():
         cells = [
-            _txt(_e(r["setting"])),
-            _txt(_e(r["method"])),
-            _txt(_e(r["stage"])),
-            _txt(badge(r["verdict"])),
+            text_cell(esc(r["setting"])),
+            text_cell(esc(r["method"])),
+            text_cell(esc(r["stage"])),
+            text_cell(badge(r["verdict"])),
         ]
         for k in ks:
             ch = r.get(f"chance_at_{k}")
             sub = (
-                f'<span class="ci">chance {_e(_fmt.pct(ch, 0))}</span>'
-                if in_cells and _fmt.finite(ch)
+                f'<span class="ci">chance {esc(number_format.pct(ch, 0))}</span>'
+                if in_cells and number_format.finite(ch)
                 else ""
             )
             cells.append(
-                _num(
-                    _e(_fmt.pct(r[f"recall_at_{k}"], 0)) + sub,
+                num_cell(
+                    esc(number_format.pct(r[f"recall_at_{k}"], 0)) + sub,
                     cls="best" if i in best[k] else "",
                     **{"data-col": f"recall_at_{k}"},
                 )
             )
-        cells.append(_num(_e(_fmt.integer(r["n_queries"])), **{"data-col": "n_queries"}))
-        attrs = _setting_attrs(r)
+        cells.append(
+            num_cell(esc(number_format.integer(r["n_queries"])), **{"data-col": "n_queries"})
+        )
+        attrs = setting_attrs(r)
         if i in starts and i > 0:
             attrs["class"] = (attrs.get("class", "") + " block-start").strip()
         rows.append((cells, attrs))
@@ -374,7 +395,7 @@ def planted_html(t: ReportTable) -> str:
             )
     if chance:
         rows.append(_chance_row(ks, chance, "chance (random top-K)"))
-    return _table(head, rows, attrs={"id": f"table-{t.name}"})
+    return html_table(head, rows, attrs={"id": f"table-{t.name}"})
 
 
 # ---------------------------------------------------------------------------------- LaTeX
@@ -382,7 +403,7 @@ def planted_html(t: ReportTable) -> str:
 
 def _chance_tex(ks: Sequence[int], values: Any, label: str) -> str:
     cells = [rf"\multicolumn{{2}}{{l}}{{\emph{{{label}}}}}"] + [
-        _fmt.pct(values.get(k), 0, missing=MISSING).replace("%", r"\%") for k in ks
+        number_format.pct(values.get(k), 0, missing=MISSING).replace("%", r"\%") for k in ks
     ]
     return " & ".join(cells) + r" \\"
 
@@ -411,10 +432,10 @@ def planted_latex(t: ReportTable) -> str:
     head = ["Stage", "Method", *[rf"$R@{int(k)}\uparrow$" for k in ks]]
     body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     any_collapsed = False
-    for bi, block in enumerate(_blocks(df["stage"].astype(str).tolist())):
+    for bi, block in enumerate(stage_blocks(df["stage"].astype(str).tolist())):
         if bi:
             body.append(r"\midrule")
-        best = {k: _best_high(df, block, f"recall_at_{k}", distinct=True) for k in ks}
+        best = {k: best_high(df, block, f"recall_at_{k}", distinct=True) for k in ks}
         for j, i in enumerate(block):
             r = df.iloc[i]
             collapsed = r.get("verdict") == "collapsed"
@@ -422,15 +443,15 @@ def planted_latex(t: ReportTable) -> str:
             stage = r["stage"]
             stage_txt = MISSING if str(stage) in ("-", "", "nan", "None") else escape(stage)
             cells = [
-                _multirow(len(block), stage_txt, j),
+                multirow(len(block), stage_txt, j),
                 escape(r["method"]) + (DAGGER if collapsed else ""),
             ]
             for k in ks:
-                s = _fmt.pct(r[f"recall_at_{k}"], 0, missing=MISSING).replace("%", r"\%")
+                s = number_format.pct(r[f"recall_at_{k}"], 0, missing=MISSING).replace("%", r"\%")
                 s = rf"\textbf{{{s}}}" if i in best[k] and s != MISSING else s
                 ch = r.get(f"chance_at_{k}")
-                if in_cells and _fmt.finite(ch):
-                    s += " (" + _fmt.pct(ch, 0).replace("%", r"\%") + ")"
+                if in_cells and number_format.finite(ch):
+                    s += " (" + number_format.pct(ch, 0).replace("%", r"\%") + ")"
                 cells.append(s)
             body.append(" & ".join(cells) + r" \\")
         st = str(df.iloc[block[0]]["stage"])
@@ -463,11 +484,11 @@ def planted_latex(t: ReportTable) -> str:
             f"{items} of which $v$ belong to the source work{nv}."
         )
     notes = [DAGGER + r"~collapsed (reliability verdict)."] if any_collapsed else []
-    return _tex_table(
+    return latex_table(
         body,
         colspec="ll" + "c" * len(ks),
         caption=cap,
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=len(ks) > 8,
         notes=notes,
     )

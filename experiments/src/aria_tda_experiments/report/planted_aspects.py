@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aria_tda.report._table import ReportTable
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = [

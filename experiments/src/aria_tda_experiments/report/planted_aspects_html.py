@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable
-from aria_tda.report.html._cells import Cell, _e, _num, _table, _th, _txt
+from aria_tda.report import number_format
+from aria_tda.report.html.cells import Cell, esc, html_table, num_cell, text_cell, th
+from aria_tda.report.report_table import ReportTable
 from aria_tda_experiments.report.planted_aspects import CONTROL, above_chance, flag
 
 __all__ = ["PLANTED_ASPECT_TABLES", "planted_aspects_html", "planted_aspects_section"]
@@ -33,10 +33,10 @@ PLANTED_ASPECT_TABLES = (
 Rows = list[tuple[Sequence[Cell], dict[str, str]]]
 
 
-def _ci(lo: Any, hi: Any, fmt: Any = _fmt.fixed) -> str:
-    if not (_fmt.finite(lo) and _fmt.finite(hi)):
+def _ci(lo: Any, hi: Any, show: Any = number_format.fixed) -> str:
+    if not (number_format.finite(lo) and number_format.finite(hi)):
         return ""
-    return f'<span class="ci">[{_e(fmt(lo))}, {_e(fmt(hi))}]</span>'
+    return f'<span class="ci">[{esc(show(lo))}, {esc(show(hi))}]</span>'
 
 
 def _sub(text: str) -> str:
@@ -44,7 +44,7 @@ def _sub(text: str) -> str:
 
 
 def _lead(df: pd.DataFrame, multi: bool) -> list[Cell]:
-    return [_th("Modality")] if multi else []
+    return [th("Modality")] if multi else []
 
 
 def _block_attrs(i: int, key: Any, prev: Any, **extra: str) -> dict[str, str]:
@@ -56,27 +56,29 @@ def _block_attrs(i: int, key: Any, prev: Any, **extra: str) -> dict[str, str]:
 
 def _yes_no(x: Any) -> str:
     f = flag(x)
-    return _fmt.DASH if f is None else "yes" if f else "no"
+    return number_format.DASH if f is None else "yes" if f else "no"
 
 
 def _ratio(x: Any) -> str:
     """A fraction in [0, 1] with 3 decimals (recall, AP and their chance levels)."""
-    return _fmt.fixed(x, 3)
+    return number_format.fixed(x, 3)
 
 
 def _signed3(x: Any) -> str:
-    return _fmt.signed(x, 3)
+    return number_format.signed(x, 3)
 
 
 def _leading_cell(r: Mapping[str, Any], suffix: str) -> Cell:
     """ARIA's leading channel, its z̄, and right / wrong in words (not by colour alone)."""
     ch = r.get(f"top_channel{suffix}")
     col = f"top_channel{suffix}"
-    if ch is None or (isinstance(ch, float) and not _fmt.finite(ch)) or str(ch) == "":
-        return _txt(_fmt.DASH, **{"data-col": col})
+    if ch is None or (isinstance(ch, float) and not number_format.finite(ch)) or str(ch) == "":
+        return text_cell(number_format.DASH, **{"data-col": col})
     z = r.get(f"top_channel_z{suffix}")
     sig = flag(r.get("top_channel_sig")) if not suffix else None
-    ztxt = f"z̄ {_fmt.signed(z)}" + (", sig." if sig else ", not sig." if sig is False else "")
+    ztxt = f"z̄ {number_format.signed(z)}" + (
+        ", sig." if sig else ", not sig." if sig is False else ""
+    )
     right = r.get(f"right{suffix}")
     right = None if str(r.get("aspect")) == CONTROL else flag(right)
     if right is None:
@@ -86,10 +88,10 @@ def _leading_cell(r: Mapping[str, Any], suffix: str) -> Cell:
     else:
         verdict, cls, attrs = "✗ wrong: ", "", {"data-verdict": "wrong"}
     extra = ""
-    if right is False and not suffix and _fmt.finite(r.get("aspect_z")):
-        extra = _sub(f"{_e(r.get('aspect'))} z̄ {_e(_fmt.signed(r.get('aspect_z')))}")
-    return _txt(
-        f"{verdict}{_e(ch)}" + _sub(_e(ztxt)) + extra, cls=cls, **{"data-col": col}, **attrs
+    if right is False and not suffix and number_format.finite(r.get("aspect_z")):
+        extra = _sub(f"{esc(r.get('aspect'))} z̄ {esc(number_format.signed(r.get('aspect_z')))}")
+    return text_cell(
+        f"{verdict}{esc(ch)}" + _sub(esc(ztxt)) + extra, cls=cls, **{"data-col": col}, **attrs
     )
 
 
@@ -98,13 +100,13 @@ def _contrast_cell(r: Mapping[str, Any]) -> Cell:
     col = "top_channel_vs_control"
     ch = r.get(col)
     if str(r.get("aspect")) == CONTROL or ch is None or str(ch) in ("", "nan"):
-        return _txt(_fmt.DASH, **{"data-col": col})
+        return text_cell(number_format.DASH, **{"data-col": col})
     right = str(ch) == str(r.get("aspect"))
     verdict = "✓ right: " if right else "✗ wrong: "
     dz = r.get("top_channel_vs_control_dz")
-    return _txt(f"{verdict}{_e(ch)}" + _sub(f"Δz̄ {_e(_fmt.signed(dz))}"),
-                cls="best" if right else "", **{"data-col": col,
-                                                "data-verdict": "right" if right else "wrong"})
+    return text_cell(f"{verdict}{esc(ch)}" + _sub(f"Δz̄ {esc(number_format.signed(dz))}"),
+                     cls="best" if right else "", **{"data-col": col,
+                                                     "data-verdict": "right" if right else "wrong"})
 
 
 def _aspects_html(t: ReportTable) -> str:
@@ -118,52 +120,52 @@ def _aspects_html(t: ReportTable) -> str:
     contrast = "top_channel_vs_control" in has
     head = [
         _lead(df, multi)
-        + [_th("Setting"), _th("Aspect"), _th("Plant queries")]
-        + ([_th("Found")] if found else [])
-        + [_th(f"recall@{_e(kk)} ↑"), _th("AP ↑"), _th("Learned"),
-           _th("Counterfactual effect<br>(nats/token)"),
-           _th("ARIA's leading channel<br>(original scores)")]
-        + ([_th("ARIA's leading channel<br>(rank-1 residual)")] if residual else [])
-        + ([_th("Rises most over<br>control queries")] if contrast else [])
+        + [th("Setting"), th("Aspect"), th("Plant queries")]
+        + ([th("Found")] if found else [])
+        + [th(f"recall@{esc(kk)} ↑"), th("AP ↑"), th("Learned"),
+           th("Counterfactual effect<br>(nats/token)"),
+           th("ARIA's leading channel<br>(original scores)")]
+        + ([th("ARIA's leading channel<br>(rank-1 residual)")] if residual else [])
+        + ([th("Rises most over<br>control queries")] if contrast else [])
     ]
     rows: Rows = []
     prev = None
     for i, r in df.iterrows():
         key = (r.get("modality"), r["setting"])
-        cells: list[Cell] = [_txt(_e(r["modality"]))] if multi else []
+        cells: list[Cell] = [text_cell(esc(r["modality"]))] if multi else []
         first = key != prev
         aspect = str(r["aspect"])
         cells += [
-            _txt(_e(r["setting"]) if first else ""),
-            _txt(f"<i>{_e(aspect)}</i>" if aspect == CONTROL else _e(aspect),
-                 **{"data-col": "aspect"}),
-            _num(_e(_fmt.integer(r.get("n_queries"))), **{"data-col": "n_queries"}),
+            text_cell(esc(r["setting"]) if first else ""),
+            text_cell(f"<i>{esc(aspect)}</i>" if aspect == CONTROL else esc(aspect),
+                      **{"data-col": "aspect"}),
+            num_cell(esc(number_format.integer(r.get("n_queries"))), **{"data-col": "n_queries"}),
         ]
         if found:
-            cells.append(_txt(_yes_no(r.get("found")), **{"data-col": "found"}))
+            cells.append(text_cell(_yes_no(r.get("found")), **{"data-col": "found"}))
         rec_above = above_chance(r.get("ci_low"), r.get("chance"))
-        cells.append(_num(
-            _e(_ratio(r["recall_at_k"])) + _ci(r.get("ci_low"), r.get("ci_high"), _ratio)
-            + _sub(f"chance {_e(_ratio(r.get('chance')))}"),
+        cells.append(num_cell(
+            esc(_ratio(r["recall_at_k"])) + _ci(r.get("ci_low"), r.get("ci_high"), _ratio)
+            + _sub(f"chance {esc(_ratio(r.get('chance')))}"),
             cls="best" if rec_above else "", **{"data-col": "recall_at_k"},
         ))
         ap_above = above_chance(r.get("ap_ci_low"), r.get("ap_chance"))
         ap_chance = r.get("ap_chance")
-        cells.append(_num(
-            _e(_ratio(r["average_precision"]))
+        cells.append(num_cell(
+            esc(_ratio(r["average_precision"]))
             + _ci(r.get("ap_ci_low"), r.get("ap_ci_high"), _ratio)
-            + (_sub(f"chance {_e(_ratio(ap_chance))}") if _fmt.finite(ap_chance) else ""),
+            + (_sub(f"chance {esc(_ratio(ap_chance))}") if number_format.finite(ap_chance) else ""),
             cls="best" if ap_above else "", **{"data-col": "average_precision"},
         ))
         le = r.get("learned_effect")
-        cells.append(_txt(
-            _e(_yes_no(r.get("learned")))
-            + (_sub(f"{_e(_signed3(le))} nats/token") if _fmt.finite(le) else ""),
+        cells.append(text_cell(
+            esc(_yes_no(r.get("learned")))
+            + (_sub(f"{esc(_signed3(le))} nats/token") if number_format.finite(le) else ""),
             **{"data-col": "learned"},
         ))
         cf_lo = r.get("cf_ci_low")
-        cells.append(_num(
-            _e(_signed3(r["counterfactual_effect"])) + _ci(cf_lo, r.get("cf_ci_high"), _signed3),
+        cells.append(num_cell(
+            esc(_signed3(r["counterfactual_effect"])) + _ci(cf_lo, r.get("cf_ci_high"), _signed3),
             cls="best" if above_chance(cf_lo, 0.0) else "",
             **{"data-col": "counterfactual_effect"},
         ))
@@ -176,7 +178,7 @@ def _aspects_html(t: ReportTable) -> str:
                                                   "data-aspect": aspect})
         rows.append((cells, attrs))
         prev = key
-    return _table(head, rows, attrs={"id": "table-planted_aspects"})
+    return html_table(head, rows, attrs={"id": "table-planted_aspects"})
 
 
 def _confusion_html(t: ReportTable) -> str:
@@ -187,11 +189,11 @@ def _confusion_html(t: ReportTable) -> str:
     multi = bool(t.layout.get("multi_modality"))
     names = {"original": "Original scores", "residual": "Rank-1 residual"}
     span = str(len(channels) + 1)
-    fixed = [_th(h, rowspan="2") for h in (
+    fixed = [th(h, rowspan="2") for h in (
         (["Modality"] if multi else []) + ["Setting", "Planted aspect", "Plant queries"])]
     head = [
-        fixed + [_th(_e(names.get(v, v)), colspan=span, **{"class": "grp"}) for v in variants],
-        [c for _ in variants for c in [_th(_e(ch)) for ch in channels] + [_th("Right")]],
+        fixed + [th(esc(names.get(v, v)), colspan=span, **{"class": "grp"}) for v in variants],
+        [c for _ in variants for c in [th(esc(ch)) for ch in channels] + [th("Right")]],
     ]
     rows: Rows = []
     prev = None
@@ -199,11 +201,11 @@ def _confusion_html(t: ReportTable) -> str:
         by_v = {str(r["variant"]): r for _, r in g.iterrows()}
         key = (m, s)
         first = key != prev
-        cells: list[Cell] = [_txt(_e(m) if first else "")] if multi else []
+        cells: list[Cell] = [text_cell(esc(m) if first else "")] if multi else []
         cells += [
-            _txt(_e(s) if first else ""),
-            _txt(_e(a), **{"data-col": "aspect"}),
-            _num(_e(_fmt.integer(g["n_queries"].max())), **{"data-col": "n_queries"}),
+            text_cell(esc(s) if first else ""),
+            text_cell(esc(a), **{"data-col": "aspect"}),
+            num_cell(esc(number_format.integer(g["n_queries"].max())), **{"data-col": "n_queries"}),
         ]
         for v in variants:
             r = by_v.get(v)
@@ -212,19 +214,21 @@ def _confusion_html(t: ReportTable) -> str:
                 n = r[f"{c}_n"] if r is not None else None
                 cls = " ".join(x for x in ("first" if c == channels[0] else "",
                                            "best" if diag else "") if x)
-                cells.append(_num(
-                    _e(_fmt.integer(n)), cls=cls, **{"data-col": f"{v}:{c}"},
+                cells.append(num_cell(
+                    esc(number_format.integer(n)), cls=cls, **{"data-col": f"{v}:{c}"},
                     **({"title": "planted aspect = leading channel"} if diag else {}),
                 ))
             share = r.get("right_share") if r is not None else None
             rn = r.get("right_n") if r is not None else None
             nq = r["n_queries"] if r is not None else None
-            of = f"{_fmt.integer(rn)} of {_fmt.integer(nq)}" if _fmt.finite(rn) else ""
-            cells.append(_num(_e(_fmt.pct(share, 0)), title=of, **{"data-col": f"{v}:right_share"}))
+            of = (f"{number_format.integer(rn)} of {number_format.integer(nq)}"
+                  if number_format.finite(rn) else "")
+            cells.append(num_cell(esc(number_format.pct(share, 0)), title=of,
+                                  **{"data-col": f"{v}:right_share"}))
         rows.append((cells, _block_attrs(len(rows), key, prev, **{
             "data-setting": str(s), "data-aspect": str(a)})))
         prev = key
-    return _table(head, rows, cls="data compact", attrs={"id": "table-planted_confusion"})
+    return html_table(head, rows, cls="data compact", attrs={"id": "table-planted_confusion"})
 
 
 def _naming_html(t: ReportTable) -> str:
@@ -234,51 +238,62 @@ def _naming_html(t: ReportTable) -> str:
     rows_cols = {"n_rows_found", "n_rows_right"} <= has
     head = [
         _lead(df, multi)
-        + [_th("Setting"), _th("Scores")]
-        + ([_th("Reading")] if "reading" in has else [])
-        + [_th("Plant queries")]
-        + ([_th("Named right")] if {"n_right", "n_queries"} <= has else [])
-        + [_th("Found the marked set"), _th("Right when found ↑")]
-        + ([_th("Rows above chance named right ↑")] if rows_cols else [])
-        + ([_th("Controls answered none ↑")] if "control_none_share" in has else [])
+        + [th("Setting"), th("Scores")]
+        + ([th("Reading")] if "reading" in has else [])
+        + [th("Plant queries")]
+        + ([th("Named right")] if {"n_right", "n_queries"} <= has else [])
+        + [th("Found the marked set"), th("Right when found ↑")]
+        + ([th("Rows above chance named right ↑")] if rows_cols else [])
+        + ([th("Controls answered none ↑")] if "control_none_share" in has else [])
     ]
     rows: Rows = []
     prev = None
     for i, r in df.iterrows():
         key = (r.get("modality"), r["setting"])
         first = key != prev
-        cells: list[Cell] = [_txt(_e(r["modality"]) if first else "")] if multi else []
+        cells: list[Cell] = [text_cell(esc(r["modality"]) if first else "")] if multi else []
         nq = r.get("n_queries")
         cells += [
-            _txt(_e(r["setting"]) if first else ""),
-            _txt(_e(r["variant"])),
+            text_cell(esc(r["setting"]) if first else ""),
+            text_cell(esc(r["variant"])),
         ]
         if "reading" in has:
-            cells.append(_txt(_e(r["reading"])))
-        cells.append(_num(_e(_fmt.integer(nq)), **{"data-col": "n_queries"}))
+            cells.append(text_cell(esc(r["reading"])))
+        cells.append(num_cell(esc(number_format.integer(nq)), **{"data-col": "n_queries"}))
         if {"n_right", "n_queries"} <= has:
-            share = float(r["n_right"]) / float(nq) if _fmt.finite(nq) and float(nq) else None
-            cells.append(_num(_e(_fmt.integer(r["n_right"])) + _sub(_e(_fmt.pct(share, 0))),
-                              **{"data-col": "n_right"}))
-        cells.append(_num(_e(_fmt.integer(r["n_found"])), **{"data-col": "n_found"}))
-        cells.append(_num(
-            _e(_fmt.pct(r["right_when_found"], 0))
-            + _sub(f"{_e(_fmt.integer(r['n_right_found']))} of {_e(_fmt.integer(r['n_found']))}"),
-            **{"data-col": "right_when_found"},
-        ))
+            share = (float(r["n_right"]) / float(nq)
+                     if number_format.finite(nq) and float(nq) else None)
+            cells.append(
+                num_cell(
+                    esc(number_format.integer(r["n_right"]))
+                    + _sub(esc(number_format.pct(share, 0))),
+                    **{"data-col": "n_right"},
+                )
+            )
+        cells.append(num_cell(esc(number_format.integer(r["n_found"])), **{"data-col": "n_found"}))
+        cells.append(
+            num_cell(
+                esc(number_format.pct(r["right_when_found"], 0))
+                + _sub(
+                    f"{esc(number_format.integer(r['n_right_found']))} of "
+                    f"{esc(number_format.integer(r['n_found']))}"
+                ),
+                **{"data-col": "right_when_found"},
+            )
+        )
         if rows_cols:
-            cells.append(_num(
-                _e(_fmt.pct(r.get("rows_right_share"), 0))
-                + _sub(f"{_e(_fmt.integer(r['n_rows_right']))} of "
-                       f"{_e(_fmt.integer(r['n_rows_found']))}"),
+            cells.append(num_cell(
+                esc(number_format.pct(r.get("rows_right_share"), 0))
+                + _sub(f"{esc(number_format.integer(r['n_rows_right']))} of "
+                       f"{esc(number_format.integer(r['n_rows_found']))}"),
                 **{"data-col": "rows_right_share"}))
         if "control_none_share" in has:
-            cells.append(_num(_e(_fmt.pct(r.get("control_none_share"), 0)),
-                              **{"data-col": "control_none_share"}))
+            cells.append(num_cell(esc(number_format.pct(r.get("control_none_share"), 0)),
+                                  **{"data-col": "control_none_share"}))
         rows.append((cells, _block_attrs(int(i), key, prev, **{
             "data-setting": str(r["setting"]), "data-variant": str(r["variant"])})))
         prev = key
-    return _table(head, rows, cls="data compact", attrs={"id": "table-planted_naming"})
+    return html_table(head, rows, cls="data compact", attrs={"id": "table-planted_naming"})
 
 
 def _effects_html(t: ReportTable) -> str:
@@ -289,32 +304,32 @@ def _effects_html(t: ReportTable) -> str:
                                ("measure", "Measure")) if c in has]
     head = [
         _lead(df, multi)
-        + [_th("Kind"), _th("Aspect"), _th("Effect (nats/token)")]
-        + [_th(h) for _, h in opt]
+        + [th("Kind"), th("Aspect"), th("Effect (nats/token)")]
+        + [th(h) for _, h in opt]
     ]
     rows: Rows = []
     prev = None
     for i, r in df.iterrows():
         key = (r.get("modality"), r["kind"])
-        cells: list[Cell] = [_txt(_e(r["modality"]))] if multi else []
+        cells: list[Cell] = [text_cell(esc(r["modality"]))] if multi else []
         lo = r["ci_low"]
         cells += [
-            _txt(_e(r["kind"]) if key != prev else ""),
-            _txt(_e(r["aspect"]), **{"data-col": "aspect"}),
-            _num(_e(_signed3(r["effect"])) + _ci(lo, r["ci_high"], _signed3),
-                 cls="best" if above_chance(lo, 0.0) else "", **{"data-col": "effect"}),
+            text_cell(esc(r["kind"]) if key != prev else ""),
+            text_cell(esc(r["aspect"]), **{"data-col": "aspect"}),
+            num_cell(esc(_signed3(r["effect"])) + _ci(lo, r["ci_high"], _signed3),
+                     cls="best" if above_chance(lo, 0.0) else "", **{"data-col": "effect"}),
         ]
         for c, _ in opt:
             v = r.get(c)
             if c == "learned":
-                cells.append(_txt(_yes_no(v), **{"data-col": c}))
+                cells.append(text_cell(_yes_no(v), **{"data-col": c}))
             elif c in ("seed", "n"):
-                cells.append(_num(_e(_fmt.integer(v, missing="")), **{"data-col": c}))
+                cells.append(num_cell(esc(number_format.integer(v, missing="")), **{"data-col": c}))
             else:
-                cells.append(_txt("" if v is None or not isinstance(v, str) else _e(v)))
+                cells.append(text_cell("" if v is None or not isinstance(v, str) else esc(v)))
         rows.append((cells, _block_attrs(int(i), key, prev, **{"data-kind": str(r["kind"])})))
         prev = key
-    return _table(head, rows, cls="data compact", attrs={"id": "table-planted_effects"})
+    return html_table(head, rows, cls="data compact", attrs={"id": "table-planted_effects"})
 
 
 def _agreement_html(t: ReportTable) -> str:
@@ -324,28 +339,30 @@ def _agreement_html(t: ReportTable) -> str:
     stats = [(s, n, f"{s}_p_exact" in has) for s, n in (("spearman", "Spearman ρ"),
                                                           ("kendall", "Kendall τ"))]
     head = [
-        _lead(df, multi) + [_th("Diagnostic")]
-        + [c for s, n, p in stats for c in ([_th(n)] + ([_th("p (exact)")] if p else []))]
-        + [_th("Methods")]
-        + ([_th("Methods compared")] if "methods" in has else [])
-        + ([_th("Order")] if "order" in has else [])
+        _lead(df, multi) + [th("Diagnostic")]
+        + [c for s, n, p in stats for c in ([th(n)] + ([th("p (exact)")] if p else []))]
+        + [th("Methods")]
+        + ([th("Methods compared")] if "methods" in has else [])
+        + ([th("Order")] if "order" in has else [])
     ]
     rows: Rows = []
     for _, r in df.iterrows():
-        cells: list[Cell] = [_txt(_e(r["modality"]))] if multi else []
-        cells.append(_txt(_e(r["diagnostic"])))
+        cells: list[Cell] = [text_cell(esc(r["modality"]))] if multi else []
+        cells.append(text_cell(esc(r["diagnostic"])))
         for s, _, p in stats:
-            cells.append(_num(_e(_fmt.signed(r[s], 3)), **{"data-col": s}))
+            cells.append(num_cell(esc(number_format.signed(r[s], 3)), **{"data-col": s}))
             if p:
-                cells.append(_num(_e(_fmt.fixed(r.get(f"{s}_p_exact"), 3)),
-                                  **{"data-col": f"{s}_p_exact"}))
-        cells.append(_num(_e(_fmt.integer(r["n_methods"])), **{"data-col": "n_methods"}))
+                cells.append(num_cell(esc(number_format.fixed(r.get(f"{s}_p_exact"), 3)),
+                                      **{"data-col": f"{s}_p_exact"}))
+        cells.append(
+            num_cell(esc(number_format.integer(r["n_methods"])), **{"data-col": "n_methods"})
+        )
         for c in ("methods", "order"):
             if c in has:
                 v = r.get(c)
-                cells.append(_txt(_e(v) if isinstance(v, str) else ""))
+                cells.append(text_cell(esc(v) if isinstance(v, str) else ""))
         rows.append((cells, {"data-diagnostic": str(r["diagnostic"])}))
-    return _table(head, rows, cls="data compact", attrs={"id": "table-planted_agreement"})
+    return html_table(head, rows, cls="data compact", attrs={"id": "table-planted_agreement"})
 
 
 _RENDERERS = {
@@ -383,17 +400,17 @@ def _panels_html(panels: Sequence[tuple[str, str, str]], note: str | None) -> st
         by_setting.setdefault(setting, []).append((aspect, svg))
     for j, (setting, items) in enumerate(by_setting.items()):
         figs = "".join(
-            f'<figure class="plot" data-setting="{_e(setting)}" data-aspect="{_e(a)}" '
-            f'aria-label="K-sweep of the {_e(a)} plant queries, {_e(setting)}">{svg}</figure>'
+            f'<figure class="plot" data-setting="{esc(setting)}" data-aspect="{esc(a)}" '
+            f'aria-label="K-sweep of the {esc(a)} plant queries, {esc(setting)}">{svg}</figure>'
             for a, svg in items
         )
         out.append(
             f'<details class="planted-sweep"{" open" if j == 0 else ""} '
-            f'data-setting="{_e(setting)}"><summary>{_e(setting)}: {len(items)} panel(s)'
+            f'data-setting="{esc(setting)}"><summary>{esc(setting)}: {len(items)} panel(s)'
             f'</summary><div class="plots">{figs}</div></details>'
         )
     if note:
-        out.append(f'<p class="note">{_e(note)}</p>')
+        out.append(f'<p class="note">{esc(note)}</p>')
     return "".join(out)
 
 
@@ -432,8 +449,8 @@ def planted_aspects_section(
             body += planted_aspects_html(t)
         else:
             body += (
-                f'<h3 id="h-{_e(t.name)}">{_e(t.title)}</h3>'
-                f'<p class="caption">{_e(t.caption)}</p>{planted_aspects_html(t)}'
+                f'<h3 id="h-{esc(t.name)}">{esc(t.title)}</h3>'
+                f'<p class="caption">{esc(t.caption)}</p>{planted_aspects_html(t)}'
             )
     if panels or note:
         body += (
@@ -446,4 +463,4 @@ def planted_aspects_section(
             "groups of K training items); a right reading has the planted channel on top.</p>"
             + _panels_html(panels, note)
         )
-    return _e(title), body, caption
+    return esc(title), body, caption

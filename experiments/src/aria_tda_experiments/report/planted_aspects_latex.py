@@ -13,30 +13,30 @@ from typing import Any
 
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable
-from aria_tda.report.latex._cells import MISSING, _label, _num, _table, escape
+from aria_tda.report import number_format
+from aria_tda.report.latex.cells import MISSING, escape, latex_table, num_cell, table_label
+from aria_tda.report.report_table import ReportTable
 from aria_tda_experiments.report.planted_aspects import CONTROL, above_chance, flag
 
 __all__ = ["PLANTED_ASPECT_LATEX"]
 
 
 def _sgn(x: Any, nd: int = 3, *, bold: bool = False) -> str:
-    if not _fmt.finite(x):
+    if not number_format.finite(x):
         return MISSING
-    s = _fmt.signed(x, nd)
+    s = number_format.signed(x, nd)
     s = "$-$" + s[1:] if s.startswith("-") else s
     return rf"\textbf{{{s}}}" if bold else s
 
 
 def _pct(x: Any) -> str:
-    return _fmt.pct(x, 0, missing=MISSING).replace("%", r"\%")
+    return number_format.pct(x, 0, missing=MISSING).replace("%", r"\%")
 
 
-def _ci(lo: Any, hi: Any, fmt: Any) -> str:
-    if not (_fmt.finite(lo) and _fmt.finite(hi)):
+def _ci(lo: Any, hi: Any, show: Any) -> str:
+    if not (number_format.finite(lo) and number_format.finite(hi)):
         return ""
-    return f" [{fmt(lo)}, {fmt(hi)}]"
+    return f" [{show(lo)}, {show(hi)}]"
 
 
 def _yes_no(x: Any) -> str:
@@ -45,7 +45,7 @@ def _yes_no(x: Any) -> str:
 
 
 def _int(x: Any) -> str:
-    return _fmt.integer(x, missing=MISSING).replace(",", "{,}")
+    return number_format.integer(x, missing=MISSING).replace(",", "{,}")
 
 
 def _starts(keys: Sequence[Any]) -> list[bool]:
@@ -54,7 +54,7 @@ def _starts(keys: Sequence[Any]) -> list[bool]:
 
 def _leading(r: pd.Series, suffix: str) -> list[str]:
     ch = r.get(f"top_channel{suffix}")
-    if ch is None or (isinstance(ch, float) and not _fmt.finite(ch)) or str(ch) == "":
+    if ch is None or (isinstance(ch, float) and not number_format.finite(ch)) or str(ch) == "":
         return [MISSING, MISSING]
     right = None if str(r["aspect"]) == CONTROL else flag(r.get(f"right{suffix}"))
     word = "" if right is None else r" (\textbf{right})" if right else " (wrong)"
@@ -81,13 +81,13 @@ def _aspects_latex(t: ReportTable) -> str:
             escape(r["setting"]) if first else "",
             r"\emph{control}" if aspect == CONTROL else escape(aspect),
             _int(r.get("n_queries")),
-            _num(r["recall_at_k"], bold=above_chance(r.get("ci_low"), r.get("chance")))
-            + _ci(r.get("ci_low"), r.get("ci_high"), _num),
-            _num(r.get("chance")),
-            _num(r["average_precision"],
+            num_cell(r["recall_at_k"], bold=above_chance(r.get("ci_low"), r.get("chance")))
+            + _ci(r.get("ci_low"), r.get("ci_high"), num_cell),
+            num_cell(r.get("chance")),
+            num_cell(r["average_precision"],
                    bold=above_chance(r.get("ap_ci_low"), r.get("ap_chance")))
-            + _ci(r.get("ap_ci_low"), r.get("ap_ci_high"), _num),
-            _num(r.get("ap_chance")),
+            + _ci(r.get("ap_ci_low"), r.get("ap_ci_high"), num_cell),
+            num_cell(r.get("ap_chance")),
             _yes_no(r.get("learned")),
             _sgn(r["counterfactual_effect"], bold=above_chance(r.get("cf_ci_low"), 0.0))
             + _ci(r.get("cf_ci_low"), r.get("cf_ci_high"), _sgn),
@@ -110,7 +110,7 @@ def _aspects_latex(t: ReportTable) -> str:
         r"from unmarked prompts against the union of the marked sets."
     )
     colspec = "l" * (2 + multi) + "r" * 7 + "lr" + ("lr" if residual else "")
-    return _table(body, colspec=colspec, caption=cap, label=_label(t.name), resize=True)
+    return latex_table(body, colspec=colspec, caption=cap, label=table_label(t.name), resize=True)
 
 
 def _confusion_latex(t: ReportTable) -> str:
@@ -153,8 +153,8 @@ def _confusion_latex(t: ReportTable) -> str:
         r"the planted aspect; Right: its share of the row (chance: one over the number of "
         r"channels)."
     )
-    return _table(body, colspec="l" * (len(lead) - 1) + "r" + "r" * (nc * len(variants)),
-                  caption=cap, label=_label(t.name), resize=nc * len(variants) > 8)
+    return latex_table(body, colspec="l" * (len(lead) - 1) + "r" + "r" * (nc * len(variants)),
+                       caption=cap, label=table_label(t.name), resize=nc * len(variants) > 8)
 
 
 def _naming_latex(t: ReportTable) -> str:
@@ -197,8 +197,8 @@ def _naming_latex(t: ReportTable) -> str:
         "none; chance: one over the number of channels."
     )
     n_text = 2 + multi + ("reading" in has)
-    return _table(body, colspec="l" * n_text + "r" * (len(head) - n_text), caption=cap,
-                  label=_label(t.name), resize=len(head) > 8)
+    return latex_table(body, colspec="l" * n_text + "r" * (len(head) - n_text), caption=cap,
+                       label=table_label(t.name), resize=len(head) > 8)
 
 
 def _effects_latex(t: ReportTable) -> str:
@@ -222,7 +222,7 @@ def _effects_latex(t: ReportTable) -> str:
         ]
         for c in opt:
             v = r.get(c)
-            cells.append(_yes_no(v) if c == "learned" else _fmt.integer(v, missing=""))
+            cells.append(_yes_no(v) if c == "learned" else number_format.integer(v, missing=""))
         body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
     cap = (
@@ -232,8 +232,8 @@ def _effects_latex(t: ReportTable) -> str:
         r"with it, mean over seeds. Percentile bootstrap 95\% CIs over the $n$ items; bold: the "
         "interval excludes 0."
     )
-    return _table(body, colspec="l" * (2 + multi) + "r" * (1 + len(opt)), caption=cap,
-                  label=_label(t.name), resize=False)
+    return latex_table(body, colspec="l" * (2 + multi) + "r" * (1 + len(opt)), caption=cap,
+                       label=table_label(t.name), resize=False)
 
 
 def _agreement_latex(t: ReportTable) -> str:
@@ -249,7 +249,7 @@ def _agreement_latex(t: ReportTable) -> str:
         for s, p in stats:
             cells.append(_sgn(r[s]))
             if p:
-                cells.append(_num(r.get(f"{s}_p_exact")))
+                cells.append(num_cell(r.get(f"{s}_p_exact")))
         cells.append(_int(r["n_methods"]))
         body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
@@ -260,8 +260,8 @@ def _agreement_latex(t: ReportTable) -> str:
         + ("; $p$: exact one-sided permutation p-value over the $n!$ orderings of the methods."
            if any(p for _, p in stats) else ".")
     )
-    return _table(body, colspec="l" * (1 + multi) + "r" * (len(head) - 1 - multi), caption=cap,
-                  label=_label(t.name), resize=False)
+    return latex_table(body, colspec="l" * (1 + multi) + "r" * (len(head) - 1 - multi), caption=cap,
+                       label=table_label(t.name), resize=False)
 
 
 #: LaTeX renderer per planted-aspect table name.

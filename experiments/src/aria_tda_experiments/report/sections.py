@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aria_tda.report._table import ReportTable
-from aria_tda.report.html._cells import _e
-from aria_tda.report.latex._cells import PREAMBLE
+from aria_tda.report.html.cells import esc
+from aria_tda.report.latex.cells import PREAMBLE
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda_experiments.report.planted import planted_html, planted_latex, planted_tables
 from aria_tda_experiments.report.planted_aspects import (
@@ -72,11 +72,11 @@ class PlantedSection(BaseSection):
         body = planted_html(main)
         for t in rest:
             body += (
-                f'<details class="planted-more" id="details-{_e(t.name)}"><summary>'
-                f"{_e(t.title)}</summary>"
-                f'<p class="caption">{_e(t.caption)}</p>{planted_html(t)}</details>'
+                f'<details class="planted-more" id="details-{esc(t.name)}"><summary>'
+                f"{esc(t.title)}</summary>"
+                f'<p class="caption">{esc(t.caption)}</p>{planted_html(t)}</details>'
             )
-        return ctx.section("planted", "Planted influence", _e(main.title), body, main.caption)
+        return ctx.section("planted", "Planted influence", esc(main.title), body, main.caption)
 
     def latex(self, table: ReportTable) -> str | None:
         return PREAMBLE + planted_latex(table) if table.name in _LEVEL_TABLES else None
@@ -186,7 +186,7 @@ class SensitivitySection(BaseSection):
         t = tables.get("sensitivity")
         if t is None:
             return None
-        return ctx.section("sensitivity", "Sensitivity", _e(t.title), sensitivity_html(t),
+        return ctx.section("sensitivity", "Sensitivity", esc(t.title), sensitivity_html(t),
                            t.caption)
 
     def latex(self, table: ReportTable) -> str | None:

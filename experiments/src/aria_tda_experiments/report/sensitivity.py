@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable, channels_in
-from aria_tda.report.html._cells import Cell, _e, _num, _table, _th, _title
-from aria_tda.report.latex._cells import MISSING, _label, _signed, escape
-from aria_tda.report.latex._cells import _table as _tex_table
-from aria_tda.report.latex._cells import _title as _tex_title
+from aria_tda.report import number_format
+from aria_tda.report.html.cells import Cell, column_title, esc, html_table, num_cell, th
+from aria_tda.report.latex.cells import MISSING, escape, latex_table, signed_cell, table_label
+from aria_tda.report.latex.cells import column_title as _tex_title
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable, channels_in
 
 __all__ = ["sensitivity_html", "sensitivity_latex", "sensitivity_table"]
 
@@ -94,36 +93,36 @@ def sensitivity_html(t: ReportTable) -> str:
     head = []
     if groups != [""]:
         head.append(
-            [_th("", colspan="2")]
-            + [_th(_title(g), colspan=str(len(channels)), **{"class": "grp"}) for g in groups]
+            [th("", colspan="2")]
+            + [th(column_title(g), colspan=str(len(channels)), **{"class": "grp"}) for g in groups]
         )
     head.append(
-        [_th("Projection dim"), _th("λ")] + [_th(_title(c)) for _ in groups for c in channels]
+        [th("Projection dim"), th("λ")] + [th(column_title(c)) for _ in groups for c in channels]
     )
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for _, r in df.iterrows():
-        lam = _fmt.lam(r["lam"]) + (" ★" if r.get("selected") else "")
-        cells = [_num(_e(int(r["proj_dim"]))), _num(_e(lam))]
+        lam = number_format.lam(r["lam"]) + (" ★" if r.get("selected") else "")
+        cells = [num_cell(esc(int(r["proj_dim"]))), num_cell(esc(lam))]
         for g in groups:
             for c in channels:
                 v = r[f"{g}_{c}" if g else c]
                 cells.append(
-                    _num(
-                        _e(_fmt.signed(v)),
-                        cls="pos" if _fmt.finite(v) and v > 0 else "",
+                    num_cell(
+                        esc(number_format.signed(v)),
+                        cls="pos" if number_format.finite(v) and v > 0 else "",
                         **{"data-col": f"{g}_{c}" if g else c},
                     )
                 )
         rows.append((cells, {}))
-    return _table(head, rows, attrs={"id": "table-sensitivity"})
+    return html_table(head, rows, attrs={"id": "table-sensitivity"})
 
 
 
 def _lam_tex(x: Any) -> str:
-    s = _fmt.lam(x)
+    s = number_format.lam(x)
     if s.startswith("1e"):
         return rf"$10^{{{int(s[2:])}}}$"
-    return f"${s}$" if s != _fmt.DASH else MISSING
+    return f"${s}$" if s != number_format.DASH else MISSING
 
 
 def sensitivity_latex(t: ReportTable) -> str:
@@ -163,7 +162,7 @@ def sensitivity_latex(t: ReportTable) -> str:
             )
             lam = _lam_tex(r["lam"]) + (r"\rlap{$^{\star}$}" if r.get("selected") else "")
             cells = [first, lam] + [
-                _signed(r[f"{g}_{c}" if g else c]) for g in groups for c in channels
+                signed_cell(r[f"{g}_{c}" if g else c]) for g in groups for c in channels
             ]
             body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
@@ -176,10 +175,10 @@ def sensitivity_latex(t: ReportTable) -> str:
         rf"TRAK hyperparameter sensitivity. $\bar{{z}}$ at $K{{=}}{t.layout['k']}$ across "
         rf"projection dim and $\lambda$. Positive values in \textbf{{bold}}.{star}"
     )
-    return _tex_table(
+    return latex_table(
         body,
         colspec="cc" + "r" * (nc * len(groups)),
         caption=cap,
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=nc * len(groups) > 6,
     )

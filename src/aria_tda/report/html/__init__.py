@@ -15,7 +15,7 @@ Layout
   view's skeleton, :func:`~aria_tda.report.html.page.render_html`;
 - :mod:`aria_tda.report.html.tables` — one renderer per report table
   (:func:`~aria_tda.report.html.tables.table_html`);
-- ``aria_tda.report.html._cells`` — escaping, JSON for ``<script>``, table cells and badges.
+- :mod:`aria_tda.report.html.cells` — escaping, JSON for ``<script>``, table cells and badges.
 """
 
 from __future__ import annotations

@@ -17,22 +17,22 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from aria_tda.errors import AriaWarning, one_line
-from aria_tda.report import _fmt, words
-from aria_tda.report._table import ReportTable
-from aria_tda.report.html._cells import (
+from aria_tda.report import number_format, words
+from aria_tda.report.html.cells import (
     Cell,
-    _clean_json,
-    _e,
-    _json_default,
-    _json_for_script,
-    _num,
-    _table,
-    _th,
-    _txt,
     badge,
+    clean_json,
+    esc,
+    html_table,
+    json_default,
+    json_for_script,
+    num_cell,
+    text_cell,
+    th,
 )
 from aria_tda.report.html.tables import null_html
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 from aria_tda.report.sections.base import PageContext, Section
 
 if TYPE_CHECKING:  # the report's page reads what the listening room packed
@@ -58,8 +58,8 @@ def _kv(items: Iterable[tuple[Any, Any]]) -> str:
     out = ['<dl class="kv">']
     for k, v in items:
         if isinstance(v, (dict, list, tuple)):
-            v = json.dumps(_clean_json(v), default=_json_default, ensure_ascii=False)
-        out.append(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>")
+            v = json.dumps(clean_json(v), default=json_default, ensure_ascii=False)
+        out.append(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>")
     out.append("</dl>")
     return "".join(out)
 
@@ -79,7 +79,7 @@ def _summary(data: ResultsData, tables: Mapping[str, ReportTable], k: int | None
             *[x for x in counts if x not in ("collapsed", "suspect", "ok")],
         ):
             if v in counts:
-                items.append(f"<li>{badge(v)} {len(counts[v])}: {_e(', '.join(counts[v]))}</li>")
+                items.append(f"<li>{badge(v)} {len(counts[v])}: {esc(', '.join(counts[v]))}</li>")
         parts.append(
             f"<p>{len(rel.df)} setting(s) analysed; verdicts:</p><ul>{''.join(items)}</ul>"
         )
@@ -94,11 +94,11 @@ def _summary(data: ResultsData, tables: Mapping[str, ReportTable], k: int | None
         items = []
         for _, r in asp.df[asp.df["variant"] == "original"].iterrows():
             shares = {c: r.get(f"{c}_named_share") for c in asp.layout["channels"]}
-            named = ", ".join(f"{_e(c)} {100 * float(v):.0f}%" for c, v in shares.items()
+            named = ", ".join(f"{esc(c)} {100 * float(v):.0f}%" for c, v in shares.items()
                               if v == v and float(v) > 0)
             items.append(
-                f"<li><b>{_e(r['setting'])}</b>: follows its queries along "
-                f"<b>{_e(r['method_aspect'])}</b>; a distinctive aspect for "
+                f"<li><b>{esc(r['setting'])}</b>: follows its queries along "
+                f"<b>{esc(r['method_aspect'])}</b>; a distinctive aspect for "
                 f"{100 * (1 - float(r['none_share'])):.0f}% of its queries"
                 + (f" ({named})" if named else "") + "</li>")
         parts.append("<p>Which aspect (the distinctive reading, original scores):</p>"
@@ -122,7 +122,7 @@ def _summary(data: ResultsData, tables: Mapping[str, ReportTable], k: int | None
     if k is not None:
         parts.append(
             f'<p class="note">Tables are at group size K = {k} '
-            f"(K-sweep plots show every K: {_e(', '.join(map(str, data.ks)))}).</p>"
+            f"(K-sweep plots show every K: {esc(', '.join(map(str, data.ks)))}).</p>"
         )
     return "".join(parts)
 
@@ -142,13 +142,13 @@ def _run_details(data: ResultsData) -> str:
     settings = [s for s in meta.get("settings") or [] if isinstance(s, Mapping)]
     if settings:
         keys = list(dict.fromkeys(k for s in settings for k in s))
-        head = [[_th(_e(k)) for k in keys]]
+        head = [[th(esc(k)) for k in keys]]
         srows: list[tuple[Sequence[Cell], dict[str, str]]] = [
             (
                 [
-                    _txt(
-                        _e(
-                            json.dumps(_clean_json(s.get(k)), default=_json_default)
+                    text_cell(
+                        esc(
+                            json.dumps(clean_json(s.get(k)), default=json_default)
                             if isinstance(s.get(k), (dict, list))
                             else ("" if s.get(k) is None else s.get(k))
                         )
@@ -161,7 +161,7 @@ def _run_details(data: ResultsData) -> str:
         ]
         out.append(
             "<h3>Settings</h3>"
-            + _table(head, srows, cls="data compact", attrs={"id": "table-settings"})
+            + html_table(head, srows, cls="data compact", attrs={"id": "table-settings"})
         )
     ch = meta.get("channels")
     if isinstance(ch, Mapping) and ch:
@@ -183,14 +183,15 @@ def _run_details(data: ResultsData) -> str:
     timings = meta.get("timings")
     if isinstance(timings, Mapping) and timings:
         rows: list[tuple[Sequence[Cell], dict[str, str]]] = [
-            ([_txt(_e(k)), _num(_e(_fmt.seconds(v)))], {}) for k, v in timings.items()
+            ([text_cell(esc(k)), num_cell(esc(number_format.seconds(v)))], {})
+            for k, v in timings.items()
         ]
-        total = sum(float(v) for v in timings.values() if _fmt.finite(v))
-        rows.append(([_txt("<b>total</b>"), _num(_e(_fmt.seconds(total)))], {}))
+        total = sum(float(v) for v in timings.values() if number_format.finite(v))
+        rows.append(([text_cell("<b>total</b>"), num_cell(esc(number_format.seconds(total)))], {}))
         out.append(
             "<h3>Timings</h3>"
-            + _table(
-                [[_th("Stage"), _th("Wall time")]],
+            + html_table(
+                [[th("Stage"), th("Wall time")]],
                 rows,
                 cls="data compact",
                 attrs={"id": "table-timings"},
@@ -221,7 +222,7 @@ def _query_view(payload: EvidencePayload | None) -> str:
             "show.</p>"
         )
     h = payload.header
-    units = "".join(f"<li>{_e(t)}</li>" for t in words.UNITS.values())
+    units = "".join(f"<li>{esc(t)}</li>" for t in words.UNITS.values())
     k_txt = f"K = {h['k']}" if h.get("k") is not None else "—"
     pk_txt = f" (pairs at K = {h['pairs_k']})" if h.get("pairs_k") not in (None, h.get("k")) else ""
     return f"""
@@ -242,7 +243,7 @@ def _query_view(payload: EvidencePayload | None) -> str:
  <section class="qv-aspect" id="qv-aspect" aria-live="polite"></section>
  <div class="qv-grid">
   <div>
-   <h3>The paper's z<sub>c</sub>(q): how alike its top-K are, per channel ({_e(k_txt)})</h3>
+   <h3>The paper's z<sub>c</sub>(q): how alike its top-K are, per channel ({esc(k_txt)})</h3>
    <div id="qv-zchart"></div>
    <p class="note">Grey curve: the null reference N(0, 1) that z<sub>c</sub>(q) follows for \
 random groups; dashed line: z = 1.96.
@@ -251,7 +252,7 @@ random groups; dashed line: z = 1.96.
 <th>Channel</th><th>z<sub>c</sub>(q)</th>
    <th title="normal approximation Φ(z)">above random groups</th><th>rank among queries</th>\
 <th>reading</th></tr></thead><tbody></tbody></table></div>
-   <h3>Track pairs contributing most per channel{_e(pk_txt)}</h3>
+   <h3>Track pairs contributing most per channel{esc(pk_txt)}</h3>
    <div id="qv-pairs"></div>
    <ul class="units note" id="qv-units">{units}</ul>
   </div>
@@ -265,7 +266,7 @@ id="qv-shortcuts" checked> single-key shortcuts</label></p>
    <div id="qv-media"></div>
    <h3>Top attributed training tracks (first {int(h["top_n"])})</h3>
    <div class="tablewrap"><table class="data compact" id="qv-topk"><thead><tr><th>Rank</th>\
-<th>Track</th><th title="{_e(words.UNITS["score"])}">Score</th><th>Listen</th></tr></thead>\
+<th>Track</th><th title="{esc(words.UNITS["score"])}">Score</th><th>Listen</th></tr></thead>\
 <tbody></tbody></table></div>
   </div>
  </div>
@@ -364,35 +365,35 @@ def render_html(
         missing_html = (
             '<div class="missing" id="missing"><b>Missing pieces.</b> This report shows what the '
             "results folder holds; the following is absent or unusable:<ul>"
-            + "".join(f"<li>{_e(m)}</li>" for m in data.missing)
+            + "".join(f"<li>{esc(m)}</li>" for m in data.missing)
             + "</ul></div>"
         )
     notes_html = (
         (
             '<div class="note"><b>Notes from the run:</b><ul>'
-            + "".join(f"<li>{_e(n)}</li>" for n in notes)
+            + "".join(f"<li>{esc(n)}</li>" for n in notes)
             + "</ul></div>"
         )
         if notes
         else ""
     )
 
-    nav = "".join(f'<a href="#{_e(sid)}">{text}</a>' for sid, text in ctx.toc if text)
+    nav = "".join(f'<a href="#{esc(sid)}">{text}</a>' for sid, text in ctx.toc if text)
     study = data.study
-    sub = [f"results: {_e(data.path.name)}"]
+    sub = [f"results: {esc(data.path.name)}"]
     if study.get("modality"):
-        sub.append(f"modality: {_e(study['modality'])}")
+        sub.append(f"modality: {esc(study['modality'])}")
     if data.meta.get("created"):
-        sub.append(f"created {_e(data.meta['created'])}")
-    sub.append(f"ARIA {_e(data.meta.get('aria_version', ''))}")
+        sub.append(f"created {esc(data.meta['created'])}")
+    sub.append(f"ARIA {esc(data.meta.get('aria_version', ''))}")
     payload_json: dict[str, Any] = {
         "evidence": None,
-        "media": _clean_json(media) if media is not None else None,
+        "media": clean_json(media) if media is not None else None,
         "words": {"templates": words.TEMPLATES, "units": words.UNITS, "sig": words.SIG_Z},
     }
     blocks_html = ""
     if evidence is not None and not evidence.empty:
-        payload_json["evidence"] = _clean_json(evidence.header)
+        payload_json["evidence"] = clean_json(evidence.header)
         blocks_html = "".join(
             f'<script type="text/plain" id="aria-block-{b.header["id"]}">{b.data}</script>\n'
             for b in evidence.blocks
@@ -402,18 +403,18 @@ def render_html(
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_e(CSP)}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<meta name="color-scheme" content="light">'
-        f'<meta name="generator" content="aria-tda {_e(__version__)}">'
-        f"<title>{_e(data.title)}</title><style>{_asset('report.css')}</style></head>\n<body>"
-        f'<header class="top"><h1>{_e(data.title)}</h1>'
+        f'<meta name="generator" content="aria-tda {esc(__version__)}">'
+        f"<title>{esc(data.title)}</title><style>{_asset('report.css')}</style></head>\n<body>"
+        f'<header class="top"><h1>{esc(data.title)}</h1>'
         f'<p class="sub">{" · ".join(sub)}</p></header>'
         f'<nav class="toc" aria-label="sections">{nav}</nav>\n<main>{missing_html}{notes_html}'
         + "\n".join(p for p in parts if p)
-        + f"</main><footer>Generated by ARIA {_e(__version__)} from {_e(str(data.path))}. "
+        + f"</main><footer>Generated by ARIA {esc(__version__)} from {esc(str(data.path))}. "
         "This file is self-contained: it opens offline and makes no network requests.</footer>\n"
         '<script type="application/json" id="aria-data">'
-        f"{_json_for_script(payload_json)}</script>\n"
+        f"{json_for_script(payload_json)}</script>\n"
         f"{blocks_html}<script>{_asset('report.js')}</script></body></html>\n"
     )

@@ -1,10 +1,10 @@
 """HTML of ARIA's own report tables: one renderer per kind of
-:class:`~aria_tda.report._table.ReportTable`, used by the sections
+:class:`~aria_tda.report.report_table.ReportTable`, used by the sections
 (:mod:`aria_tda.report.sections`) that own them.
 
 Static ``<table>`` elements (they print and work without JavaScript). Every cell carries the
-numbers of the table's CSV export, formatted by :mod:`aria_tda.report._fmt` as the LaTeX export
-formats them; ``data-col`` / ``data-setting`` attributes let the page (and the tests) find
+numbers of the table's CSV export, formatted by :mod:`aria_tda.report.number_format` as the LaTeX
+export formats them; ``data-col`` / ``data-setting`` attributes let the page (and the tests) find
 them.
 """
 
@@ -15,21 +15,23 @@ from typing import Any
 
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable
-from aria_tda.report.html._cells import (
+from aria_tda.report import number_format
+from aria_tda.report.html.cells import (
     Cell,
-    _best_low_within,
-    _e,
-    _num,
-    _setting_attrs,
-    _table,
-    _th,
-    _title,
-    _txt,
-    _zcell,
     badge,
+    best_high_by,
+    best_low_within,
+    block_starts,
+    column_title,
+    esc,
+    html_table,
+    num_cell,
+    setting_attrs,
+    text_cell,
+    th,
+    zbar_cell,
 )
+from aria_tda.report.report_table import ReportTable
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = ["null_html", "plain_html"]
@@ -39,14 +41,14 @@ def _concentration_cols(df: pd.DataFrame) -> list[str]:
     """The top-K columns the reliability table shows: the unlike-query overlap the verdict
     reads and the hub count when measured, else the top-1 share and top-K overlap."""
     for group in (("unlike_overlap", "n_hubs"), ("top1_share", "topk_overlap")):
-        got = [c for c in group if c in df.columns and df[c].map(_fmt.finite).any()]
+        got = [c for c in group if c in df.columns and df[c].map(number_format.finite).any()]
         if got:
             return got
     return []
 
 
 def _topk_k(df: pd.DataFrame) -> str:
-    ks = sorted({int(k) for k in df["topk_K"] if _fmt.finite(k)}) if "topk_K" in df else []
+    ks = sorted({int(k) for k in df["topk_K"] if number_format.finite(k)}) if "topk_K" in df else []
     return str(ks[0]) if len(ks) == 1 else "K"
 
 
@@ -57,7 +59,7 @@ def reliability_html(t: ReportTable) -> str:
              "unlike_overlap": f"Unlike top-{k}", "n_hubs": "Hubs"}
     head = [
         [
-            _th(x)
+            th(x)
             for x in (
                 "Setting",
                 "Method",
@@ -79,75 +81,84 @@ def reliability_html(t: ReportTable) -> str:
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for _, r in t.df.iterrows():
         cells = [
-            _txt(_e(r["setting"])),
-            _txt(_e(r["method"])),
-            _txt(_e(r["stage"])),
-            _num(_e(_fmt.integer(r["n_train"]))),
-            _num(_e(_fmt.integer(r["n_queries"]))),
+            text_cell(esc(r["setting"])),
+            text_cell(esc(r["method"])),
+            text_cell(esc(r["stage"])),
+            num_cell(esc(number_format.integer(r["n_train"]))),
+            num_cell(esc(number_format.integer(r["n_queries"]))),
         ]
         cells += [
-            _num(_e(_fmt.integer(r[c]) if c == "n_hubs" else _fmt.fixed(r[c])),
-                 **{"data-col": c})
+            num_cell(
+                esc(number_format.integer(r[c]) if c == "n_hubs" else number_format.fixed(r[c])),
+                **{"data-col": c},
+            )
             for c in ("kappa", "r1", "r2_5", "p", "v1_constancy", *conc)
         ]
-        why = "" if pd.isna(r["verdict_reason"]) else _e(r["verdict_reason"])
+        why = "" if pd.isna(r["verdict_reason"]) else esc(r["verdict_reason"])
         found = r.get("verdict_findings")
         if isinstance(found, str) and found:
-            why += "".join(f"<br>· {_e(f)}" for f in found.split(" | "))
+            why += "".join(f"<br>· {esc(f)}" for f in found.split(" | "))
         if "sanity" in t.df.columns:
-            cells.append(_txt(_sanity_text(r), cls="sub", **{"data-col": "sanity"}))
+            cells.append(text_cell(_sanity_text(r), cls="sub", **{"data-col": "sanity"}))
         cells += [
-            _txt(badge(r["verdict"]), **{"data-col": "verdict"}),
-            _txt(why, cls="sub"),
+            text_cell(badge(r["verdict"]), **{"data-col": "verdict"}),
+            text_cell(why, cls="sub"),
         ]
-        rows.append((cells, _setting_attrs(r)))
-    return _table(head, rows, attrs={"id": "table-reliability"})
+        rows.append((cells, setting_attrs(r)))
+    return html_table(head, rows, attrs={"id": "table-reliability"})
 
 
 def _sanity_text(r: Any) -> str:
     """The attribution sanity checks of one reliability row, in words (escaped HTML)."""
     if r.get("sanity") != "computed":
-        return _e("unavailable: the attribution was not computed by ARIA with its checks")
+        return esc("unavailable: the attribution was not computed by ARIA with its checks")
 
     def flag(col: str) -> str:
         return " <strong>flagged</strong>" if str(r.get(col)).lower() == "true" else ""
 
-    return (f"model randomisation ρ {_e(_fmt.fixed(r.get('randomization_rho')))} "
-            f"[{_e(_fmt.fixed(r.get('randomization_lo')))}, "
-            f"{_e(_fmt.fixed(r.get('randomization_hi')))}]{flag('randomization_flagged')}; "
-            f"gradient-norm bias ρ {_e(_fmt.fixed(r.get('norm_bias_rho')))}"
-            f"{flag('norm_bias_flagged')}")
+    return (
+        f"model randomisation ρ {esc(number_format.fixed(r.get('randomization_rho')))} "
+        f"[{esc(number_format.fixed(r.get('randomization_lo')))}, "
+        f"{esc(number_format.fixed(r.get('randomization_hi')))}]{flag('randomization_flagged')}; "
+        f"gradient-norm bias ρ {esc(number_format.fixed(r.get('norm_bias_rho')))}"
+        f"{flag('norm_bias_flagged')}"
+    )
 
 
 def homogeneity_html(t: ReportTable) -> str:
     df, channels = t.df, t.layout["channels"]
-    rel_cols = [c for c in RELIABILITY_DIAGNOSTICS if df[c].map(_fmt.finite).any()]
+    rel_cols = [c for c in RELIABILITY_DIAGNOSTICS if df[c].map(number_format.finite).any()]
     rel_head = {"r1": "r<sub>1</sub>", "r2_5": "r<sub>2:5</sub>", "p": "p", "kappa": "κ"}
     zsym = "z̄<sup>res</sup>" if t.layout.get("variant") == "residual" else "z̄"
-    head1 = [_th("", colspan="3")] + (
-        [_th("Reliability (S<sub>seg</sub>)", colspan=str(len(rel_cols)), **{"class": "grp"})]
+    head1 = [th("", colspan="3")] + (
+        [th("Reliability (S<sub>seg</sub>)", colspan=str(len(rel_cols)), **{"class": "grp"})]
         if rel_cols
         else []
     )
-    head1 += [_th(_title(c), colspan="3", **{"class": "grp"}) for c in channels]
-    head2 = [_th("Setting"), _th("Stage"), _th("Verdict")] + [_th(rel_head[c]) for c in rel_cols]
-    head2 += [x for _ in channels for x in (_th(f"{zsym} [95% CI]"), _th("Pos ↑"), _th("Sig ↑"))]
-    best = {c: _best_low_within(df, c) for c in rel_cols}
+    head1 += [th(column_title(c), colspan="3", **{"class": "grp"}) for c in channels]
+    head2 = [th("Setting"), th("Stage"), th("Verdict")] + [th(rel_head[c]) for c in rel_cols]
+    head2 += [x for _ in channels for x in (th(f"{zsym} [95% CI]"), th("Pos ↑"), th("Sig ↑"))]
+    best = {c: best_low_within(df, c) for c in rel_cols}
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for i, (_, r) in enumerate(df.iterrows()):
-        cells = [_txt(_e(r["setting"])), _txt(_e(r["stage"])), _txt(badge(r["verdict"]))]
+        cells = [text_cell(esc(r["setting"])), text_cell(esc(r["stage"])),
+                 text_cell(badge(r["verdict"]))]
         cells += [
-            _num(_e(_fmt.fixed(r[c])), cls="best" if i in best[c] else "", **{"data-col": c})
+            num_cell(
+                esc(number_format.fixed(r[c])),
+                cls="best" if i in best[c] else "",
+                **{"data-col": c},
+            )
             for c in rel_cols
         ]
         for c in channels:
             cells += [
-                _zcell(r, c),
-                _num(_e(_fmt.pct(r[f"{c}_pos"])), **{"data-col": f"{c}_pos"}),
-                _num(_e(_fmt.pct(r[f"{c}_sig"])), **{"data-col": f"{c}_sig"}),
+                zbar_cell(r, c),
+                num_cell(esc(number_format.pct(r[f"{c}_pos"])), **{"data-col": f"{c}_pos"}),
+                num_cell(esc(number_format.pct(r[f"{c}_sig"])), **{"data-col": f"{c}_sig"}),
             ]
-        rows.append((cells, _setting_attrs(r)))
-    return _table([head1, head2], rows, attrs={"id": f"table-{t.name}"})
+        rows.append((cells, setting_attrs(r)))
+    return html_table([head1, head2], rows, attrs={"id": f"table-{t.name}"})
 
 
 def alignment_html(t: ReportTable) -> str:
@@ -155,40 +166,40 @@ def alignment_html(t: ReportTable) -> str:
     best = {}
     for c in channels:
         for q in ("alpha_max", "alpha_reg"):
-            vals = df[f"{c}_{q}"][df[f"{c}_{q}"].map(_fmt.finite)].astype(float).round(3)
+            vals = df[f"{c}_{q}"][df[f"{c}_{q}"].map(number_format.finite)].astype(float).round(3)
             best[f"{c}_{q}"] = vals.max() if len(vals) > 1 else None
-    head1 = [_th("", colspan="2")] + [
-        _th(_title(c), colspan="2", **{"class": "grp"}) for c in channels
+    head1 = [th("", colspan="2")] + [
+        th(column_title(c), colspan="2", **{"class": "grp"}) for c in channels
     ]
-    head2 = [_th("Setting"), _th("Verdict")] + [
+    head2 = [th("Setting"), th("Verdict")] + [
         x
         for _ in channels
-        for x in (_th("α<sup>max</sup> (feature)"), _th("α<sup>reg</sup> (group)"))
+        for x in (th("α<sup>max</sup> (feature)"), th("α<sup>reg</sup> (group)"))
     ]
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for _, r in df.iterrows():
-        cells = [_txt(_e(r["setting"])), _txt(badge(r["verdict"]))]
+        cells = [text_cell(esc(r["setting"])), text_cell(badge(r["verdict"]))]
         for c in channels:
             for q, lab in (("alpha_max", "alpha_max_feature"), ("alpha_reg", "alpha_reg_group")):
                 v = r[f"{c}_{q}"]
                 is_best = (
                     best[f"{c}_{q}"] is not None
-                    and _fmt.finite(v)
+                    and number_format.finite(v)
                     and round(float(v), 3) == best[f"{c}_{q}"]
                 )
                 name = r[f"{c}_{lab}"]
                 sub = (
-                    f'<span class="ci">{_e(name)}</span>' if isinstance(name, str) and name else ""
+                    f'<span class="ci">{esc(name)}</span>' if isinstance(name, str) and name else ""
                 )
                 cells.append(
-                    _num(
-                        _e(_fmt.fixed(v)) + sub,
+                    num_cell(
+                        esc(number_format.fixed(v)) + sub,
                         cls=("first " if q == "alpha_max" else "") + ("best" if is_best else ""),
                         **{"data-col": f"{c}_{q}"},
                     )
                 )
-        rows.append((cells, _setting_attrs(r)))
-    return _table([head1, head2], rows, attrs={"id": f"table-{t.name}"})
+        rows.append((cells, setting_attrs(r)))
+    return html_table([head1, head2], rows, attrs={"id": f"table-{t.name}"})
 
 
 def confound_html(t: ReportTable) -> str:
@@ -198,14 +209,14 @@ def confound_html(t: ReportTable) -> str:
     ):
         out.append("<div>")
         sd = g["sd_across"].iloc[0]
-        var = "" if variant == "original" else f" ({_e(variant)})"
-        out.append(f"<h3>{_e(setting)}{var} · {_e(channel)} · by {_e(column)}</h3>")
+        var = "" if variant == "original" else f" ({esc(variant)})"
+        out.append(f"<h3>{esc(setting)}{var} · {esc(channel)} · by {esc(column)}</h3>")
         out.append(
             '<p class="note">SD of the stratum means across strata: '
-            f"<b>{_e(_fmt.fixed(sd))}</b> · {int(g['n'].sum()):,} labelled queries.</p>"
+            f"<b>{esc(number_format.fixed(sd))}</b> · {int(g['n'].sum()):,} labelled queries.</p>"
         )
         head = [
-            [_th(_e(str(column).capitalize())), _th("n"), _th("Mean z"), _th("Pos ↑"), _th("Sig ↑")]
+            [th(esc(str(column).capitalize())), th("n"), th("Mean z"), th("Pos ↑"), th("Sig ↑")]
         ]
         rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
         for _, r in g.iterrows():
@@ -216,19 +227,21 @@ def confound_html(t: ReportTable) -> str:
             )
             mz = r["mean_z"]
             cells = [
-                _txt(_e(r["stratum"]) + (' <span class="sub">(small)</span>' if small else "")),
-                _num(_e(_fmt.integer(r["n"]))),
-                _num(
-                    _e(_fmt.signed(mz, 3)),
-                    cls="pos" if _fmt.finite(mz) and mz > 0 else "",
+                text_cell(
+                    esc(r["stratum"]) + (' <span class="sub">(small)</span>' if small else "")
+                ),
+                num_cell(esc(number_format.integer(r["n"]))),
+                num_cell(
+                    esc(number_format.signed(mz, 3)),
+                    cls="pos" if number_format.finite(mz) and mz > 0 else "",
                     **{"data-col": "mean_z"},
                 ),
-                _num(_e(_fmt.pct(r["pos"]))),
-                _num(_e(_fmt.pct(r["sig"]))),
+                num_cell(esc(number_format.pct(r["pos"]))),
+                num_cell(esc(number_format.pct(r["sig"]))),
             ]
             rows.append((cells, {"data-stratum": str(r["stratum"])}))
         out.append(
-            _table(
+            html_table(
                 head,
                 rows,
                 attrs={
@@ -246,96 +259,81 @@ def confound_html(t: ReportTable) -> str:
 def ranking_html(t: ReportTable) -> str:
     df, channels = t.df, t.layout["channels"]
     head = [
-        [_th("Setting"), _th("Variant"), _th("Verdict")]
-        + [_th(_title(c) + " z̄ (rank)") for c in channels]
-        + [_th("Excluded")]
+        [th("Setting"), th("Variant"), th("Verdict")]
+        + [th(column_title(c) + " z̄ (rank)") for c in channels]
+        + [th("Excluded")]
     ]
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for _, r in df.iterrows():
-        cells = [_txt(_e(r["setting"])), _txt(_e(r["variant"])), _txt(badge(r["verdict"]))]
+        cells = [text_cell(esc(r["setting"])), text_cell(esc(r["variant"])),
+                 text_cell(badge(r["verdict"]))]
         for c in channels:
             rk = r[f"{c}_rank"]
             cells.append(
-                _num(
-                    _e(_fmt.signed(r[f"{c}_zbar"]))
-                    + (f' <span class="sub">({int(rk)})</span>' if _fmt.finite(rk) else ""),
+                num_cell(
+                    esc(number_format.signed(r[f"{c}_zbar"]))
+                    + (
+                        f' <span class="sub">({int(rk)})</span>' if number_format.finite(rk) else ""
+                    ),
                     **{"data-col": f"{c}_zbar"},
                 )
             )
-        cells.append(_txt(("excluded: " + _e(r["reason"])) if r["excluded"] else "—"))
-        rows.append((cells, _setting_attrs(r)))
-    return _table(head, rows, attrs={"id": "table-ranking"})
+        cells.append(text_cell(("excluded: " + esc(r["reason"])) if r["excluded"] else "—"))
+        rows.append((cells, setting_attrs(r)))
+    return html_table(head, rows, attrs={"id": "table-ranking"})
 
 
 def generic_html(t: ReportTable, columns: Sequence[tuple[str, str, Any]]) -> str:
     """A plain table: ``columns`` = (column, header HTML, formatter)."""
-    head = [[_th(h) for _, h, _ in columns]]
+    head = [[th(h) for _, h, _ in columns]]
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for _, r in t.df.iterrows():
         cells = []
         for col, _, f in columns:
             v = r[col] if col in r.index else None
-            cells.append(_txt(_e(v)) if f is None else _num(_e(f(v)), **{"data-col": col}))
+            cells.append(
+                text_cell(esc(v)) if f is None else num_cell(esc(f(v)), **{"data-col": col})
+            )
         rows.append((cells, {}))
-    return _table(head, rows, attrs={"id": f"table-{t.name}"})
+    return html_table(head, rows, attrs={"id": f"table-{t.name}"})
 
 
 def lds_summary_html(t: ReportTable) -> str:
     df, channels = t.df, t.layout["channels"]
     head = [
         [
-            _th("Setting"),
-            _th("Verdict"),
-            _th("LDS ↑"),
-            _th("r<sub>1</sub>"),
-            _th("r<sub>2:5</sub>"),
-            _th("p"),
-            _th("κ"),
+            th("Setting"),
+            th("Verdict"),
+            th("LDS ↑"),
+            th("r<sub>1</sub>"),
+            th("r<sub>2:5</sub>"),
+            th("p"),
+            th("κ"),
         ]
-        + [_th(_title(c) + " z̄") for c in channels]
+        + [th(column_title(c) + " z̄") for c in channels]
     ]
     stages = bool(t.layout.get("stages"))
-    starts = set(_block_starts(df["stage"].astype(str).tolist())) if stages else set()
+    starts = set(block_starts(df["stage"].astype(str).tolist())) if stages else set()
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for i, (_, r) in enumerate(df.iterrows()):
         cells = [
-            _txt(_e(r["setting"])),
-            _txt(badge(r["verdict"])),
-            _num(_e(_fmt.fixed(r["lds"])), **{"data-col": "lds"}),
+            text_cell(esc(r["setting"])),
+            text_cell(badge(r["verdict"])),
+            num_cell(esc(number_format.fixed(r["lds"])), **{"data-col": "lds"}),
         ]
         cells += [
-            _num(_e(_fmt.fixed(r[c])), **{"data-col": c}) for c in RELIABILITY_DIAGNOSTICS
+            num_cell(esc(number_format.fixed(r[c])), **{"data-col": c})
+            for c in RELIABILITY_DIAGNOSTICS
         ]
         cells += [
-            _num(_e(_fmt.signed(r[f"{c}_zbar"])), **{"data-col": f"{c}_zbar"}) for c in channels
+            num_cell(esc(number_format.signed(r[f"{c}_zbar"])), **{"data-col": f"{c}_zbar"})
+            for c in channels
         ]
-        attrs = _setting_attrs(r)
+        attrs = setting_attrs(r)
         if i in starts and i > 0:
             attrs["class"] = (attrs.get("class", "") + " block-start").strip()
         rows.append((cells, attrs))
-    return _table(head, rows, attrs={"id": "table-lds_summary"})
-
-
-def _best_high_by(
-    df: pd.DataFrame, col: str, by: str | None, *, distinct: bool = False
-) -> set[int]:
-    """Row positions holding the highest value of ``col`` (within groups of ``by``) among
-    several rows (``distinct``: only where the group's values are not all equal)."""
-    out: set[int] = set()
-    if col not in df.columns:
-        return out
-    frame = df.reset_index(drop=True)
-    groups = frame.groupby(by, sort=False) if by is not None else [(None, frame)]
-    for _, g in groups:
-        vals = g[col][g[col].map(_fmt.finite)].astype(float).round(3)
-        if len(vals) > 1 and not (distinct and vals.nunique() == 1):
-            out |= set(vals.index[vals == vals.max()])
-    return out
-
-
-def _block_starts(values: Sequence[Any]) -> list[int]:
-    """Positions where a run of equal consecutive values starts."""
-    return [i for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
+    return html_table(head, rows, attrs={"id": "table-lds_summary"})
 
 
 def lds_html(t: ReportTable) -> str:
@@ -344,37 +342,41 @@ def lds_html(t: ReportTable) -> str:
     stages = bool(t.layout.get("stages"))
     extra = [c for c in ("lds_se",) if c in df.columns]
     head = [
-        [_th("Setting" if stages else "Method")]
-        + ([_th("Method"), _th("Stage")] if stages else [])
-        + [_th("LDS ↑"), _th("SD over queries")]
-        + [_th("SE of the mean") for _ in extra]
-        + [_th("Subsets"), _th("Queries")]
+        [th("Setting" if stages else "Method")]
+        + ([th("Method"), th("Stage")] if stages else [])
+        + [th("LDS ↑"), th("SD over queries")]
+        + [th("SE of the mean") for _ in extra]
+        + [th("Subsets"), th("Queries")]
     ]
-    best = _best_high_by(df, "lds", "stage") if stages else set()
-    starts = set(_block_starts(df["stage"].astype(str).tolist())) if stages else set()
+    best = best_high_by(df, "lds", "stage") if stages else set()
+    starts = set(block_starts(df["stage"].astype(str).tolist())) if stages else set()
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for i, r in df.iterrows():
-        cells = [_txt(_e(r["method"]))]
+        cells = [text_cell(esc(r["method"]))]
         if stages:
             base = r.get("base_method")
             cells += [
-                _txt(_e(base if isinstance(base, str) and base else r["method"])),
-                _txt(_e(r["stage"])),
+                text_cell(esc(base if isinstance(base, str) and base else r["method"])),
+                text_cell(esc(r["stage"])),
             ]
         cells += [
-            _num(_e(_fmt.fixed(r["lds"])), cls="best" if i in best else "", **{"data-col": "lds"}),
-            _num(_e(_fmt.fixed(r["lds_sd"])), **{"data-col": "lds_sd"}),
+            num_cell(
+                esc(number_format.fixed(r["lds"])),
+                cls="best" if i in best else "",
+                **{"data-col": "lds"},
+            ),
+            num_cell(esc(number_format.fixed(r["lds_sd"])), **{"data-col": "lds_sd"}),
         ]
-        cells += [_num(_e(_fmt.fixed(r[c])), **{"data-col": c}) for c in extra]
+        cells += [num_cell(esc(number_format.fixed(r[c])), **{"data-col": c}) for c in extra]
         cells += [
-            _num(_e(_fmt.integer(r["n_subsets"])), **{"data-col": "n_subsets"}),
-            _num(_e(_fmt.integer(r["n_queries"])), **{"data-col": "n_queries"}),
+            num_cell(esc(number_format.integer(r["n_subsets"])), **{"data-col": "n_subsets"}),
+            num_cell(esc(number_format.integer(r["n_queries"])), **{"data-col": "n_queries"}),
         ]
         attrs = {"data-setting": str(r["method"])}
         if i in starts and i > 0:
             attrs["class"] = "block-start"
         rows.append((cells, attrs))
-    return _table(head, rows, attrs={"id": "table-lds"})
+    return html_table(head, rows, attrs={"id": "table-lds"})
 
 
 def agreement_html(t: ReportTable) -> str:
@@ -383,51 +385,56 @@ def agreement_html(t: ReportTable) -> str:
     staged = "stage" in df.columns
     ci = "spearman_lo" in df.columns
     stat_heads = (
-        [_th("Spearman"), _th("95% CI"), _th("p (exact)"), _th("Kendall"), _th("95% CI"),
-         _th("p (exact)")]
+        [th("Spearman"), th("95% CI"), th("p (exact)"), th("Kendall"), th("95% CI"),
+         th("p (exact)")]
         if ci
-        else [_th("Spearman"), _th("Kendall")]
+        else [th("Spearman"), th("Kendall")]
     )
     head = [
-        ([_th("Stage")] if staged else [])
-        + [_th("Diagnostic"), *stat_heads, _th("Methods")]
-        + ([_th("Set")] if "methods" in df.columns else [])
-        + ([_th("Methods compared")] if "order" in df.columns else [])
+        ([th("Stage")] if staged else [])
+        + [th("Diagnostic"), *stat_heads, th("Methods")]
+        + ([th("Set")] if "methods" in df.columns else [])
+        + ([th("Methods compared")] if "order" in df.columns else [])
     ]
     stage_vals = df["stage"].astype(str).tolist() if staged else []
-    starts = _block_starts(stage_vals) if staged else []
+    starts = block_starts(stage_vals) if staged else []
     span = {s: [*starts, len(df)][j + 1] - s for j, s in enumerate(starts)}
     rows: list[tuple[Sequence[Cell], dict[str, str]]] = []
     for i, r in df.iterrows():
         cells: list[Cell] = []
         if staged and i in span:
-            cells.append(_txt(f"<b>{_e(r['stage'])}</b>", rowspan=str(span[i])))
-        cells.append(_txt(_e(r["diagnostic"])))
+            cells.append(text_cell(f"<b>{esc(r['stage'])}</b>", rowspan=str(span[i])))
+        cells.append(text_cell(esc(r["diagnostic"])))
         for stat in ("spearman", "kendall"):
-            cells.append(_num(_e(_fmt.fixed(r[stat])), **{"data-col": stat}))
+            cells.append(num_cell(esc(number_format.fixed(r[stat])), **{"data-col": stat}))
             if ci:
                 lo, hi = r.get(f"{stat}_lo"), r.get(f"{stat}_hi")
                 iv = (
-                    f"[{_fmt.signed(lo)}, {_fmt.signed(hi)}]"
-                    if _fmt.finite(lo) and _fmt.finite(hi)
-                    else _fmt.DASH
+                    f"[{number_format.signed(lo)}, {number_format.signed(hi)}]"
+                    if number_format.finite(lo) and number_format.finite(hi)
+                    else number_format.DASH
                 )
-                cells.append(_num(_e(iv), **{"data-col": f"{stat}_ci"}))
+                cells.append(num_cell(esc(iv), **{"data-col": f"{stat}_ci"}))
                 cells.append(
-                    _num(_e(_fmt.fixed(r.get(f"{stat}_p_exact"))), **{"data-col": f"{stat}_p"})
+                    num_cell(
+                        esc(number_format.fixed(r.get(f"{stat}_p_exact"))),
+                        **{"data-col": f"{stat}_p"},
+                    )
                 )
-        cells.append(_num(_e(_fmt.integer(r["n_methods"])), **{"data-col": "n_methods"}))
+        cells.append(
+            num_cell(esc(number_format.integer(r["n_methods"])), **{"data-col": "n_methods"})
+        )
         if "methods" in df.columns:
-            cells.append(_txt(_e(r["methods"])))
+            cells.append(text_cell(esc(r["methods"])))
         if "order" in df.columns:
-            cells.append(_txt(_e(r["order"])))
+            cells.append(text_cell(esc(r["order"])))
         attrs: dict[str, str] = {}
         if staged:
             attrs["data-stage"] = str(r["stage"])
             if i in span and i > 0:
                 attrs["class"] = "block-start"
         rows.append((cells, attrs))
-    return _table(head, rows, attrs={"id": "table-agreement"})
+    return html_table(head, rows, attrs={"id": "table-agreement"})
 
 
 def plain_html(t: ReportTable) -> str:
@@ -438,7 +445,7 @@ def plain_html(t: ReportTable) -> str:
     t : ReportTable
         Any report table.
     """
-    return generic_html(t, [(c, _e(c), None) for c in t.df.columns])
+    return generic_html(t, [(c, esc(c), None) for c in t.df.columns])
 
 
 def null_html(t: ReportTable) -> str:
@@ -456,11 +463,11 @@ def null_html(t: ReportTable) -> str:
     return generic_html(
         t,
         [
-            ("K", "K", _fmt.integer),
+            ("K", "K", number_format.integer),
             ("channel", "Channel", None),
             ("feature", "Feature ('*' = channel)", None),
-            ("mu", "μ", _fmt.general),
-            ("sigma", "σ", _fmt.general),
-            ("B", "B", _fmt.integer),
+            ("mu", "μ", number_format.general),
+            ("sigma", "σ", number_format.general),
+            ("B", "B", number_format.integer),
         ],
     )

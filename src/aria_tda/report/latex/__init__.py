@@ -1,6 +1,6 @@
 r"""LaTeX (booktabs) renderings of the report's tables, in the paper's layouts.
 
-Each renderer takes a :class:`~aria_tda.report._table.ReportTable` and returns the text of one
+Each renderer takes a :class:`~aria_tda.report.report_table.ReportTable` and returns the text of one
 ``table`` environment (several for the confound breakdown). The cells are the CSV export's
 numbers, rounded: reliability diagnostics, alignment and LDS to 3 decimals, :math:`\bar z` to 2
 decimals with an explicit sign, Pos / Sig as percentages with 1 decimal. Bold marks positive
@@ -18,7 +18,7 @@ Layout
   figure (:func:`ksweep_figure_latex`);
 - :mod:`aria_tda.report.latex.ground_truth` — LDS, LDS summary and agreement, in the symbolic
   (per method) and audio (per method and stage) layouts;
-- ``aria_tda.report.latex._cells`` — escaping (:func:`escape`), number cells, the ``table``
+- :mod:`aria_tda.report.latex.cells` — escaping (:func:`escape`), number cells, the ``table``
   environment, method/stage row grouping.
 """
 
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aria_tda.report._table import ReportTable
-from aria_tda.report.latex._cells import PREAMBLE, escape
+from aria_tda.report.latex.cells import PREAMBLE, escape
 from aria_tda.report.latex.tables import ksweep_figure_latex as ksweep_figure_latex
+from aria_tda.report.report_table import ReportTable
 from aria_tda.report.sections.base import Section
 
 __all__ = ["PREAMBLE", "escape", "render_latex"]

@@ -10,13 +10,23 @@ marked within each stage, since each stage's LDS is measured on its own retraine
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable
-from aria_tda.report.latex._cells import DAGGER, MISSING, _label, _num, _signed, _table, escape
+from aria_tda.report import number_format
+from aria_tda.report.latex.cells import (
+    DAGGER,
+    MISSING,
+    best_high,
+    escape,
+    latex_table,
+    multirow,
+    num_cell,
+    signed_cell,
+    stage_blocks,
+    table_label,
+)
+from aria_tda.report.report_table import ReportTable
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = [
@@ -26,39 +36,14 @@ __all__ = [
 ]
 
 
-def _blocks(values: Sequence[Any]) -> list[list[int]]:
-    """Runs of equal consecutive values, as lists of row positions."""
-    out: list[list[int]] = []
-    for i, v in enumerate(values):
-        if out and values[out[-1][0]] == v:
-            out[-1].append(i)
-        else:
-            out.append([i])
-    return out
-
-
-def _best_high(
-    df: pd.DataFrame, rows: Sequence[int], col: str, *, distinct: bool = False
-) -> set[int]:
-    vals = [(round(float(df.iloc[i][col]), 3), i) for i in rows if _fmt.finite(df.iloc[i][col])]
-    if len(rows) < 2 or not vals or (distinct and len({v for v, _ in vals}) == 1):
-        return set()
-    best = max(v for v, _ in vals)
-    return {i for v, i in vals if v == best}
-
-
 def _best_low(df: pd.DataFrame, rows: Sequence[int], col: str) -> set[int]:
-    vals = [(round(float(df.iloc[i][col]), 3), i) for i in rows if _fmt.finite(df.iloc[i][col])]
+    vals = [
+        (round(float(df.iloc[i][col]), 3), i) for i in rows if number_format.finite(df.iloc[i][col])
+    ]
     if len(rows) < 2 or not vals:
         return set()
     best = min(v for v, _ in vals)
     return {i for v, i in vals if v == best}
-
-
-def _multirow(n: int, text: str, j: int) -> str:
-    if j:
-        return ""
-    return rf"\multirow{{{n}}}{{*}}{{{text}}}" if n > 1 else text
 
 
 def lds_latex(t: ReportTable) -> str:
@@ -78,28 +63,28 @@ def lds_latex(t: ReportTable) -> str:
     if t.layout.get("stages"):
         return _lds_staged_latex(t)
     df = t.df
-    best = _best_high(df, range(len(df)), "lds")
+    best = best_high(df, range(len(df)), "lds")
     body = [r"\toprule", r"Method & LDS$\uparrow$ & SD & Subsets & Queries \\", r"\midrule"]
     for i, (_, r) in enumerate(df.iterrows()):
         body.append(
             " & ".join(
                 [
                     escape(r["method"]),
-                    _num(r["lds"], bold=i in best),
-                    _num(r["lds_sd"]),
-                    _fmt.integer(r["n_subsets"], missing=MISSING),
-                    _fmt.integer(r["n_queries"], missing=MISSING).replace(",", "{,}"),
+                    num_cell(r["lds"], bold=i in best),
+                    num_cell(r["lds_sd"]),
+                    number_format.integer(r["n_subsets"], missing=MISSING),
+                    number_format.integer(r["n_queries"], missing=MISSING).replace(",", "{,}"),
                 ]
             )
             + r" \\"
         )
     body.append(r"\bottomrule")
-    return _table(
+    return latex_table(
         body,
         colspec="lcccc",
         caption="Linear datamodeling score (LDS) per attribution method (mean over queries, "
         "SD over queries).",
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=False,
     )
 
@@ -128,7 +113,7 @@ def lds_summary_latex(t: ReportTable) -> str:
     rules = r"\cmidrule(lr){3-6}" + (rf"\cmidrule(lr){{8-{7 + nz}}}" if nz else "")
     head2 = ["Method", "LDS", "$r_1$", "$r_{2:5}$", "$p$", r"$\kappa$", "", *abbrev]
     blocks = (
-        _blocks(df["stage"].astype(str).tolist())
+        stage_blocks(df["stage"].astype(str).tolist())
         if t.layout.get("stages")
         else [list(range(len(df)))]
     )
@@ -136,15 +121,15 @@ def lds_summary_latex(t: ReportTable) -> str:
     for bi, block in enumerate(blocks):
         if bi:
             body.append(r"\midrule")
-        best_lds = _best_high(df, block, "lds")
+        best_lds = best_high(df, block, "lds")
         best_rel = {c: _best_low(df, block, c) for c in rel_cols}
         for i in block:
             r = df.iloc[i]
             name = escape(r["setting"]) + (DAGGER if r.get("verdict") == "collapsed" else "")
-            cells = [name, _num(r["lds"], bold=i in best_lds)]
-            cells += [_num(r[c], bold=i in best_rel[c]) for c in rel_cols]
+            cells = [name, num_cell(r["lds"], bold=i in best_lds)]
+            cells += [num_cell(r[c], bold=i in best_rel[c]) for c in rel_cols]
             cells.append("")
-            cells += [_signed(r[f"{c}_zbar"], bold_positive=False) for c in channels]
+            cells += [signed_cell(r[f"{c}_zbar"], bold_positive=False) for c in channels]
             body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
     names = ", ".join(f"{a}: {escape(c)}" for a, c in zip(abbrev, channels, strict=True))
@@ -155,8 +140,12 @@ def lds_summary_latex(t: ReportTable) -> str:
         r"Bold marks the best LDS (highest) and the best reliability value (lowest) per column"
         + (" within each stage." if len(blocks) > 1 else ".")
     )
-    return _table(
-        body, colspec="lccccc" + "c" + "c" * nz, caption=cap, label=_label(t.name), resize=nz > 6
+    return latex_table(
+        body,
+        colspec="lccccc" + "c" + "c" * nz,
+        caption=cap,
+        label=table_label(t.name),
+        resize=nz > 6,
     )
 
 
@@ -190,23 +179,23 @@ def agreement_latex(t: ReportTable) -> str:
         else "Diagnostic & Spearman & Kendall & Methods"
     )
     body = [r"\toprule", ("Stage & " if staged else "") + head + r" \\", r"\midrule"]
-    blocks = _blocks(df["stage"].astype(str).tolist()) if staged else [list(range(len(df)))]
+    blocks = stage_blocks(df["stage"].astype(str).tolist()) if staged else [list(range(len(df)))]
     for bi, block in enumerate(blocks):
         if bi:
             body.append(r"\midrule")
         for j, i in enumerate(block):
             r = df.iloc[i]
-            cells = [_multirow(len(block), escape(r["stage"]), j)] if staged else []
+            cells = [multirow(len(block), escape(r["stage"]), j)] if staged else []
             cells.append(escape(r["diagnostic"]))
             for stat in ("spearman", "kendall"):
-                cells.append(_num(r[stat]))
+                cells.append(num_cell(r[stat]))
                 if ci:
                     lo, hi = r.get(f"{stat}_lo"), r.get(f"{stat}_hi")
-                    ok = _fmt.finite(lo) and _fmt.finite(hi)
-                    cells.append(f"[{_signed(lo, bold_positive=False)}, "
-                                 f"{_signed(hi, bold_positive=False)}]" if ok else MISSING)
-                    cells.append(_num(r.get(f"{stat}_p_exact")))
-            cells.append(_fmt.integer(r["n_methods"], missing=MISSING))
+                    ok = number_format.finite(lo) and number_format.finite(hi)
+                    cells.append(f"[{signed_cell(lo, bold_positive=False)}, "
+                                 f"{signed_cell(hi, bold_positive=False)}]" if ok else MISSING)
+                    cells.append(num_cell(r.get(f"{stat}_p_exact")))
+            cells.append(number_format.integer(r["n_methods"], missing=MISSING))
             body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
     cap = (
@@ -220,11 +209,11 @@ def agreement_latex(t: ReportTable) -> str:
             r"methods; $p$: exact one-sided permutation p-value over the $n!$ orderings of the "
             r"$n$ methods (smallest possible $1/n!$)."
         )
-    return _table(
+    return latex_table(
         body,
         colspec=("l" if staged else "") + ("lcccccc" if ci else "lcc") + "c",
         caption=cap,
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=False,
     )
 
@@ -243,22 +232,22 @@ def _lds_staged_latex(t: ReportTable) -> str:
         "Queries",
     ]
     body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
-    for bi, block in enumerate(_blocks(df["stage"].astype(str).tolist())):
+    for bi, block in enumerate(stage_blocks(df["stage"].astype(str).tolist())):
         if bi:
             body.append(r"\midrule")
-        best = _best_high(df, block, "lds")
+        best = best_high(df, block, "lds")
         for j, i in enumerate(block):
             r = df.iloc[i]
             base = r.get("base_method")
             method = base if isinstance(base, str) and base else r["method"]
             cells = [
-                _multirow(len(block), escape(r["stage"]), j),
+                multirow(len(block), escape(r["stage"]), j),
                 escape(method),
-                _num(r["lds"], bold=i in best),
-                _num(r["lds_sd"]),
-                *([_num(r["lds_se"])] if se else []),
-                _fmt.integer(r["n_subsets"], missing=MISSING),
-                _fmt.integer(r["n_queries"], missing=MISSING).replace(",", "{,}"),
+                num_cell(r["lds"], bold=i in best),
+                num_cell(r["lds_sd"]),
+                *([num_cell(r["lds_se"])] if se else []),
+                number_format.integer(r["n_subsets"], missing=MISSING),
+                number_format.integer(r["n_queries"], missing=MISSING).replace(",", "{,}"),
             ]
             body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
@@ -268,10 +257,10 @@ def _lds_staged_latex(t: ReportTable) -> str:
         "stage's LDS is measured on that stage model retrained on random subsets; bold marks "
         "the best LDS within each stage."
     )
-    return _table(
+    return latex_table(
         body,
         colspec="ll" + "c" * (len(head) - 2),
         caption=cap,
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=False,
     )

@@ -14,21 +14,21 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable
-from aria_tda.report.latex._cells import (
+from aria_tda.report import number_format
+from aria_tda.report.latex.cells import (
     DAGGER,
     MISSING,
     PREAMBLE,
-    _label,
-    _num,
-    _pct,
-    _setting_rows,
-    _signed,
-    _table,
-    _title,
+    column_title,
     escape,
+    latex_table,
+    num_cell,
+    pct_cell,
+    setting_rows,
+    signed_cell,
+    table_label,
 )
+from aria_tda.report.report_table import ReportTable
 from aria_tda.results import RELIABILITY_DIAGNOSTICS
 
 __all__ = ["ksweep_figure_latex"]
@@ -39,7 +39,9 @@ def homogeneity_latex(t: ReportTable) -> str:
     df, channels, k = t.df, t.layout["channels"], t.layout["k"]
     residual = t.layout.get("variant") == "residual"
     rel_cols = [
-        c for c in RELIABILITY_DIAGNOSTICS if c in df.columns and df[c].map(_fmt.finite).any()
+        c
+        for c in RELIABILITY_DIAGNOSTICS
+        if c in df.columns and df[c].map(number_format.finite).any()
     ]
     rel_head = {"r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$", "kappa": r"$\kappa$"}
     zsym = r"$\bar{z}^{\mathrm{res}}$" if residual else r"$\bar{z}$"
@@ -47,7 +49,7 @@ def homogeneity_latex(t: ReportTable) -> str:
     head1 = (
         ["", ""]
         + [""] * len(rel_cols)
-        + [rf"\multicolumn{{3}}{{c}}{{{_title(c)}}}" for c in channels]
+        + [rf"\multicolumn{{3}}{{c}}{{{column_title(c)}}}" for c in channels]
     )
     rules = "".join(
         rf"\cmidrule(lr){{{n0 + 1 + 3 * i}-{n0 + 3 + 3 * i}}}" for i in range(len(channels))
@@ -61,10 +63,10 @@ def homogeneity_latex(t: ReportTable) -> str:
     def after(r: pd.Series) -> list[str]:
         out = []
         for c in channels:
-            out += [_signed(r[f"{c}_zbar"]), _pct(r[f"{c}_pos"]), _pct(r[f"{c}_sig"])]
+            out += [signed_cell(r[f"{c}_zbar"]), pct_cell(r[f"{c}_pos"]), pct_cell(r[f"{c}_sig"])]
         return out
 
-    body_rows, any_collapsed, abbreviated = _setting_rows(t, after, rel_cols=rel_cols)
+    body_rows, any_collapsed, abbreviated = setting_rows(t, after, rel_cols=rel_cols)
     body = [
         r"\toprule",
         " & ".join(head1) + r" \\",
@@ -80,8 +82,8 @@ def homogeneity_latex(t: ReportTable) -> str:
         else math.nan
     )
     ntest = (
-        rf", $N_{{\text{{test}}}}{{=}}{_fmt.integer(nq).replace(',', '{,}')}$"
-        if _fmt.finite(nq)
+        rf", $N_{{\text{{test}}}}{{=}}{number_format.integer(nq).replace(',', '{,}')}$"
+        if number_format.finite(nq)
         else ""
     )
     what = (
@@ -108,16 +110,16 @@ def homogeneity_latex(t: ReportTable) -> str:
         else []
     )
     colspec = "ll" + "c" * len(rel_cols) + " rrr" * len(channels)
-    return _table(
-        body, colspec=colspec, caption=cap, label=_label(t.name), resize=True, notes=notes
+    return latex_table(
+        body, colspec=colspec, caption=cap, label=table_label(t.name), resize=True, notes=notes
     )
 
 
 def reliability_latex(t: ReportTable) -> str:
     df = t.df
     conc = [c for c in ("top1_share", "topk_overlap") if c in df.columns
-            and df[c].map(_fmt.finite).any()]
-    ks = sorted({int(k) for k in df["topk_K"] if _fmt.finite(k)}) if "topk_K" in df else []
+            and df[c].map(number_format.finite).any()]
+    ks = sorted({int(k) for k in df["topk_K"] if number_format.finite(k)}) if "topk_K" in df else []
     k = str(ks[0]) if len(ks) == 1 else "K"
     names = {"top1_share": "top-1 share", "topk_overlap": f"top-{k} overlap"}
     head = [
@@ -140,7 +142,7 @@ def reliability_latex(t: ReportTable) -> str:
         stage = MISSING if str(r["stage"]) in ("-", "", "nan") else escape(r["stage"])
         cells = (
             [escape(r["setting"]), escape(r["method"]), stage]
-            + [_num(r[c]) for c in ("kappa", "r1", "r2_5", "p", "v1_constancy", *conc)]
+            + [num_cell(r[c]) for c in ("kappa", "r1", "r2_5", "p", "v1_constancy", *conc)]
             + [verdict]
         )
         body.append(" & ".join(cells) + r" \\")
@@ -153,8 +155,8 @@ def reliability_latex(t: ReportTable) -> str:
            r"mean share of two queries' top-$K$ in common (the verdict's top-$K$ rule)."
            if conc else "")
     )
-    return _table(body, colspec="lll" + "c" * (5 + len(conc)) + "l", caption=cap,
-                  label=_label(t.name), resize=False)
+    return latex_table(body, colspec="lll" + "c" * (5 + len(conc)) + "l", caption=cap,
+                       label=table_label(t.name), resize=False)
 
 
 def alignment_latex(t: ReportTable) -> str:
@@ -163,9 +165,9 @@ def alignment_latex(t: ReportTable) -> str:
     cols = [f"{c}_{q}" for c in channels for q in ("alpha_max", "alpha_reg")]
     best = {}
     for col in cols:
-        vals = [round(float(v), 3) for v in df[col] if _fmt.finite(v)]
+        vals = [round(float(v), 3) for v in df[col] if number_format.finite(v)]
         best[col] = max(vals) if len(vals) > 1 else None
-    head1 = [""] + [rf"\multicolumn{{2}}{{c}}{{{_title(c)}}}" for c in channels]
+    head1 = [""] + [rf"\multicolumn{{2}}{{c}}{{{column_title(c)}}}" for c in channels]
     rules = "".join(rf"\cmidrule(lr){{{2 + 2 * i}-{3 + 2 * i}}}" for i in range(len(channels)))
     head2 = ["Setting"] + [r"$\alpha^{\max}$", r"$\alpha^{\mathrm{reg}}$"] * len(channels)
     body = [r"\toprule", " & ".join(head1) + r" \\", rules, " & ".join(head2) + r" \\", r"\midrule"]
@@ -174,10 +176,10 @@ def alignment_latex(t: ReportTable) -> str:
         for col in cols:
             v = r[col]
             cells.append(
-                _num(
+                num_cell(
                     v,
                     bold=best[col] is not None
-                    and _fmt.finite(v)
+                    and number_format.finite(v)
                     and round(float(v), 3) == best[col],
                 )
             )
@@ -188,11 +190,11 @@ def alignment_latex(t: ReportTable) -> str:
         r"single-dimension max correlation. $\alpha_c^{\mathrm{reg}}$: multivariate OLS "
         r"$\sqrt{R^2}$. Bold marks the best value in each column."
     )
-    return _table(
+    return latex_table(
         body,
         colspec="l" + "cc" * len(channels),
         caption=cap,
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=len(channels) > 4,
     )
 
@@ -206,7 +208,9 @@ def confound_latex(t: ReportTable) -> str:
         setting, variant, channel, column = (str(x) for x in key)
         body = [
             r"\toprule",
-            " & ".join([_title(column), "$n$", r"Mean\,z", r"Pos$\uparrow$", r"Sig$\uparrow$"])
+            " & ".join(
+                [column_title(column), "$n$", r"Mean\,z", r"Pos$\uparrow$", r"Sig$\uparrow$"]
+            )
             + r" \\",
             r"\midrule",
         ]
@@ -215,10 +219,10 @@ def confound_latex(t: ReportTable) -> str:
                 " & ".join(
                     [
                         escape(r["stratum"]),
-                        _fmt.integer(r["n"], missing=MISSING).replace(",", "{,}"),
-                        _signed(r["mean_z"], 3),
-                        _pct(r["pos"]),
-                        _pct(r["sig"]),
+                        number_format.integer(r["n"], missing=MISSING).replace(",", "{,}"),
+                        signed_cell(r["mean_z"], 3),
+                        pct_cell(r["pos"]),
+                        pct_cell(r["sig"]),
                     ]
                 )
                 + r" \\"
@@ -228,14 +232,19 @@ def confound_latex(t: ReportTable) -> str:
         total = int(g["n"].sum())
         var = "" if variant == "original" else f" ({escape(variant)})"
         cap = (
-            f"{_title(channel)} z-score of {escape(setting)}{var} stratified by {escape(column)} "
+            f"{column_title(channel)} z-score of {escape(setting)}{var} stratified by "
+            f"{escape(column)} "
             f"at $K{{=}}{t.layout.get('k')}$ "
-            f"($n{{=}}{_fmt.integer(total).replace(',', '{,}')}$ labelled queries); "
-            f"SD of the stratum means across strata: {_fmt.fixed(sd, 3, missing=MISSING)}."
+            f"($n{{=}}{number_format.integer(total).replace(',', '{,}')}$ labelled queries); "
+            f"SD of the stratum means across strata: {number_format.fixed(sd, 3, missing=MISSING)}."
         )
         out.append(
-            _table(
-                body, colspec="lrrrr", caption=cap, label=f"{_label(t.name)}-{n + 1}", resize=False
+            latex_table(
+                body,
+                colspec="lrrrr",
+                caption=cap,
+                label=f"{table_label(t.name)}-{n + 1}",
+                resize=False,
             )
         )
     return "\n".join(out)
@@ -243,15 +252,15 @@ def confound_latex(t: ReportTable) -> str:
 
 def ranking_latex(t: ReportTable) -> str:
     df, channels = t.df, t.layout["channels"]
-    head = ["Setting", "Variant"] + [_title(c) for c in channels] + ["Excluded"]
+    head = ["Setting", "Variant"] + [column_title(c) for c in channels] + ["Excluded"]
     body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     for _, r in df.iterrows():
         cells = [escape(r["setting"]), escape(r["variant"])]
         for c in channels:
             rk = r[f"{c}_rank"]
             cells.append(
-                _signed(r[f"{c}_zbar"], bold_positive=False)
-                + (f" ({int(rk)})" if _fmt.finite(rk) else "")
+                signed_cell(r[f"{c}_zbar"], bold_positive=False)
+                + (f" ({int(rk)})" if number_format.finite(rk) else "")
             )
         cells.append("yes" if r["excluded"] else "no")
         body.append(" & ".join(cells) + r" \\")
@@ -260,11 +269,11 @@ def ranking_latex(t: ReportTable) -> str:
         rf"Settings ranked per channel on $\bar z_c$ at $K{{=}}{t.layout['k']}$ "
         "(rank in parentheses); collapsed settings are excluded."
     )
-    return _table(
+    return latex_table(
         body,
         colspec="ll" + "r" * len(channels) + "c",
         caption=cap,
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=len(channels) > 4,
     )
 
@@ -279,20 +288,20 @@ def null_latex(t: ReportTable) -> str:
                     str(int(r["K"])),
                     escape(r["channel"]),
                     feat,
-                    _fmt.general(r["mu"], missing=MISSING),
-                    _fmt.general(r["sigma"], missing=MISSING),
-                    _fmt.integer(r["B"], missing=MISSING),
+                    number_format.general(r["mu"], missing=MISSING),
+                    number_format.general(r["sigma"], missing=MISSING),
+                    number_format.integer(r["B"], missing=MISSING),
                 ]
             )
             + r" \\"
         )
     body.append(r"\bottomrule")
-    return _table(
+    return latex_table(
         body,
         colspec="rllrrr",
         caption="Null distribution of within-group similarity over $B$ random groups of size "
         "$K$: per feature and per channel.",
-        label=_label(t.name),
+        label=table_label(t.name),
         resize=False,
     )
 

@@ -9,13 +9,13 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from aria_tda.report._table import ReportTable, channels_in, info_cols, settings_in
 from aria_tda.report.embeddings import embedding_alignment_table
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 from aria_tda.report.html.tables import alignment_html
-from aria_tda.report.latex._cells import PREAMBLE
+from aria_tda.report.latex.cells import PREAMBLE
 from aria_tda.report.latex.tables import alignment_latex
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable, channels_in, info_cols, settings_in
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import ALIGNMENT_MEASURES, TABLES
 
@@ -84,7 +84,7 @@ class AlignmentSection(BaseSection):
 
     def html(self, data: ResultsData, tables: Mapping[str, ReportTable],
              ctx: PageContext) -> str | None:
-        parts = [ctx.section(name, nav, _e(t.title), alignment_html(t), t.caption)
+        parts = [ctx.section(name, nav, esc(t.title), alignment_html(t), t.caption)
                  for name, nav in _NAV.items() if (t := tables.get(name)) is not None]
         return "\n".join(parts) or None
 

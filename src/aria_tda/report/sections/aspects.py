@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable, channels_in, info_cols, settings_in
-from aria_tda.report.html._cells import _e
+from aria_tda.report import number_format
+from aria_tda.report.html.cells import esc
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable, channels_in, info_cols, settings_in
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import TABLES
 
@@ -135,48 +135,72 @@ def aspects_html(t: ReportTable) -> str:
     t : ReportTable
         From :func:`aspect_tables`.
     """
-    from aria_tda.report.html._cells import _e, _num, _table, _th, _title, _txt, badge
+    from aria_tda.report.html.cells import (
+        badge,
+        column_title,
+        esc,
+        html_table,
+        num_cell,
+        text_cell,
+        th,
+    )
 
     df = t.df
     if t.name == "set_aspects":
-        head = [[_th("Column"), _th("Value"), _th("Queries"), _th("Setting"), _th("Scores"),
-                 _th("Answer"), _th("p"), _th("Leading channel (Δ)")]]
+        head = [[th("Column"), th("Value"), th("Queries"), th("Setting"), th("Scores"),
+                 th("Answer"), th("p"), th("Leading channel (Δ)")]]
         rows = []
         for _, r in df.iterrows():
             ans = r["named"]
             rows.append(([
-                _txt(_e(r["variable"])), _txt(_e(r["value"])),
-                _num(_e(_fmt.integer(r["n_queries"]))), _txt(_e(r["setting"])),
-                _txt(_e(r["variant"])),
-                _txt(f"<b>{_e(ans)}</b>" if ans != "none" else "no distinctive aspect",
-                     cls="named" if ans != "none" else "none"),
-                _num(_e(_fmt.general(r["p"]))),
-                _txt(_e(f"{r['lead_channel']} ({_fmt.signed(r['lead_delta'])})")),
+                text_cell(esc(r["variable"])), text_cell(esc(r["value"])),
+                num_cell(esc(number_format.integer(r["n_queries"]))), text_cell(esc(r["setting"])),
+                text_cell(esc(r["variant"])),
+                text_cell(f"<b>{esc(ans)}</b>" if ans != "none" else "no distinctive aspect",
+                          cls="named" if ans != "none" else "none"),
+                num_cell(esc(number_format.general(r["p"]))),
+                text_cell(esc(f"{r['lead_channel']} ({number_format.signed(r['lead_delta'])})")),
             ], {"data-setting": str(r["setting"]), "data-value": str(r["value"])}))
-        return _table(head, rows, cls="data compact", attrs={"id": "table-set_aspects"})
+        return html_table(head, rows, cls="data compact", attrs={"id": "table-set_aspects"})
     channels = t.layout["channels"]
-    head1 = [_th("", colspan="5")] + [_th(_title(c), colspan="2", **{"class": "grp"})
-                                      for c in channels] + [_th("")]
-    head2 = [_th("Setting"), _th("Scores"), _th("Verdict"), _th("Anchor"),
-             _th("Follows (method's aspect)")]
-    head2 += [x for _ in channels for x in (_th("named ↑"), _th("follows z [95% CI]"))]
-    head2 += [_th("none")]
+    head1 = [th("", colspan="5")] + [th(column_title(c), colspan="2", **{"class": "grp"})
+                                     for c in channels] + [th("")]
+    head2 = [th("Setting"), th("Scores"), th("Verdict"), th("Anchor"),
+             th("Follows (method's aspect)")]
+    head2 += [x for _ in channels for x in (th("named ↑"), th("follows z [95% CI]"))]
+    head2 += [th("none")]
     rows = []
     for _, r in df.iterrows():
-        cells = [_txt(_e(r["setting"])), _txt(_e(r["variant"])), _txt(badge(r["verdict"])),
-                 _txt(_e(r["anchor"])), _txt(_e(r["method_aspect"]))]
+        cells = [
+            text_cell(esc(r["setting"])),
+            text_cell(esc(r["variant"])),
+            text_cell(badge(r["verdict"])),
+            text_cell(esc(r["anchor"])),
+            text_cell(esc(r["method_aspect"])),
+        ]
         for c in channels:
             lo, hi = r[f"{c}_baseline_lo"], r[f"{c}_baseline_hi"]
-            ci = (f' <span class="ci">[{_e(_fmt.signed(lo))}, {_e(_fmt.signed(hi))}]</span>'
-                  if _fmt.finite(lo) and _fmt.finite(hi) else "")
-            cells += [_num(_e(_fmt.pct(r[f"{c}_named_share"], 0)),
-                           **{"data-col": f"{c}_named_share"}),
-                      _num(_e(_fmt.signed(r[f"{c}_baseline"])) + ci,
-                           **{"data-col": f"{c}_baseline"})]
-        cells.append(_num(_e(_fmt.pct(r["none_share"], 0)), **{"data-col": "none_share"}))
-        rows.append((cells, {"data-setting": str(r["setting"]),
-                             "data-variant": str(r["variant"])}))
-    return _table([head1, head2], rows, cls="data compact", attrs={"id": "table-aspects"})
+            ci = (
+                f' <span class="ci">[{esc(number_format.signed(lo))}, '
+                f'{esc(number_format.signed(hi))}]</span>'
+                if number_format.finite(lo) and number_format.finite(hi)
+                else ""
+            )
+            cells += [
+                num_cell(
+                    esc(number_format.pct(r[f"{c}_named_share"], 0)),
+                    **{"data-col": f"{c}_named_share"},
+                ),
+                num_cell(
+                    esc(number_format.signed(r[f"{c}_baseline"])) + ci,
+                    **{"data-col": f"{c}_baseline"},
+                ),
+            ]
+        cells.append(
+            num_cell(esc(number_format.pct(r["none_share"], 0)), **{"data-col": "none_share"})
+        )
+        rows.append((cells, {"data-setting": str(r["setting"]), "data-variant": str(r["variant"])}))
+    return html_table([head1, head2], rows, cls="data compact", attrs={"id": "table-aspects"})
 
 
 # ---------------------------------------------------------------------------------- LaTeX
@@ -190,42 +214,58 @@ def aspects_latex(t: ReportTable) -> str:
     t : ReportTable
         From :func:`aspect_tables`.
     """
-    from aria_tda.report.latex._cells import _label, _pct, _signed, _table, _title, escape
+    from aria_tda.report.latex.cells import (
+        column_title,
+        escape,
+        latex_table,
+        pct_cell,
+        signed_cell,
+        table_label,
+    )
 
     df = t.df
     if t.name == "set_aspects":
         head = ["Column", "Value", "$n$", "Setting", "Scores", "Answer", "$p$", "Leading"]
         body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
         for _, r in df.iterrows():
-            body.append(" & ".join([
-                escape(r["variable"]), escape(r["value"]), str(int(r["n_queries"])),
-                escape(r["setting"]), escape(r["variant"]),
-                r"\textbf{" + escape(r["named"]) + "}" if r["named"] != "none" else "none",
-                escape(_fmt.general(r["p"])),
-                escape(r["lead_channel"]) + f" ({_signed(r['lead_delta'], bold_positive=False)})",
-            ]) + r" \\")
+            body.append(
+                " & ".join(
+                    [
+                        escape(r["variable"]),
+                        escape(r["value"]),
+                        str(int(r["n_queries"])),
+                        escape(r["setting"]),
+                        escape(r["variant"]),
+                        r"\textbf{" + escape(r["named"]) + "}" if r["named"] != "none" else "none",
+                        escape(number_format.general(r["p"])),
+                        escape(r["lead_channel"])
+                        + f" ({signed_cell(r['lead_delta'], bold_positive=False)})",
+                    ]
+                )
+                + r" \\"
+            )
         body.append(r"\bottomrule")
-        return _table(body, colspec="llrlllrl", caption=escape(t.caption),
-                      label=_label(t.name), resize=True)
+        return latex_table(body, colspec="llrlllrl", caption=escape(t.caption),
+                           label=table_label(t.name), resize=True)
     channels = t.layout["channels"]
     head = ["Setting", "Scores", "Anchor", "Follows"] + [
-        _title(c) for c in channels] + ["None"]
+        column_title(c) for c in channels] + ["None"]
     body = [r"\toprule", " & ".join(head) + r" \\", r"\midrule"]
     for _, r in df.iterrows():
         cells = [escape(r["setting"]), escape(r["variant"]), escape(r["anchor"]),
                  escape(r["method_aspect"])]
         for c in channels:
-            cells.append(f"{_pct(r[f'{c}_named_share'])} "
-                         f"({_signed(r[f'{c}_baseline'], bold_positive=False)})")
-        cells.append(_pct(r["none_share"]))
+            cells.append(f"{pct_cell(r[f'{c}_named_share'])} "
+                         f"({signed_cell(r[f'{c}_baseline'], bold_positive=False)})")
+        cells.append(pct_cell(r["none_share"]))
         body.append(" & ".join(cells) + r" \\")
     body.append(r"\bottomrule")
     cap = ("The distinctive reading: per channel, the share of queries whose attribution it "
            "explains beyond what the method shows for every query (in parentheses: the "
            "method's median channel z over its queries, what it follows for every query); "
            "None: the share with no distinctive aspect; Follows: the method's own aspect.")
-    return _table(body, colspec="llll" + "r" * (len(channels) + 1), caption=escape(cap),
-                  label=_label(t.name), resize=len(channels) > 3)
+    return latex_table(body, colspec="llll" + "r" * (len(channels) + 1), caption=escape(cap),
+                       label=table_label(t.name), resize=len(channels) > 3)
 
 
 class AspectsSection(BaseSection):
@@ -248,12 +288,12 @@ class AspectsSection(BaseSection):
         body = aspects_html(t)
         ts = tables.get("set_aspects")
         if ts is not None:
-            body += (f"<h3>{_e(ts.title)}</h3>" + aspects_html(ts)
-                     + f'<p class="caption">{_e(ts.caption)}</p>')
-        return ctx.section("aspects", "Which aspect", _e(t.title), body, t.caption)
+            body += (f"<h3>{esc(ts.title)}</h3>" + aspects_html(ts)
+                     + f'<p class="caption">{esc(ts.caption)}</p>')
+        return ctx.section("aspects", "Which aspect", esc(t.title), body, t.caption)
 
     def latex(self, table: ReportTable) -> str | None:
-        from aria_tda.report.latex._cells import PREAMBLE
+        from aria_tda.report.latex.cells import PREAMBLE
 
         return PREAMBLE + aspects_latex(table) if table.name in ASPECT_TABLES else None
 

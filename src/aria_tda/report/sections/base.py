@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from aria_tda._result_tables import TableSpec
-from aria_tda.report._table import ReportTable
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 
 __all__ = ["BaseSection", "PageContext", "Section"]
 
@@ -63,11 +63,11 @@ class PageContext:
         str
             ``<section id=...><h2>title</h2>[caption]body</section>``.
         """
-        from aria_tda.report.html._cells import _e
+        from aria_tda.report.html.cells import esc
 
         self.toc.append((anchor, nav))
-        cap = f'<p class="caption">{_e(caption)}</p>' if caption else ""
-        return f'<section id="{_e(anchor)}"><h2>{title}</h2>{cap}{body}</section>'
+        cap = f'<p class="caption">{esc(caption)}</p>' if caption else ""
+        return f'<section id="{esc(anchor)}"><h2>{title}</h2>{cap}{body}</section>'
 
 
 @runtime_checkable
@@ -190,15 +190,15 @@ class BaseSection:
         ctx : PageContext
             The report's K, whether figures are wanted, and :meth:`PageContext.section`.
         """
-        from aria_tda.report.html._cells import _e
+        from aria_tda.report.html.cells import esc
         from aria_tda.report.html.tables import plain_html
 
         own = [t for name, t in tables.items() if name in self.exports]
         if not own:
             return None
         return "\n".join(
-            ctx.section(self.name if i == 0 else t.name, _e(self.title) if i == 0 else "",
-                        _e(t.title), plain_html(t), t.caption)
+            ctx.section(self.name if i == 0 else t.name, esc(self.title) if i == 0 else "",
+                        esc(t.title), plain_html(t), t.caption)
             for i, t in enumerate(own))
 
     def latex(self, table: ReportTable) -> str | None:

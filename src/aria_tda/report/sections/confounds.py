@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aria_tda.report._table import ReportTable
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 from aria_tda.report.html.tables import confound_html
-from aria_tda.report.latex._cells import PREAMBLE
+from aria_tda.report.latex.cells import PREAMBLE
 from aria_tda.report.latex.tables import confound_latex
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import TABLES
 
@@ -67,7 +67,7 @@ class ConfoundSection(BaseSection):
         t = tables.get("confound")
         if t is None:
             return None
-        return ctx.section("confound", "Confound", _e(t.title), confound_html(t), t.caption)
+        return ctx.section("confound", "Confound", esc(t.title), confound_html(t), t.caption)
 
     def latex(self, table: ReportTable) -> str | None:
         return PREAMBLE + confound_latex(table) if table.name == "confound" else None

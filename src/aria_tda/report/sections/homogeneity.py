@@ -9,12 +9,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from aria_tda.report._table import ReportTable, channels_in, info_cols, settings_in
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 from aria_tda.report.html.tables import homogeneity_html
-from aria_tda.report.latex._cells import PREAMBLE
+from aria_tda.report.latex.cells import PREAMBLE
 from aria_tda.report.latex.tables import homogeneity_latex, null_latex
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable, channels_in, info_cols, settings_in
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import HOMOGENEITY_SUMMARY, RELIABILITY_DIAGNOSTICS, TABLES
 
@@ -220,12 +220,12 @@ class HomogeneitySection(BaseSection):
         parts = []
         t = tables.get("homogeneity")
         if t is not None:
-            parts.append(ctx.section("homogeneity", "Homogeneity", _e(t.title),
+            parts.append(ctx.section("homogeneity", "Homogeneity", esc(t.title),
                                      homogeneity_html(t), t.caption))
         svgs, note = ksweep_plots(data, ctx.k, enabled=ctx.plots)
         if svgs:
             figs = "".join(
-                f'<figure class="plot" data-setting="{_e(s)}" aria-label="K-sweep of {_e(s)}">'
+                f'<figure class="plot" data-setting="{esc(s)}" aria-label="K-sweep of {esc(s)}">'
                 f"{svg}</figure>"
                 for s, svg in svgs.items()
             )
@@ -233,12 +233,12 @@ class HomogeneitySection(BaseSection):
                                      f'<div class="plots">{figs}</div>', KSWEEP_CAPTION))
         elif note:
             parts.append(ctx.section("ksweep", "K-sweep", "K-sweep",
-                                     f'<p class="note">{_e(note)}</p>'))
+                                     f'<p class="note">{esc(note)}</p>'))
         for name, t in tables.items():
             if name.startswith("homogeneity_"):
                 variant = t.layout.get("variant")
                 parts.append(ctx.section(name, "Residual" if variant == "residual"
-                                         else _e(variant), _e(t.title), homogeneity_html(t),
+                                         else esc(variant), esc(t.title), homogeneity_html(t),
                                          t.caption))
         return "\n".join(parts) or None
 

@@ -21,11 +21,11 @@ from typing import Any
 
 import pandas as pd
 
-from aria_tda.report import _fmt
-from aria_tda.report._table import ReportTable
-from aria_tda.report.html._cells import _e
-from aria_tda.report.latex._cells import MISSING, PREAMBLE, _label, _table, escape
+from aria_tda.report import number_format
+from aria_tda.report.html.cells import esc
+from aria_tda.report.latex.cells import MISSING, PREAMBLE, escape, latex_table, table_label
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import TABLES
 
@@ -37,7 +37,7 @@ _QUANTITY = {"lds": "LDS", "r1": "r1", "r2_5": "r2:5", "p": "p", "kappa": "κ", 
 
 
 def _level(df: pd.DataFrame) -> str:
-    if "level" in df.columns and len(df) and _fmt.finite(df["level"].iloc[0]):
+    if "level" in df.columns and len(df) and number_format.finite(df["level"].iloc[0]):
         return f"{100 * float(df['level'].iloc[0]):g}%"
     return "95%"
 
@@ -100,9 +100,9 @@ def paired_tables(data: ResultsData, *, k: int | None) -> list[ReportTable]:
 
 def _interval(r: Any, nd: int) -> str:
     lo, hi = r.get("diff_lo"), r.get("diff_hi")
-    if not (_fmt.finite(lo) and _fmt.finite(hi)):
-        return _fmt.DASH
-    return f"[{_fmt.signed(lo, nd)}, {_fmt.signed(hi, nd)}]"
+    if not (number_format.finite(lo) and number_format.finite(hi)):
+        return number_format.DASH
+    return f"[{number_format.signed(lo, nd)}, {number_format.signed(hi, nd)}]"
 
 
 def paired_digits(quantity: Any) -> int:
@@ -124,36 +124,36 @@ def paired_html(t: ReportTable) -> str:
     t : ReportTable
         A table from :func:`paired_tables`.
     """
-    from aria_tda.report.html._cells import _e, _num, _table, _th, _txt
+    from aria_tda.report.html.cells import esc, html_table, num_cell, text_cell, th
 
     df = t.df.reset_index(drop=True)
     z = t.name == "paired"
     staged = bool(t.layout.get("stages"))
     level = t.layout.get("level", "95%")
     head = [
-        ([_th("Stage")] if staged else [])
-        + ([_th("Channel")] if z else [_th("Quantity")])
-        + [_th("A"), _th("B"), _th("A"), _th("B"), _th("A − B"), _th(f"{_e(level)} CI"),
-           _th("Separated")]
+        ([th("Stage")] if staged else [])
+        + ([th("Channel")] if z else [th("Quantity")])
+        + [th("A"), th("B"), th("A"), th("B"), th("A − B"), th(f"{esc(level)} CI"),
+           th("Separated")]
     ]
     rows = []
     for _, r in df.iterrows():
         nd = paired_digits(r["quantity"])
-        sep = bool(r["separated"]) if _fmt.finite(r["diff_lo"]) else False
-        cells = [_txt(_e(r["stage"]))] if staged else []
+        sep = bool(r["separated"]) if number_format.finite(r["diff_lo"]) else False
+        cells = [text_cell(esc(r["stage"]))] if staged else []
         cells += [
-            _txt(_e(r["channel"] if z else _QUANTITY.get(r["quantity"], r["quantity"]))),
-            _txt(_e(r["setting_a"])),
-            _txt(_e(r["setting_b"])),
-            _num(_e(_fmt.fixed(r.get("value_a"), nd)), **{"data-col": "value_a"}),
-            _num(_e(_fmt.fixed(r.get("value_b"), nd)), **{"data-col": "value_b"}),
-            _num(_e(_fmt.signed(r["diff"], nd)), **{"data-col": "diff"}),
-            _num(_e(_interval(r, nd)), **{"data-col": "ci"}),
-            _txt("separated" if sep else "not separated",
-                 cls="best" if sep else "sub", **{"data-col": "separated"}),
+            text_cell(esc(r["channel"] if z else _QUANTITY.get(r["quantity"], r["quantity"]))),
+            text_cell(esc(r["setting_a"])),
+            text_cell(esc(r["setting_b"])),
+            num_cell(esc(number_format.fixed(r.get("value_a"), nd)), **{"data-col": "value_a"}),
+            num_cell(esc(number_format.fixed(r.get("value_b"), nd)), **{"data-col": "value_b"}),
+            num_cell(esc(number_format.signed(r["diff"], nd)), **{"data-col": "diff"}),
+            num_cell(esc(_interval(r, nd)), **{"data-col": "ci"}),
+            text_cell("separated" if sep else "not separated",
+                      cls="best" if sep else "sub", **{"data-col": "separated"}),
         ]
         rows.append((cells, {"data-quantity": str(r["quantity"])}))
-    return _table(head, rows, attrs={"id": f"table-{t.name}"})
+    return html_table(head, rows, attrs={"id": f"table-{t.name}"})
 
 _PAIRED_QUANTITY_TEX = {"lds": "LDS", "r1": "$r_1$", "r2_5": "$r_{2:5}$", "p": "$p$",
                         "kappa": r"$\kappa$", "zbar": r"$\bar z$"}
@@ -188,13 +188,13 @@ def paired_latex(t: ReportTable) -> str:
         prev = key
 
         def num(x: Any, signed: bool = False, nd: int = nd) -> str:
-            s = (_fmt.signed if signed else _fmt.fixed)(x, nd, missing=MISSING)
+            s = (number_format.signed if signed else number_format.fixed)(x, nd, missing=MISSING)
             return s.replace("-", "$-$") if s != MISSING else s
 
         ci = MISSING
-        if _fmt.finite(r["diff_lo"]) and _fmt.finite(r["diff_hi"]):
+        if number_format.finite(r["diff_lo"]) and number_format.finite(r["diff_hi"]):
             ci = f"[{num(r['diff_lo'], True)}, {num(r['diff_hi'], True)}]"
-        sep = bool(r["separated"]) if _fmt.finite(r["diff_lo"]) else False
+        sep = bool(r["separated"]) if number_format.finite(r["diff_lo"]) else False
         cells = [escape(r["stage"])] if staged else []
         cells += [
             escape(r["channel"]) if z else _PAIRED_QUANTITY_TEX.get(r["quantity"],
@@ -213,8 +213,8 @@ def paired_latex(t: ReportTable) -> str:
            "methods, and for LDS the same retrained subsets.")
         + " Separated only where the interval excludes 0."
     )
-    return _table(body, colspec=("l" if staged else "") + "lll" + "r" * 4 + "c",
-                  caption=cap, label=_label(t.name), resize=True)
+    return latex_table(body, colspec=("l" if staged else "") + "lll" + "r" * 4 + "c",
+                       caption=cap, label=table_label(t.name), resize=True)
 
 
 class PairedSection(BaseSection):
@@ -231,7 +231,7 @@ class PairedSection(BaseSection):
 
     def html(self, data: ResultsData, tables: Mapping[str, ReportTable],
              ctx: PageContext) -> str | None:
-        parts = [ctx.section(name, nav, _e(t.title), paired_html(t), t.caption)
+        parts = [ctx.section(name, nav, esc(t.title), paired_html(t), t.caption)
                  for name, nav in (("lds_paired", "Paired"), ("paired", "Paired z̄"))
                  if (t := tables.get(name)) is not None]
         return "\n".join(parts) or None

@@ -8,12 +8,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from aria_tda.report._table import ReportTable, channels_in, info_cols, settings_in
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 from aria_tda.report.html.tables import ranking_html
-from aria_tda.report.latex._cells import PREAMBLE
+from aria_tda.report.latex.cells import PREAMBLE
 from aria_tda.report.latex.tables import ranking_latex
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable, channels_in, info_cols, settings_in
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import TABLES
 
@@ -84,7 +84,7 @@ class RankingSection(BaseSection):
         t = tables.get("ranking")
         if t is None:
             return None
-        return ctx.section("ranking", "Ranking", _e(t.title), ranking_html(t), t.caption)
+        return ctx.section("ranking", "Ranking", esc(t.title), ranking_html(t), t.caption)
 
     def latex(self, table: ReportTable) -> str | None:
         return PREAMBLE + ranking_latex(table) if table.name == "ranking" else None

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from aria_tda.report._table import ReportTable, settings_in
-from aria_tda.report.html._cells import _e
+from aria_tda.report.html.cells import esc
 from aria_tda.report.html.tables import reliability_html
-from aria_tda.report.latex._cells import PREAMBLE
+from aria_tda.report.latex.cells import PREAMBLE
 from aria_tda.report.latex.tables import reliability_latex
 from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import ReportTable, settings_in
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import TABLES
 
@@ -77,7 +77,7 @@ class ReliabilitySection(BaseSection):
         t = tables.get("reliability")
         if t is None:
             return None
-        return ctx.section("reliability", "Reliability", _e(t.title), reliability_html(t),
+        return ctx.section("reliability", "Reliability", esc(t.title), reliability_html(t),
                            t.caption)
 
     def latex(self, table: ReportTable) -> str | None:

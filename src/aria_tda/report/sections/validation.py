@@ -9,7 +9,12 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from aria_tda.report._table import (
+from aria_tda.report.html.cells import esc
+from aria_tda.report.html.tables import agreement_html, lds_html, lds_summary_html
+from aria_tda.report.latex.cells import PREAMBLE
+from aria_tda.report.latex.ground_truth import agreement_latex, lds_latex, lds_summary_latex
+from aria_tda.report.load import ResultsData
+from aria_tda.report.report_table import (
     ReportTable,
     channels_in,
     info_cols,
@@ -17,11 +22,6 @@ from aria_tda.report._table import (
     ordered_stages,
     settings_in,
 )
-from aria_tda.report.html._cells import _e
-from aria_tda.report.html.tables import agreement_html, lds_html, lds_summary_html
-from aria_tda.report.latex._cells import PREAMBLE
-from aria_tda.report.latex.ground_truth import agreement_latex, lds_latex, lds_summary_latex
-from aria_tda.report.load import ResultsData
 from aria_tda.report.sections.base import BaseSection, PageContext
 from aria_tda.results import RELIABILITY_DIAGNOSTICS, TABLES
 
@@ -151,7 +151,7 @@ class ValidationSection(BaseSection):
              ctx: PageContext) -> str | None:
         navs = (("lds_summary", "LDS"), ("lds", "LDS" if "lds_summary" not in tables else ""),
                 ("agreement", "Agreement"))
-        parts = [ctx.section(name, nav, _e(t.title), _HTML[name](t), t.caption)
+        parts = [ctx.section(name, nav, esc(t.title), _HTML[name](t), t.caption)
                  for name, nav in navs if (t := tables.get(name)) is not None]
         return "\n".join(parts) or None
 

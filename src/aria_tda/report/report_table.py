@@ -16,7 +16,9 @@ import pandas as pd
 
 from aria_tda.report.load import ResultsData
 
-__all__ = ["ReportTable"]
+__all__ = [
+    "ReportTable", "channels_in", "info_cols", "is_staged", "ordered_stages", "settings_in",
+]
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,20 @@ class ReportTable:
 
 
 def info_cols(data: ResultsData, setting: str) -> dict[str, Any]:
-    """The leading columns of a per-setting row: setting, method, stage, verdict."""
+    """The leading columns of a per-setting row: setting, method, stage, verdict.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The loaded results folder.
+    setting : str
+        One of its settings.
+
+    Returns
+    -------
+    dict
+        ``{"setting", "method", "stage", "verdict"}`` (from :meth:`ResultsData.setting_info`).
+    """
     info = data.setting_info(setting)
     return {
         "setting": setting,
@@ -56,13 +71,39 @@ def info_cols(data: ResultsData, setting: str) -> dict[str, Any]:
 
 
 def settings_in(data: ResultsData, df: pd.DataFrame) -> list[str]:
-    """The settings of ``df``, in the report's setting order."""
+    """The settings of ``df``, in the report's setting order.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The loaded results folder (its ``settings`` give the order).
+    df : pandas.DataFrame
+        A table with a ``setting`` column.
+
+    Returns
+    -------
+    list of str
+        The settings that occur in ``df``, each once.
+    """
     present = set(df["setting"].astype(str))
     return [s for s in data.settings if s in present]
 
 
 def channels_in(data: ResultsData, df: pd.DataFrame) -> list[str]:
-    """The channels of ``df``, in the report's channel order."""
+    """The channels of ``df``, in the report's channel order.
+
+    Parameters
+    ----------
+    data : ResultsData
+        The loaded results folder (its ``channels`` give the order).
+    df : pandas.DataFrame
+        A table with a ``channel`` column.
+
+    Returns
+    -------
+    list of str
+        The channels that occur in ``df``, each once.
+    """
     present = set(df["channel"].astype(str))
     return [c for c in data.channels if c in present]
 
@@ -72,12 +113,34 @@ def _real_stage(x: Any) -> bool:
 
 
 def is_staged(df: pd.DataFrame) -> bool:
-    """True when ``df`` has a ``stage`` column naming more than one real stage."""
+    """True when ``df`` has a ``stage`` column naming more than one real stage.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A per-setting table.
+
+    Returns
+    -------
+    bool
+        ``False`` without a ``stage`` column; placeholders (``-``, empty, NaN) are no stage.
+    """
     if "stage" not in df.columns:
         return False
     return len({str(x) for x in df["stage"] if _real_stage(x)}) > 1
 
 
 def ordered_stages(df: pd.DataFrame) -> list[str]:
-    """The stages of ``df`` in order of first appearance."""
+    """The stages of ``df`` in order of first appearance.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        A table with a ``stage`` column.
+
+    Returns
+    -------
+    list of str
+        Each stage once, as text.
+    """
     return list(dict.fromkeys(str(x) for x in df["stage"]))
