@@ -253,7 +253,7 @@ class TreeRss:
 
 def run_aria(study: Path, out: Path, scheduler: str | None) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [str(ROOT / ".venv" / "bin" / "aria"), "run", str(study), "--out", str(out),
+    cmd = [str(ROOT / ".venv" / "bin" / "aria-tda"), "run", str(study), "--out", str(out),
            "--no-report", "--quiet"]
     if scheduler:
         cmd += ["--scheduler", scheduler]

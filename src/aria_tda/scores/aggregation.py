@@ -40,17 +40,18 @@ import numpy as np
 from aria_tda._checks import check_existing_path
 from aria_tda._io import check_space
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
+from aria_tda.scores.lowrank import Rank1
 from aria_tda.scores.lowrank import residual as _residual
 from aria_tda.scores.normalization import (
     IN_MEMORY_BYTES,
     KURTOSIS_THRESHOLD,
     ZScoreSource,
-    _check_finite_columns,
-    _warn_constant_zscore,
+    check_finite_columns,
     iter_column_blocks,
     normalize_reference,
     rank_block,
     resolve_method,
+    warn_constant_zscore,
 )
 from aria_tda.scores.readers import as_source, open_scores
 from aria_tda.scores.source import ArraySource, ScoreSource, check_orientation, expected_text
@@ -61,7 +62,8 @@ from aria_tda.scores.writers import (
     check_output_space,
 )
 
-__all__ = ["aggregate", "read_segment_table", "segment_codes", "table_rows"]
+__all__ = ["aggregate", "describe_segments", "is_s_track", "read_segment_table",
+           "s_track_parameters", "segment_codes", "table_rows"]
 
 TABLE_SUFFIXES = {".csv", ".tsv", ".txt", ".parquet", ".pq", ".npy"}
 TRACK_COLUMNS = ("track_id", "track")
@@ -340,13 +342,53 @@ def _check_transpose_space(src: ScoreSource, tmp_dir: Any) -> None:
     check_space(where / "transpose", m * t * src.block_dtype.itemsize)
 
 
-def _is_s_track(manifest: dict[str, Any]) -> bool:
+def is_s_track(manifest: dict[str, Any]) -> bool:
     """Whether a ``track_scores`` manifest is an S_track of :func:`aggregate` (it records the
     normalisation), not another track-level matrix (``aria-tda retrieve``'s cosine scores)."""
     return "normalize" in (manifest.get("parameters") or {})
 
 
-def _describe_segments(segments: Any) -> str:
+def s_track_parameters(src: ScoreSource, segments: Any, details: dict[str, Any], *,
+                       residual: bool, source_path: Any = None,
+                       base_manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``parameters`` of an ``S_track`` manifest (what :func:`aggregate` records).
+
+    Parameters
+    ----------
+    src : ScoreSource
+        The segment-level matrix read (its rows and how it was read).
+    segments : None, path or array-like
+        The segment map given.
+    details : dict
+        The normalisation's record (:func:`~aria_tda.scores.normalization.resolve_with_moments`).
+    residual : bool
+        Whether this is the rank-1 residual's ``S_track``.
+    source_path : path-like, optional
+        The score file (default: ``src.path``).
+    base_manifest : dict, optional
+        The score file's manifest (default: ``src.manifest``).
+    """
+    base = (src.manifest or {}) if base_manifest is None else base_manifest
+    path = src.path if source_path is None else source_path
+    return {
+        **details,
+        "residual": residual,
+        "segments": describe_segments(segments),
+        "n_segments": src.n_rows,
+        "source": None if path is None else str(path),
+        "source_parameters": base.get("parameters"),
+        "input": src.provenance(),  # how the file was read: summed keys, partitions, transpose
+    }
+
+
+def describe_segments(segments: Any) -> str:
+    """How ``S_track``'s manifest names the segment map (``"identity"``, its path, or a count).
+
+    Parameters
+    ----------
+    segments : None, path or array-like
+        The ``segments`` given to :func:`aggregate`.
+    """
     if segments is None:
         return "identity"
     if isinstance(segments, (str, os.PathLike)):
@@ -370,6 +412,7 @@ def aggregate(
     transpose: bool = False,
     client: Any = None,
     overwrite: bool = False,
+    rank1: Rank1 | None = None,
 ) -> ScoreSource:
     r"""``S_track`` ``(N, T)``: normalise each query's column, then average segments per track.
 
@@ -412,6 +455,10 @@ def aggregate(
     overwrite : bool
         Replace an existing ``out`` that ARIA did not write as ``S_track`` (a user's file, a
         segment-level matrix); an earlier ``S_track`` is always replaced.
+    rank1 : Rank1, optional
+        With ``residual``: the leading triple of ``scores`` when it is known already (from the
+        diagnostics' Gram and one ``S v_1`` pass, :func:`aria_tda.scores.track_sums.residual_pass`),
+        so the two passes that find it are not run again.
 
     Returns
     -------
@@ -422,12 +469,15 @@ def aggregate(
     """
     if out is not None:
         check_output_path("out", out, kind="track_scores", overwrite=overwrite,
-                          inputs={"scores": scores, "segments": segments}, purpose=_is_s_track)
+                          inputs={"scores": scores, "segments": segments}, purpose=is_s_track)
     src = as_source(scores, key=key, transpose=transpose)
     if out is not None:
         check_not_input("out", out, {"scores": src.path})
     if not isinstance(residual, bool):
         raise ParameterError(expected("residual", "True or False", residual))
+    if rank1 is not None and not isinstance(rank1, Rank1):
+        raise ParameterError(expected("rank1", "a Rank1 (aria_tda.scores.rank1())",
+                                      type(rank1).__name__))
     codes, track_ids = segment_codes(
         segments, n_rows=src.n_rows, row_ids=src.row_ids, tracks=tracks, n_cols=src.n_cols,
         transpose=transpose,
@@ -444,12 +494,13 @@ def aggregate(
         from aria_tda.scores.distributed_aggregate import DaskAggregation
 
         job = DaskAggregation(src, client, chunk_rows=chunk_rows, progress=progress)
+        job.rank1 = rank1 if residual else None
         chosen, moments, details = job.resolve(
             normalize, residual=residual, kurtosis_threshold=kurtosis_threshold
         )
     else:
         if residual:
-            src = _residual(src, chunk_rows=chunk_rows, progress=progress)
+            src = _residual(src, rank1=rank1, chunk_rows=chunk_rows, progress=progress)
         chosen, moments, details = resolve_method(
             src,
             normalize,
@@ -461,15 +512,8 @@ def aggregate(
         tmp_dir = Path(out).absolute().parent
     if chosen == "rank" and job is None:
         _check_transpose_space(src, tmp_dir)
-    params = {
-        **details,
-        "residual": residual,
-        "segments": _describe_segments(segments),
-        "n_segments": src.n_rows,
-        "source": None if source_path is None else str(source_path),
-        "source_parameters": base_manifest.get("parameters"),
-        "input": src.provenance(),  # how the file was read: summed keys, partitions, transpose
-    }
+    params = s_track_parameters(src, segments, details, residual=residual,
+                                source_path=source_path, base_manifest=base_manifest)
     shape = (n_tracks, src.n_cols)
 
     def fill(target: np.ndarray) -> None:
@@ -501,7 +545,7 @@ def aggregate(
             parameters=params,
             seed=base_manifest.get("seed"),
             overwrite=overwrite,
-            purpose=_is_s_track,
+            purpose=is_s_track,
         ) as w:
             fill(w.array)
         return open_scores(out)
@@ -528,7 +572,7 @@ def _fill(
     from scipy import sparse
 
     if method == "zscore":
-        _warn_constant_zscore(moments.constant)
+        warn_constant_zscore(moments.constant)
         z = ZScoreSource(src, moments)
         for s, block in z.iter_chunks(
             chunk_rows, progress=progress, desc="aggregate", reuse_buffers=True
@@ -557,7 +601,7 @@ def _fill(
     for c0, c1, bt in iter_column_blocks(
         src, chunk_rows=chunk_rows, tmp_dir=tmp_dir, progress=progress
     ):
-        _check_finite_columns(bt, c0)
+        check_finite_columns(bt, c0)
         ranks = rank_block(bt)  # (w, M)
         target[:, c0:c1] = ranks.T if avg is None else avg.T @ ranks.T
 
@@ -617,7 +661,7 @@ def aggregate_reference(
     """
     if out is not None:
         check_output_path("out", out, kind="track_scores", overwrite=overwrite,
-                          inputs={"scores": scores, "segments": segments}, purpose=_is_s_track)
+                          inputs={"scores": scores, "segments": segments}, purpose=is_s_track)
     src = as_source(scores, key=key, transpose=transpose)
     if not isinstance(residual, bool):
         raise ParameterError(expected("residual", "True or False", residual))
@@ -647,7 +691,7 @@ def aggregate_reference(
         row_ids=track_ids,
         parameters=params,
         overwrite=overwrite,
-        purpose=_is_s_track,
+        purpose=is_s_track,
     ) as w:
         w.write_rows(0, result)
     return open_scores(out)

@@ -31,7 +31,9 @@ from aria_tda.scores.formats import FORMATS, sniff_format
 from aria_tda.scores.readers import open_scores
 from aria_tda.scores.source import ArraySource, ScoreSource
 
-__all__ = ["open_part", "row_ranges", "run_ordered", "source_args"]
+__all__ = ["n_parts", "open_part", "row_ranges", "run_ordered", "source_args"]
+
+
 
 #: Test-only hook: seconds every :func:`run_ordered` task sleeps before it runs (read in
 #: the worker), so a test can kill a worker while tasks are in flight.
@@ -64,7 +66,16 @@ def _reopen(path: str, key: str | None, transposed: bool) -> ScoreSource:
     return open_scores(path, key=key, transpose=transposed != native)
 
 
-def _n_parts(client: Any, n_partitions: int | None) -> int:
+def n_parts(client: Any, n_partitions: int | None) -> int:
+    """How many row ranges a distributed pass splits into.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client or None
+        The cluster: twice its threads (default 4 without one).
+    n_partitions : int, optional
+        Asked for explicitly.
+    """
     if n_partitions is not None:
         return check_int("n_partitions", n_partitions, min_value=1)
     if client is not None:
@@ -202,3 +213,6 @@ def run_ordered(
             consume(i, result)
             bar.update(1)
             i += 1
+
+
+_n_parts = n_parts  # TODO(issue 41): drop once diagnostics.distributed imports n_parts

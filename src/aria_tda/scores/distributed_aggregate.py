@@ -37,17 +37,17 @@ import numpy as np
 from aria_tda._checks import check_choice
 from aria_tda.errors import DataError
 from aria_tda.scores.blockstats import BlockStats
-from aria_tda.scores.distributed import _n_parts, open_part, row_ranges, run_ordered, source_args
+from aria_tda.scores.distributed import n_parts, open_part, row_ranges, run_ordered, source_args
 from aria_tda.scores.lowrank import Rank1, ResidualSource, top_eigenpairs
 from aria_tda.scores.normalization import (
     COLUMN_BLOCK_BYTES,
     NORMALIZATIONS,
     ColumnMoments,
     ZScoreSource,
-    _check_finite_columns,
-    _warn_constant_zscore,
+    check_finite_columns,
     rank_block,
     resolve_with_moments,
+    warn_constant_zscore,
 )
 from aria_tda.scores.source import ScoreSource
 from aria_tda.scores.stats import stream_matvec, stream_stats
@@ -146,7 +146,7 @@ def _rank_part(
         bt = np.ascontiguousarray(src.read_columns(slice(c0, c1), chunk_rows=rows).T)
     finally:
         src.close()
-    _check_finite_columns(bt, c0)
+    check_finite_columns(bt, c0)
     ranks = rank_block(bt)
     if codes is None:
         return np.ascontiguousarray(ranks.T)
@@ -180,7 +180,7 @@ class DaskAggregation:
 
     def __post_init__(self) -> None:
         self.rows = self.src.chunk_rows(self.chunk_rows)
-        self.n_parts = _n_parts(self.client, None)
+        self.n_parts = n_parts(self.client, None)
         path, key, transposed, array = source_args(self.src)
         self.file = (path, key, transposed)
         self.shared: dict[str, Any] = {} if array is None else {"array": array}
@@ -264,7 +264,7 @@ class DaskAggregation:
             :math:`\\tau` of the ``auto`` rule.
         """
         check_choice("normalize", method, NORMALIZATIONS)
-        if residual:
+        if residual and self.rank1 is None:
             self.residual()
         return resolve_with_moments(
             method, kurtosis_threshold,
@@ -298,7 +298,7 @@ class DaskAggregation:
             shared["rank1"] = self.rank1
         if method == "zscore":
             assert moments is not None
-            _warn_constant_zscore(moments.constant)
+            warn_constant_zscore(moments.constant)
             ranges = self._ranges()
 
             def add(i: int, part: tuple[np.ndarray | None, np.ndarray]) -> None:

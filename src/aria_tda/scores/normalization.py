@@ -67,11 +67,15 @@ __all__ = [
     "NORMALIZATIONS",
     "ColumnMoments",
     "ZScoreSource",
+    "check_finite_columns",
     "choose_normalization",
     "column_moments",
     "iter_column_blocks",
     "normalize",
     "rank_block",
+    "resolve_method",
+    "resolve_with_moments",
+    "warn_constant_zscore",
 ]
 
 NORMALIZATIONS = ("zscore", "rank", "auto")
@@ -218,7 +222,14 @@ class ZScoreSource(ScoreSource):
         return out
 
 
-def _warn_constant_zscore(constant: np.ndarray) -> None:
+def warn_constant_zscore(constant: np.ndarray) -> None:
+    """Warn once that the z-score maps these constant columns to 0 (names the first few).
+
+    Parameters
+    ----------
+    constant : numpy.ndarray [shape=(T,)] of bool
+        :attr:`ColumnMoments.constant`.
+    """
     if constant.any():
         idx = np.flatnonzero(constant)
         warnings.warn(
@@ -245,7 +256,16 @@ def rank_block(block_t: np.ndarray) -> np.ndarray:
     return np.asarray(rankdata(block_t, method="average", axis=1), dtype=np.float64)
 
 
-def _check_finite_columns(block_t: np.ndarray, c0: int) -> None:
+def check_finite_columns(block_t: np.ndarray, c0: int) -> None:
+    """Raise :class:`~aria_tda.errors.DataError` naming the first NaN/inf of a column block.
+
+    Parameters
+    ----------
+    block_t : numpy.ndarray [shape=(w, M)]
+        Columns ``c0 .. c0 + w`` of the matrix, transposed.
+    c0 : int
+        Index of the block's first column.
+    """
     if not np.isfinite(block_t).all():
         bad = np.argwhere(~np.isfinite(block_t))
         order = np.lexsort((bad[:, 0], bad[:, 1]))  # first by row, then by column
@@ -436,7 +456,7 @@ def normalize(
     fields = {"kind": "normalized_scores", "parameters": details}
     if chosen == "zscore":
         assert moments is not None
-        _warn_constant_zscore(moments.constant)
+        warn_constant_zscore(moments.constant)
         lazy = ZScoreSource(src, moments)
         if out is None:
             lazy.manifest = fields
@@ -461,7 +481,7 @@ def normalize(
         for c0, c1, bt in iter_column_blocks(
             src, chunk_rows=chunk_rows, tmp_dir=tmp_dir, progress=progress
         ):
-            _check_finite_columns(bt, c0)
+            check_finite_columns(bt, c0)
             result[:, c0:c1] = rank_block(bt).T
         return ArraySource(result, row_ids=src.row_ids, manifest=fields)
     with ScoreWriter(
@@ -476,7 +496,7 @@ def normalize(
         for c0, c1, bt in iter_column_blocks(
             src, chunk_rows=chunk_rows, tmp_dir=tmp_dir, progress=progress
         ):
-            _check_finite_columns(bt, c0)
+            check_finite_columns(bt, c0)
             target[:, c0:c1] = rank_block(bt).T
     return open_scores(out)
 

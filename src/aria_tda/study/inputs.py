@@ -44,6 +44,7 @@ __all__ = [
     "embedding_scores",
     "open_setting_scores",
     "read_queries",
+    "segments_of",
     "track_ids_of",
 ]
 
@@ -64,6 +65,35 @@ def open_setting_scores(setting: SettingSpec) -> Any:
             "(aria_tda.study.inputs.embedding_scores) before they can be read"
         )
     return open_scores(setting.scores, key=setting.key, transpose=setting.transpose)
+
+
+def segments_of(setting: SettingSpec, src: Any, store: Any) -> Any:
+    """The segment map of ``setting``: its file, else the store's track ids matched by position.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting.
+    src : ScoreSource
+        Its score matrix, opened (its rows and row ids).
+    store : FeatureStore
+        The study's feature store.
+
+    Raises
+    ------
+    DataError
+        No segment map, no row ids, and not one row per store track.
+    """
+    segments: Any = setting.segments
+    if segments is None and src.row_ids is None:
+        if src.shape[0] != len(store):
+            raise DataError(
+                f"setting {setting.name!r}: the score matrix has {src.shape[0]} rows and no row "
+                f"ids, and no segment map was given; the feature store has {len(store)} tracks. "
+                "Give segments = a segment -> track map, or save the scores with row ids"
+            )
+        segments = np.asarray(store.track_ids).astype(str)
+    return segments
 
 
 def check_setting_files(setting: SettingSpec) -> None:

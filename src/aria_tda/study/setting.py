@@ -27,7 +27,6 @@ import numpy as np
 
 from aria_tda._io import atomic_path, remove_path, write_json
 from aria_tda._steps import Step, file_fingerprint
-from aria_tda.errors import DataError, ParameterError
 from aria_tda.study.aspects import (
     aspect_tables,
     aspects_key,
@@ -42,8 +41,10 @@ from aria_tda.study.inputs import (
     check_setting_files,
     open_setting_scores,
     read_queries,
+    segments_of,
     track_ids_of,
 )
+from aria_tda.study.stage_read import read_stage
 
 __all__ = [
     "N_PAIRS",
@@ -58,61 +59,6 @@ __all__ = [
 
 #: Contributing track pairs kept per query, channel and variant (the report's evidence).
 N_PAIRS = 10
-
-
-def _segments_of(setting: SettingSpec, src: Any, store: Any) -> Any:
-    """The segment map of ``setting`` (its file, else the store's ids matched by position)."""
-    segments: Any = setting.segments
-    if segments is None and src.row_ids is None:
-        if src.shape[0] != len(store):
-            raise DataError(
-                f"setting {setting.name!r}: the score matrix has {src.shape[0]} rows and no row "
-                f"ids, and no segment map was given; the feature store has {len(store)} tracks. "
-                "Give segments = a segment -> track map, or save the scores with row ids"
-            )
-        segments = np.asarray(store.track_ids).astype(str)
-    return segments
-
-
-def _s_track(setting: SettingSpec, store: Any, *, normalize: str, residual: bool, out: Path,
-             chunk_rows: int | None, progress: bool | None, client: Any = None) -> Any:
-    """S_track (original or residual) written under ``out``; returns its ScoreSource.
-
-    ``normalize`` is the method actually applied (``auto`` is resolved once on the original and
-    the same method is used for the residual, so the two differ only by the rank-1 part).
-    Without a segment map, a score matrix that carries no row ids is matched to the feature
-    store by position (it must have one row per store track).
-    """
-    from aria_tda.scores import aggregate, open_scores, save_scores
-    from aria_tda.scores import residual as residual_source
-
-    src = open_setting_scores(setting)
-    segments = _segments_of(setting, src, store)
-    if normalize == "none":
-        if setting.segments is not None:
-            raise ParameterError(
-                f"setting {setting.name!r}: normalize='none' needs one segment per track (no "
-                "segment map); choose zscore, rank or auto"
-            )
-        if not residual:
-            return src
-        res = residual_source(src, chunk_rows=chunk_rows)
-        save_scores(res, out, method=setting.method, stage=setting.stage,
-                    parameters={"variant": "residual", "normalize": "none"},
-                    row_ids=src.row_ids)
-        return open_scores(out)
-    return aggregate(src, segments=segments, normalize=normalize, residual=residual, out=out,
-                     chunk_rows=chunk_rows, progress=progress, client=client)
-
-
-def _gram_fits(scores: Any) -> bool:
-    """Whether the exact Dask diagnostics pass fits: its T x T float64 Gram under 2 GB.
-
-    The distributed pass (:func:`aria_tda.diagnostics.diagnose` with a client) is exact-mode only;
-    a wider matrix keeps the single-machine pass, which picks a tiled/approximate mode itself.
-    """
-    t = int(scores.shape[1])
-    return 8 * t * t <= 2 * 1024**3
 
 
 def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k: int) -> Any:
@@ -191,7 +137,7 @@ def planned_rows(setting: SettingSpec, spec: StudySpec, store: Any, *,
     rows, present, n_queries[, segment_counts, normalize]
     """
     src = open_setting_scores(setting)
-    track_ids, counts = _track_segments(setting, src, _segments_of(setting, src, store))
+    track_ids, counts = _track_segments(setting, src, segments_of(setting, src, store))
     if track_ids is None:
         track_ids = track_ids_of(src, store, setting.name)
     rows, present = align_tracks(track_ids, store, max_missing=spec.max_missing_fraction,
@@ -476,7 +422,8 @@ def compute_step(
                 remove_path(f)
             for f in work.glob(".s_track_*"):  # their temporaries
                 remove_path(f)
-        step.complete(timings=result["timings"], files=file_digests(work))
+        step.complete(timings=result["timings"], passes=result["passes"],
+                      files=file_digests(work))
     return result
 
 
@@ -495,23 +442,25 @@ def _compute(
     """The body of :func:`run_setting`: compute and write every table into ``work``."""
     import pandas as pd
 
-    from aria_tda.diagnostics import diagnose
     from aria_tda.homogeneity import constant_queries
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    log(f"{setting.name}: reliability diagnostics")
+    log(f"{setting.name}: reading the scores (diagnostics, top-K, S_track"
+        f"{' and its rank-1 residual' if spec.residual else ''})")
     scores = open_setting_scores(setting)
-    topk = (1, *spec.K)  # the study's K list (and the top-1), measured in the same pass
-    if client is not None and _gram_fits(scores):
-        diag = diagnose(scores, chunk_rows=spec.chunk_rows, client=client, topk=topk)
-    else:
-        diag = diagnose(scores, chunk_rows=spec.chunk_rows, progress=progress, topk=topk)
+    # the study's K list (and the top-1) measured in the same pass
+    stage = read_stage(setting, store, work=work, topk=(1, *spec.K), residual=spec.residual,
+                       chunk_rows=spec.chunk_rows, progress=progress, client=client)
+    diag = stage.diagnostics
     d = diag.to_dict() if hasattr(diag, "to_dict") else dataclasses.asdict(diag)
     # the study gives its own verdict (track level, reliability.csv), not the segment level one
     d = {k: v for k, v in d.items() if k not in {"v1", "u1", "constant_indices", "verdict"}}
     d["v1_constancy"] = float(diag.v1_constancy)
-    timings["diagnostics"] = time.perf_counter() - t0
+    timings["read_scores"] = time.perf_counter() - t0
+    for rec in stage.passes:
+        log(f"{setting.name}:   {rec['pass']}: {rec['seconds']:.1f} s, "
+            f"peak {rec['peak_rss_mb']:.0f} MB")
 
     tables: dict[str, list[Any]] = {name: [] for name in TABLES}
     alignment: list[dict[str, Any]] = []
@@ -527,29 +476,22 @@ def _compute(
     anchor_cache = prepared_cache.setdefault(b"aspects:anchor-cache", _anchor_cache())
     sets = query_sets(spec, queries)
     variants = ("original", "residual") if spec.residual else ("original",)
-    normalize_used: str = setting.normalize
+    normalize_used: str = stage.normalize
     d["normalize_used"] = normalize_used
     n_nulls = len(nulls)
     degenerate: np.ndarray | None = None
     for variant in variants:
         t0 = time.perf_counter()
-        log(f"{setting.name}: S_track ({variant})")
-        src = _s_track(setting, store, normalize=normalize_used, residual=variant == "residual",
-                       out=work / f"s_track_{variant}.npy", chunk_rows=spec.chunk_rows,
-                       progress=progress, client=client)
-        if variant == "original" and normalize_used == "auto":
-            params = (src.manifest or {}).get("parameters") or {}
-            normalize_used = str(params.get("normalize", "auto"))
-            d["normalize_used"] = normalize_used
+        src = stage.original if variant == "original" else stage.residual
         track_ids = track_ids_of(src, store, setting.name)
         rows, present = align_tracks(track_ids, store, max_missing=spec.max_missing_fraction,
                                      setting=setting.name)
         prepared, pool = prepared_for(prepared_cache, store, rows, present, spec)
-        timings[f"s_track_{variant}"] = time.perf_counter() - t0
+        timings[f"pool_{variant}"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
         if variant == "original":  # the segments per S_track row, from the map alone
-            counts = _track_segments(setting, scores, _segments_of(setting, scores, store))[1]
+            counts = _track_segments(setting, scores, segments_of(setting, scores, store))[1]
         null = _null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]),
                          client=client, segment_counts=counts, normalize=normalize_used)
         # a query that is degenerate on the original matrix stays excluded on its residual
@@ -594,6 +536,7 @@ def _compute(
             timings["alignment"] = time.perf_counter() - t0
 
     result: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings,
+                              "passes": list(stage.passes),
                               "nulls_computed": len(nulls) - n_nulls}
     write_json(work / "diagnostics.json", d)
     write_json(work / "alignment.json", alignment)
