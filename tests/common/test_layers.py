@@ -88,7 +88,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (4, ("aria_tda.report",
          # the listening room's pictures and drawn evidence (issue 27)
          "aria_tda.media.draw", "aria_tda.media.aspects", "aria_tda.media.kernels",
-         "aria_tda.media._svg", "aria_tda.media._evidence", "aria_tda.media._harmony",
+         "aria_tda.media.svg", "aria_tda.media._evidence", "aria_tda.media._harmony",
          # where the music lies and clips of it to hear (issue 27)
          "aria_tda.media", "aria_tda.media.sources", "aria_tda.media.clips",
          "aria_tda.media.cache",

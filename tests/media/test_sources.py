@@ -191,11 +191,15 @@ def test_a_window_that_makes_no_sense_is_named(tmp_path, study, row, fragment):
 def test_an_unknown_suffix_is_named(tmp_path, index):
     assert media_kind("x.FLAC") == "audio" and media_kind("x.Mid") == "midi"
     assert media_kind("x.txt") is None
-    from aria_tda.media.sources import _file_problem
-
     odd = tmp_path / "notes.txt"
     odd.write_text("x")
-    assert "is neither audio" in _file_problem(odd, "training file")
+    store = write_store(tmp_path / "s", modality="symbolic", track_ids=["a"],
+                        features={"f": np.zeros((1, 1))}, metadata=[{"source": str(odd)}])
+    results = tmp_path / "r"
+    results.mkdir()
+    write_results_meta(results, {"study": {"feature_store": str(store)}, "settings": []})
+    ref = resolve_media(results).train("a")
+    assert not ref.playable and f"training file {odd} is neither audio" in ref.missing
 
 
 def test_a_folder_that_is_not_a_results_folder_raises(tmp_path):

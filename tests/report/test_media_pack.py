@@ -112,15 +112,21 @@ def test_with_a_segment_map_each_query_s_segment_counts_toward_the_cap():
 
 
 def test_captions_name_the_file_without_dot_dot_parts(tmp_path):
-    from aria_tda.media.clip_views import _tidy
+    from aria_tda.media.clip_views import ClipView, load_view
+
+    def caption(path):
+        view = ClipView("t0", "train")
+        ref = SimpleNamespace(path=path, start=None, end=None, unit="s", missing="not loaded here")
+        load_view(ref, view, context=0.0, max_seconds=1.0, sr=8000, soundfont=None)
+        return view.source
 
     (tmp_path / "corpus").mkdir()
     (tmp_path / "features").mkdir()
     wav = tmp_path / "corpus" / "a.wav"
     wav.write_bytes(b"RIFF")
-    assert _tidy(tmp_path / "features" / ".." / "corpus" / "a.wav") == str(wav)
+    assert caption(tmp_path / "features" / ".." / "corpus" / "a.wav") == f"{wav} (whole file)"
     gone = tmp_path / "features" / ".." / "gone.wav"  # not there: shown as named
-    assert _tidy(gone) == str(gone)
+    assert caption(gone) == f"{gone} (whole file)"
 
 
 def _read(n_queries=10, with_reading=True):

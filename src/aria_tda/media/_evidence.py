@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from aria_tda.errors import DataError, expected
-from aria_tda.media import _svg
+from aria_tda.media import svg
 from aria_tda.media.draw import check_notes
 
 FPS = 50.0  # the symbolic features' grid (20-ms frames)
@@ -142,10 +142,10 @@ def view(name: str, clip: Any, label: str) -> View:
 
 def absent(channel: str, reason: str, q: View, t: View) -> AspectEvidence:
     text = [f"{channel}: no evidence for this pair.", reason]
-    svg = _svg.compose([_svg.text_panel(text, width=520.0)], label=f"{channel} evidence: none")
+    chart = svg.compose([svg.text_panel(text, width=520.0)], label=f"{channel} evidence: none")
     return AspectEvidence(
         channel,
-        svg,
+        chart,
         float("nan"),
         reason,
         {"mode": None, "reason": reason, "labels": [q.label, t.label]},

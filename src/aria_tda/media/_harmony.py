@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.media import _svg
+from aria_tda.media import svg
 from aria_tda.media._evidence import (
     FPS,
     AspectEvidence,
@@ -111,7 +111,7 @@ def harmony(q: View, t: View) -> AspectEvidence:
     pairs = lcs_root_motion(motions[0], motions[1])
     ticks = [(k, _PC[k]) for k in range(12)]
     panels = [
-        _svg.bars_panel(
+        svg.bars_panel(
             profiles,
             labels_of(q, t),
             ticks=ticks,
@@ -135,7 +135,7 @@ def harmony(q: View, t: View) -> AspectEvidence:
         "root_motions": motions,
         "lcs_pairs": pairs.tolist(),
     }
-    return AspectEvidence("harmony", _svg.compose(panels, label=sentence), sim, sentence, details)
+    return AspectEvidence("harmony", svg.compose(panels, label=sentence), sim, sentence, details)
 
 
 def _alignment_panel(
@@ -144,12 +144,12 @@ def _alignment_panel(
     pairs: np.ndarray,
     labels: list[str],
     lengths: tuple[float, float],
-) -> _svg.Panel:
+) -> svg.Panel:
     """Chord timelines (runs in the LCS highlighted) and the root motions aligned in columns."""
     width, left = 620.0, 44.0
     pw = width - left - 10.0
     out = [
-        _svg.text(
+        svg.text(
             left,
             14,
             "Chord sequences; the longest common subsequence of root motions highlighted",
@@ -163,18 +163,18 @@ def _alignment_panel(
     span = max(max(lengths), 1e-9)
     for k in range(2):
         y = 24.0 + k * 24.0
-        out.append(_svg.text(left - 4, y + 12, f"{'AB'[k]}", anchor="end"))
+        out.append(svg.text(left - 4, y + 12, f"{'AB'[k]}", anchor="end"))
         for r, (s, e, _, name) in enumerate(runs[k]):
             x0 = left + max(s, 0.0) / span * pw
             x1 = left + min(e, span) / span * pw
             hit = r in used[k]
-            fill = _svg.color(k) if hit else "#dddddd"
+            fill = svg.color(k) if hit else "#dddddd"
             out.append(
-                _svg.rect(x0, y, x1 - x0 - 0.5, 16, fill, ' fill-opacity="0.75"' if hit else "")
+                svg.rect(x0, y, x1 - x0 - 0.5, 16, fill, ' fill-opacity="0.75"' if hit else "")
             )
             if x1 - x0 > 6.5 * len(name) + 2:
                 out.append(
-                    _svg.text(
+                    svg.text(
                         (x0 + x1) / 2,
                         y + 12,
                         name,
@@ -188,7 +188,7 @@ def _alignment_panel(
     per_row = max(int(pw // cw), 1)
     y0 = 84.0
     out.append(
-        _svg.text(
+        svg.text(
             left,
             y0 - 6,
             "root motions (semitones up, mod 12), aligned; matched motions boxed in colour",
@@ -204,22 +204,22 @@ def _alignment_panel(
                 continue
             y = yb + k * 38.0
             a, b = runs[k][idx][3], runs[k][idx + 1][3]
-            stroke = _svg.color(k) if matched else "#999999"
+            stroke = svg.color(k) if matched else "#999999"
             width_attr = ' stroke-width="2"' if matched else ""
             out.append(
-                _svg.rect(
+                svg.rect(
                     x + 1,
                     y,
                     cw - 2,
                     30,
-                    _svg.color(k) if matched else "#ffffff",
+                    svg.color(k) if matched else "#ffffff",
                     f' fill-opacity="0.25" stroke="{stroke}"{width_attr}',
                 )
             )
             fs = _token_font(len(a) + len(b))
-            out.append(_svg.text(x + cw / 2, y + 12, f"{a}→{b}", anchor="middle", extra=fs))
+            out.append(svg.text(x + cw / 2, y + 12, f"{a}→{b}", anchor="middle", extra=fs))
             out.append(
-                _svg.text(
+                svg.text(
                     x + cw / 2,
                     y + 25,
                     f"+{motions[k][idx]}",
@@ -229,11 +229,11 @@ def _alignment_panel(
             )
         if matched:
             out.append(
-                _svg.line(x + cw / 2, yb + 30, x + cw / 2, yb + 38, _svg.INK, ' stroke-width="2"')
+                svg.line(x + cw / 2, yb + 30, x + cw / 2, yb + 38, svg.INK, ' stroke-width="2"')
             )
         if col == 0:
             for k in range(2):
-                out.append(_svg.text(left - 4, yb + k * 38.0 + 19, "AB"[k], anchor="end"))
+                out.append(svg.text(left - 4, yb + k * 38.0 + 19, "AB"[k], anchor="end"))
     blocks = max(-(-len(shown) // per_row), 1)
     foot = y0 + blocks * 80.0 + 4.0
     key = f"A = {labels[0]}, B = {labels[1]}"
@@ -241,7 +241,7 @@ def _alignment_panel(
         key += f" (first {len(shown)} of {len(columns)} columns shown)"
     if not columns:
         key += "; fewer than two distinct chords, so no root motion to align"
-    out.append(_svg.text(left, foot, key))
+    out.append(svg.text(left, foot, key))
     return "".join(out), width, foot + 6.0
 
 

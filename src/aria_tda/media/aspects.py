@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from aria_tda.errors import ParameterError, expected
-from aria_tda.media import _svg
+from aria_tda.media import svg
 from aria_tda.media._evidence import (
     FPS,
     AspectEvidence,
@@ -98,7 +98,7 @@ def _melody(q: View, t: View) -> AspectEvidence:
         )
     sim = histogram_intersection(hists[0], hists[1])
     ticks = [(k + 12, f"{k:+d}" if k else "0") for k in (-12, -7, -5, -2, 0, 2, 5, 7, 12)]
-    panel = _svg.bars_panel(
+    panel = svg.bars_panel(
         hists,
         labels_of(q, t),
         ticks=ticks,
@@ -119,7 +119,7 @@ def _melody(q: View, t: View) -> AspectEvidence:
         "histograms": [h.tolist() for h in hists],
         "n_intervals": counts,
     }
-    return AspectEvidence("melody", _svg.compose([panel], label=sentence), sim, sentence, details)
+    return AspectEvidence("melody", svg.compose([panel], label=sentence), sim, sentence, details)
 
 
 def _ioi(v: View) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +184,7 @@ def _rhythm(q: View, t: View) -> AspectEvidence:
         nb = len(h1)
         ticks = [(k, f"{lo + k * (hi - lo) / nb:.2f}") for k in range(0, nb, 3)]
         panels.append(
-            _svg.bars_panel(
+            svg.bars_panel(
                 [np.asarray(h1), np.asarray(h2)],
                 labels_of(q, t),
                 ticks=ticks,
@@ -212,7 +212,7 @@ def _rhythm(q: View, t: View) -> AspectEvidence:
         "ranges_s": {k: list(r) for k, (_, _, r) in pairs.items()},
         "similarities": {k: (s if math.isfinite(s) else None) for k, s in sims.items()},
     }
-    return AspectEvidence("rhythm", _svg.compose(panels, label=sentence), sim, sentence, details)
+    return AspectEvidence("rhythm", svg.compose(panels, label=sentence), sim, sentence, details)
 
 
 def _velocity_curve(v: View, step: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
@@ -265,7 +265,7 @@ def _dynamic(q: View, t: View) -> AspectEvidence:
             f"1-127); mean velocity {sq[0]:.0f} and {st[0]:.0f}, ranges "
             f"{sq[1]}-{sq[2]} and {st[1]}-{st[2]}."
         )
-        panel = _svg.lines_panel(
+        panel = svg.lines_panel(
             curves,
             labels_of(q, t),
             x_range=span,
@@ -300,7 +300,7 @@ def _dynamic(q: View, t: View) -> AspectEvidence:
             f"3-dB bins) overlap by {sim:.2f} (1 = identical); median level "
             f"{med[0]:.1f} and {med[1]:.1f} dBFS."
         )
-        panel = _svg.lines_panel(
+        panel = svg.lines_panel(
             curves,
             labels_of(q, t),
             x_range=span,
@@ -317,7 +317,7 @@ def _dynamic(q: View, t: View) -> AspectEvidence:
         "histograms": [h.tolist() for h in hists],
         "curves": details_curves,
     }
-    return AspectEvidence("dynamic", _svg.compose([panel], label=sentence), sim, sentence, details)
+    return AspectEvidence("dynamic", svg.compose([panel], label=sentence), sim, sentence, details)
 
 
 def _texture(q: View, t: View) -> AspectEvidence:
@@ -352,7 +352,7 @@ def _texture(q: View, t: View) -> AspectEvidence:
     top = max(int(max(c.max() for c in curves)), 1)
     series = [((np.arange(c.size)) / FPS, c.astype(float)) for c in curves]
     panels = [
-        _svg.lines_panel(
+        svg.lines_panel(
             series,
             labels_of(q, t),
             x_range=(0.0, max(q.length, t.length, 1e-9)),
@@ -363,7 +363,7 @@ def _texture(q: View, t: View) -> AspectEvidence:
             step=True,
             width=620.0,
         ),
-        _svg.bars_panel(
+        svg.bars_panel(
             hists,
             labels_of(q, t),
             ticks=[
@@ -389,7 +389,7 @@ def _texture(q: View, t: View) -> AspectEvidence:
         "histograms": [h.tolist() for h in hists],
         "mean_polyphony": means,
     }
-    return AspectEvidence("texture", _svg.compose(panels, label=sentence), sim, sentence, details)
+    return AspectEvidence("texture", svg.compose(panels, label=sentence), sim, sentence, details)
 
 
 def _timbre(q: View, t: View) -> AspectEvidence:
@@ -413,7 +413,7 @@ def _timbre(q: View, t: View) -> AspectEvidence:
         2.0, float(np.ceil(max(np.abs(np.concatenate([np.ravel(b) for b in zb])).max(), 1.0)))
     )
     top = min(top, 6.0)
-    panel = _svg.lines_panel(
+    panel = svg.lines_panel(
         [(x, zz) for zz in z],
         labels_of(q, t),
         x_range=(-0.5, k - 0.5),
@@ -438,7 +438,7 @@ def _timbre(q: View, t: View) -> AspectEvidence:
         "mfcc_sd": [s.tolist() for s in sd],
         "distance_sd": d,
     }
-    return AspectEvidence("timbre", _svg.compose([panel], label=sentence), sim, sentence, details)
+    return AspectEvidence("timbre", svg.compose([panel], label=sentence), sim, sentence, details)
 
 
 _CHANNELS: dict[str, Callable[[View, View], AspectEvidence]] = {

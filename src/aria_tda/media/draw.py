@@ -32,7 +32,7 @@ import pandas as pd
 
 from aria_tda._optional import require
 from aria_tda.errors import DataError, ParameterError, expected
-from aria_tda.media import _svg
+from aria_tda.media import svg
 
 __all__ = [
     "DB_RANGE",
@@ -212,16 +212,16 @@ def piano_roll_svg(
     for k, (tab, lab, win) in enumerate(zip(tables, labels, wins, strict=True)):
         top = y + head
         parts.append(f'<g class="lane" data-lane="{k}">')
-        parts.append(_svg.text(left, y + 13, lab, extra=' font-weight="bold"'))
-        parts.append(_svg.rect(left, top, pw, lane_h, "#fafafa", ' stroke="#bbbbbb"'))
+        parts.append(svg.text(left, y + 13, lab, extra=' font-weight="bold"'))
+        parts.append(svg.rect(left, top, pw, lane_h, "#fafafa", ' stroke="#bbbbbb"'))
         for p in range(lo, hi + 1):
             if p % 12 == 0:
                 yy = top + (hi - p + 1) * pps - pps / 2
-                parts.append(_svg.line(left, yy, left + pw, yy, _svg.GRID))
-                parts.append(_svg.text(left - 4, yy + 4, _svg.pitch_name(p), anchor="end"))
+                parts.append(svg.line(left, yy, left + pw, yy, svg.GRID))
+                parts.append(svg.text(left - 4, yy + 4, svg.pitch_name(p), anchor="end"))
         if tab is None:
             parts.append(
-                _svg.text(
+                svg.text(
                     left + pw / 2,
                     top + lane_h / 2 + 4,
                     "no notes (audio clip)",
@@ -236,17 +236,17 @@ def piano_roll_svg(
         parts.append("</g>")
         y = top + lane_h + gap
     base = y - gap
-    for v in _svg.nice_ticks(t0, t1, 12):
+    for v in svg.nice_ticks(t0, t1, 12):
         x = float(px(v))
-        parts.append(_svg.line(x, base, x, base + 4))
-        parts.append(_svg.text(x, base + 16, _svg.tick_text(v), anchor="middle"))
-    parts.append(_svg.text(left + pw / 2, base + 30, "time (s)", anchor="middle"))
+        parts.append(svg.line(x, base, x, base + 4))
+        parts.append(svg.text(x, base + 16, svg.tick_text(v), anchor="middle"))
+    parts.append(svg.text(left + pw / 2, base + 30, "time (s)", anchor="middle"))
     height = base + axis
     label = "Piano rolls: " + "; ".join(str(s) for s in labels)
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{_svg.num(height)}" '
-        f'viewBox="0 0 {width} {_svg.num(height)}" role="img" aria-label="{_svg.esc(label)}" '
-        f'{_svg.FONT} fill="{_svg.INK}"><title>{_svg.esc(label)}</title>{"".join(parts)}</svg>'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{svg.num(height)}" '
+        f'viewBox="0 0 {width} {svg.num(height)}" role="img" aria-label="{svg.esc(label)}" '
+        f'{svg.FONT} fill="{svg.INK}"><title>{svg.esc(label)}</title>{"".join(parts)}</svg>'
     )
 
 
@@ -271,15 +271,15 @@ def _notes_svg(
     drum = vis["is_drum"].to_numpy()
     out = []
     for is_drum in (False, True):
-        fill = "#777777" if is_drum else _svg.color(k)
+        fill = "#777777" if is_drum else svg.color(k)
         for s in range(_SHADES):
             sel = np.flatnonzero((shade == s) & (drum == is_drum))
             if sel.size == 0:
                 continue
             op = 0.2 + 0.8 * (s + 0.5) / _SHADES
             rects = "".join(
-                f'<rect x="{_svg.num(x0[i])}" y="{_svg.num(yy[i])}" '
-                f'width="{_svg.num(max(x1[i] - x0[i], 1.0))}" height="{_svg.num(max(pps, 1.0))}"/>'
+                f'<rect x="{svg.num(x0[i])}" y="{svg.num(yy[i])}" '
+                f'width="{svg.num(max(x1[i] - x0[i], 1.0))}" height="{svg.num(max(pps, 1.0))}"/>'
                 for i in sel
             )
             out.append(f'<g fill="{fill}" fill-opacity="{op:.2f}">{rects}</g>')
@@ -292,10 +292,10 @@ def _window_svg(
     a, b = (float(np.clip(px(v), left, left + pw)) for v in win)
     shade = ' fill-opacity="0.45"'
     out = [
-        _svg.rect(left, top, a - left, h, "#cccccc", shade),
-        _svg.rect(b, top, left + pw - b, h, "#cccccc", shade),
-        _svg.line(a, top, a, top + h, _svg.INK, ' stroke-dasharray="4 3"'),
-        _svg.line(b, top, b, top + h, _svg.INK, ' stroke-dasharray="4 3"'),
+        svg.rect(left, top, a - left, h, "#cccccc", shade),
+        svg.rect(b, top, left + pw - b, h, "#cccccc", shade),
+        svg.line(a, top, a, top + h, svg.INK, ' stroke-dasharray="4 3"'),
+        svg.line(b, top, b, top + h, svg.INK, ' stroke-dasharray="4 3"'),
     ]
     return '<g class="window">' + "".join(out) + "</g>"
 

@@ -43,7 +43,7 @@ import pandas as pd
 
 from aria_tda._optional import require
 from aria_tda.errors import ParameterError, expected
-from aria_tda.media import _svg
+from aria_tda.media import svg
 from aria_tda.media.draw import DB_RANGE, HOP, check_audio, check_notes, cqt_db_chroma, palette_png
 
 __all__ = ["FADED_BELOW", "aligned_audio_png", "aligned_roll_svg", "grid_marks"]
@@ -53,8 +53,8 @@ FADED_BELOW = 0.5
 #: Two grid times closer than this (seconds) are one line (a downbeat is also a beat).
 SAME_TIME = 1e-3
 
-_BOUNDARY = _svg.MARK
-_BAND = _svg.BAND
+_BOUNDARY = svg.MARK
+_BAND = svg.BAND
 _SHADES = 8
 _LANES = {"query": 0, "item": 1}
 
@@ -326,14 +326,14 @@ def aligned_roll_svg(
         strip = 18.0 if len(drums) else 0.0
         body_h = roll_h + strip
         parts.append(f'<g class="lane" data-lane="{k}">')
-        bold = f' font-weight="bold" font-size="13" fill="{_svg.color(k)}"'
-        parts.append(_svg.text(left, y + 14, f"{labs[k]} — from {s:.2f} s", extra=bold))
-        parts.append(_svg.rect(left, top, pw, roll_h, "#fcfcfc", ' stroke="#bbbbbb"'))
+        bold = f' font-weight="bold" font-size="13" fill="{svg.color(k)}"'
+        parts.append(svg.text(left, y + 14, f"{labs[k]} — from {s:.2f} s", extra=bold))
+        parts.append(svg.rect(left, top, pw, roll_h, "#fcfcfc", ' stroke="#bbbbbb"'))
         for p in range(lo, hi + 1):
             if p % 12 == 0:
                 yy = top + (hi - p) * pps + pps / 2
-                parts.append(_svg.line(left, yy, left + pw, yy, "#eeeeee"))
-                parts.append(_svg.text(left - 5, yy + 4, _svg.pitch_name(p), anchor="end"))
+                parts.append(svg.line(left, yy, left + pw, yy, "#eeeeee"))
+                parts.append(svg.text(left - 5, yy + 4, svg.pitch_name(p), anchor="end"))
         parts.append(_bands_svg(marks, k, s, dur, px, top, body_h))
         if grids[k] is not None:
             beats, down, first = grids[k]  # type: ignore[misc]
@@ -342,32 +342,32 @@ def aligned_roll_svg(
         if strip:
             parts.append(_drums_svg(drums, s, dur, px, top + roll_h + 3, strip - 5, left))
         if k == 0 and bound is not None and 0.0 <= bound - s <= dur:
-            parts.append(_svg.marker(float(px(bound - s)), top, body_h, "prompt | generated",
-                                     _BOUNDARY, css="boundary"))
+            parts.append(svg.marker(float(px(bound - s)), top, body_h, "prompt | generated",
+                                    _BOUNDARY, css="boundary"))
         parts.append("</g>")
         y = top + body_h + 14.0
     base = y - 10.0
-    parts.append(_svg.line(left, base, left + pw, base))
-    for v in _svg.nice_ticks(0.0, dur, 12):
+    parts.append(svg.line(left, base, left + pw, base))
+    for v in svg.nice_ticks(0.0, dur, 12):
         x = float(px(v))
-        parts.append(_svg.line(x, base, x, base + 4))
-        parts.append(_svg.text(x, base + 16, _svg.tick_text(v), anchor="middle"))
+        parts.append(svg.line(x, base, x, base + 4))
+        parts.append(svg.text(x, base + 16, svg.tick_text(v), anchor="middle"))
     axis = "seconds from each matched position"
-    parts.append(_svg.text(left + pw / 2, base + 31, axis, anchor="middle",
-                           extra=' font-size="12"'))
+    parts.append(svg.text(left + pw / 2, base + 31, axis, anchor="middle",
+                          extra=' font-size="12"'))
     key = "dark lines: bars (numbered); light lines: beats; yellow: highlighted material"
     if bound is not None:
         key += "; dashed green: prompt | generated"
-    parts.append(_svg.text(left, base + 47, key, extra=' fill="#555555"'))
+    parts.append(svg.text(left, base + 47, key, extra=' fill="#555555"'))
     height = base + 54.0
     title = f"Aligned piano rolls: {labs[0]} and {labs[1]}"
     desc = _describe(labs, starts, dur, bound, marks)
-    h = _svg.num(height)
+    h = svg.num(height)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
-        f'viewBox="0 0 {width} {h}" role="img" aria-label="{_svg.esc(title)}" '
-        f'{_svg.FONT} fill="{_svg.INK}"><title>{_svg.esc(title)}</title>'
-        f'<desc>{_svg.esc(desc)}</desc>{"".join(parts)}</svg>'
+        f'viewBox="0 0 {width} {h}" role="img" aria-label="{svg.esc(title)}" '
+        f'{svg.FONT} fill="{svg.INK}"><title>{svg.esc(title)}</title>'
+        f'<desc>{svg.esc(desc)}</desc>{"".join(parts)}</svg>'
     )
 
 
@@ -396,8 +396,8 @@ def _grid_svg(
     h: float,
 ) -> str:
     off, is_bar, bar = grid_marks(beats, down, start=s, duration=dur, first_bar=first)
-    return _svg.time_grid([float(px(o)) for o in off], off.tolist(), is_bar.tolist(),
-                          bar.tolist(), top, h)
+    return svg.time_grid([float(px(o)) for o in off], off.tolist(), is_bar.tolist(),
+                         bar.tolist(), top, h)
 
 
 def _roll_notes_svg(
@@ -424,13 +424,13 @@ def _roll_notes_svg(
                 continue
             op = 0.2 + 0.8 * (sh + 0.5) / _SHADES
             rects = "".join(
-                f'<rect x="{_svg.num(x0[i])}" y="{_svg.num(yy[i] + 0.5)}" '
-                f'width="{_svg.num(max(x1[i] - x0[i], 1.0))}" '
-                f'height="{_svg.num(max(pps - 1.0, 1.0))}"/>'
+                f'<rect x="{svg.num(x0[i])}" y="{svg.num(yy[i] + 0.5)}" '
+                f'width="{svg.num(max(x1[i] - x0[i], 1.0))}" '
+                f'height="{svg.num(max(pps - 1.0, 1.0))}"/>'
                 for i in sel
             )
             out.append(
-                f'<g fill="{_svg.color(k)}" fill-opacity="{op:.2f}" stroke="{_svg.color(k)}" '
+                f'<g fill="{svg.color(k)}" fill-opacity="{op:.2f}" stroke="{svg.color(k)}" '
                 f'stroke-width="0.5">{rects}</g>'
             )
     out.append("</g>")
@@ -441,12 +441,12 @@ def _drums_svg(
     drums: pd.DataFrame, s: float, dur: float, px: Any, top: float, h: float, left: float
 ) -> str:
     on = drums[(drums["start"] >= s) & (drums["start"] <= s + dur)]
-    out = ['<g class="drums">', _svg.text(left - 5, top + h - 2, "drums", anchor="end")]
+    out = ['<g class="drums">', svg.text(left - 5, top + h - 2, "drums", anchor="end")]
     for t, v in zip(on["start"].to_numpy(), on["velocity"].to_numpy(), strict=True):
         x = float(px(t - s))
         op = 0.25 + 0.75 * float(v) / 127.0
-        out.append(_svg.line(x, top, x, top + h, "#555555",
-                             f' stroke-width="1.5" stroke-opacity="{op:.2f}"'))
+        out.append(svg.line(x, top, x, top + h, "#555555",
+                            f' stroke-width="1.5" stroke-opacity="{op:.2f}"'))
     out.append("</g>")
     return "".join(out)
 
@@ -459,7 +459,7 @@ def _bands_svg(
     for lane, a, b, label in marks:
         if lane == k and b >= s and a <= s + dur:
             xa, xb = float(px(max(a - s, 0.0))), float(px(min(b - s, dur)))
-            out.append(_svg.band(xa, xb, top, h, label, extra=f' data-lane="{k}"'))
+            out.append(svg.band(xa, xb, top, h, label, extra=f' data-lane="{k}"'))
     return "".join(out)
 
 
@@ -571,7 +571,7 @@ def aligned_audio_png(
         ax_c, ax_h, ax_k = axes[3 * k : 3 * k + 3]
         _spectra(ax_c, ax_h, y, sr, starts[k], dur)
         ax_c.set_title(f"{labs[k]} — from {starts[k]:.2f} s", loc="left", fontsize=10,
-                       fontweight="bold", color=_svg.color(k))
+                       fontweight="bold", color=svg.color(k))
         _chord_strip(ax_k, chords[k], starts[k], dur)
         if grids[k] is not None:
             beats, down, first = grids[k]  # type: ignore[misc]

@@ -1,4 +1,4 @@
-"""Small SVG building blocks for the listening room's charts (private to :mod:`aria_tda.media`).
+"""Small SVG building blocks for the charts of the listening room (:mod:`aria_tda.media`).
 
 Every chart is plain SVG 1.1 text: presentation attributes only (no ``<style>`` element, no
 ``style=`` attribute, no script), so it can be inlined into a page whose Content-Security-Policy
@@ -19,8 +19,15 @@ from typing import Any
 
 import numpy as np
 
+__all__ = [
+    "BAND", "BAND_EDGE", "BAR", "BEAT", "COLORS", "FONT", "GRID", "INK", "MARK", "Frame", "Panel",
+    "band", "bars_panel", "color", "compose", "esc", "legend", "line", "lines_panel", "marker",
+    "nice_ticks", "num", "pitch_name", "rect", "text", "text_panel", "tick_text", "time_grid",
+]
+
 #: Colours of the two clips (Okabe-Ito blue and vermillion: safe for colour-blind readers).
 COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9")
+#: Text and axes; grid lines.
 INK = "#222222"
 GRID = "#dddddd"
 #: Bar lines (dark) and beat lines (light) of a time grid.
@@ -30,19 +37,42 @@ BEAT = "#d4d4d4"
 MARK = "#009E73"
 BAND = "#F0E442"
 BAND_EDGE = "#B8A200"
+#: The font attributes of every chart.
 FONT = 'font-family="sans-serif" font-size="11"'
+#: ``(body, width, height)``: SVG elements in a ``width x height`` box (origin top left).
 Panel = tuple[str, float, float]
 
 _NAMES = ("C", "C#", "D", "D#", "E", "F", "F#", "G", "G#", "A", "A#", "B")
 
 
 def esc(text: object) -> str:
-    """Text safe inside SVG/XML content and attribute values."""
+    """Text safe inside SVG/XML content and attribute values.
+
+    Parameters
+    ----------
+    text : object
+        Any value (``str`` of it is escaped, quotes included).
+
+    Returns
+    -------
+    str
+    """
     return html.escape(str(text), quote=True)
 
 
 def num(x: float) -> str:
-    """A coordinate with at most one decimal, no trailing zeros."""
+    """A coordinate with at most one decimal, no trailing zeros.
+
+    Parameters
+    ----------
+    x : float
+        The coordinate (px).
+
+    Returns
+    -------
+    str
+        ``"12.3"``, ``"12"``; never ``"-0"``.
+    """
     s = f"{float(x):.1f}"
     if s.endswith(".0"):
         s = s[:-2]
@@ -50,17 +80,51 @@ def num(x: float) -> str:
 
 
 def color(i: int) -> str:
-    """The colour of clip ``i``."""
+    """The colour of clip ``i``.
+
+    Parameters
+    ----------
+    i : int
+        The clip's position (the colours repeat after :data:`COLORS`).
+
+    Returns
+    -------
+    str
+        A ``#rrggbb`` colour.
+    """
     return COLORS[i % len(COLORS)]
 
 
 def pitch_name(p: int) -> str:
-    """MIDI pitch as a note name, middle C (60) = ``C4``."""
+    """MIDI pitch as a note name, middle C (60) = ``C4``.
+
+    Parameters
+    ----------
+    p : int
+        The MIDI pitch.
+
+    Returns
+    -------
+    str
+        Sharps for the black keys (``C#4``).
+    """
     return f"{_NAMES[int(p) % 12]}{int(p) // 12 - 1}"
 
 
 def nice_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
-    """About ``n`` round tick values covering ``[lo, hi]`` (steps 1, 2, 2.5, 5 x 10^k)."""
+    """About ``n`` round tick values covering ``[lo, hi]`` (steps 1, 2, 2.5, 5 x 10^k).
+
+    Parameters
+    ----------
+    lo, hi : float
+        The range; an empty or non-finite range gives ``[lo]``.
+    n : int
+        About how many ticks.
+
+    Returns
+    -------
+    list of float
+    """
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
     raw = (hi - lo) / max(n, 1)
@@ -76,20 +140,62 @@ def nice_ticks(lo: float, hi: float, n: int = 6) -> list[float]:
 
 
 def tick_text(v: float) -> str:
-    """A tick label: integers without decimals, else up to 3 significant decimals."""
+    """A tick label: integers without decimals, else up to 3 significant digits.
+
+    Parameters
+    ----------
+    v : float
+        The tick value.
+
+    Returns
+    -------
+    str
+    """
     if abs(v - round(v)) < 1e-9:
         return str(round(v))
     return f"{v:.3g}"
 
 
 def text(x: float, y: float, s: object, *, anchor: str = "start", extra: str = "") -> str:
-    """A ``<text>`` element (content escaped)."""
+    """A ``<text>`` element (content escaped).
+
+    Parameters
+    ----------
+    x, y : float
+        The anchor point (px).
+    s : object
+        The text.
+    anchor : str
+        ``text-anchor``: ``"start"``, ``"middle"`` or ``"end"``.
+    extra : str
+        More attributes, written as given (``' fill="#222"'``).
+
+    Returns
+    -------
+    str
+    """
     a = "" if anchor == "start" else f' text-anchor="{anchor}"'
     return f'<text x="{num(x)}" y="{num(y)}"{a}{extra}>{esc(s)}</text>'
 
 
 def rect(x: float, y: float, w: float, h: float, fill: str, extra: str = "") -> str:
-    """A ``<rect>`` element."""
+    """A ``<rect>`` element (a negative width or height is drawn as 0).
+
+    Parameters
+    ----------
+    x, y : float
+        The top-left corner (px).
+    w, h : float
+        Width and height (px).
+    fill : str
+        The fill colour.
+    extra : str
+        More attributes, written as given.
+
+    Returns
+    -------
+    str
+    """
     return (
         f'<rect x="{num(x)}" y="{num(y)}" width="{num(max(w, 0.0))}" '
         f'height="{num(max(h, 0.0))}" fill="{fill}"{extra}/>'
@@ -97,7 +203,21 @@ def rect(x: float, y: float, w: float, h: float, fill: str, extra: str = "") -> 
 
 
 def line(x1: float, y1: float, x2: float, y2: float, stroke: str = INK, extra: str = "") -> str:
-    """A ``<line>`` element."""
+    """A ``<line>`` element.
+
+    Parameters
+    ----------
+    x1, y1, x2, y2 : float
+        The end points (px).
+    stroke : str
+        The colour.
+    extra : str
+        More attributes, written as given.
+
+    Returns
+    -------
+    str
+    """
     return (
         f'<line x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}" y2="{num(y2)}" '
         f'stroke="{stroke}"{extra}/>'
@@ -114,9 +234,24 @@ def time_grid(
 ) -> str:
     """Vertical beat and bar lines from ``top`` down ``h`` px, bar numbers above the bar lines.
 
-    ``xs``: pixel x of each line; ``offsets``: its time (written as ``data-offset``);
-    ``is_bar``: bar line (dark, 1.6 px, ``class="bar"``) or beat line (light, 0.8 px,
-    ``class="beat"``); ``bars``: the number printed above a bar line.
+    Parameters
+    ----------
+    xs : sequence of float
+        Pixel x of each line.
+    offsets : sequence of float
+        The time of each line (written as ``data-offset``).
+    is_bar : sequence of bool
+        Bar line (dark, 1.6 px, ``class="bar"``) or beat line (light, 0.8 px,
+        ``class="beat"``).
+    bars : sequence of int
+        The number printed above a bar line.
+    top, h : float
+        Where the lines start and how long they are (px).
+
+    Returns
+    -------
+    str
+        One ``<g class="grid">``.
     """
     out = ['<g class="grid">']
     for x, o, b, n in zip(xs, offsets, is_bar, bars, strict=True):
@@ -134,7 +269,24 @@ def time_grid(
 
 
 def band(x0: float, x1: float, top: float, h: float, label: str, *, extra: str = "") -> str:
-    """A translucent highlighted span ``[x0, x1]`` with its label at the bottom left."""
+    """A translucent highlighted span ``[x0, x1]`` with its label at the bottom left.
+
+    Parameters
+    ----------
+    x0, x1 : float
+        The span (px; at least 2 px wide).
+    top, h : float
+        Its top and height (px).
+    label : str
+        The label.
+    extra : str
+        More attributes of the group, written as given.
+
+    Returns
+    -------
+    str
+        One ``<g class="highlight">``.
+    """
     return (
         f'<g class="highlight"{extra}>'
         + rect(x0, top, max(x1 - x0, 2.0), h, BAND, f' fill-opacity="0.35" stroke="{BAND_EDGE}"')
@@ -144,7 +296,25 @@ def band(x0: float, x1: float, top: float, h: float, label: str, *, extra: str =
 
 
 def marker(x: float, top: float, h: float, label: str, stroke: str, *, css: str) -> str:
-    """A dashed vertical line at ``x`` with its label on a light plate at the top."""
+    """A dashed vertical line at ``x`` with its label on a light plate at the top.
+
+    Parameters
+    ----------
+    x : float
+        Where (px).
+    top, h : float
+        The line's top and length (px).
+    label : str
+        The label.
+    stroke : str
+        The colour of the line and the label.
+    css : str
+        The group's class.
+
+    Returns
+    -------
+    str
+    """
     w = 6.6 * len(label) + 8
     return (
         f'<g class="{esc(css)}">'
@@ -156,7 +326,21 @@ def marker(x: float, top: float, h: float, label: str, stroke: str, *, css: str)
 
 
 def compose(panels: Sequence[Panel], *, label: str, gap: float = 6.0) -> str:
-    """Stack panels vertically into one ``<svg>`` document (``label`` = its accessible name)."""
+    """Stack panels vertically into one ``<svg>`` document.
+
+    Parameters
+    ----------
+    panels : sequence of Panel
+        The panels, top to bottom; the document is as wide as the widest.
+    label : str
+        The document's accessible name (``aria-label`` and ``<title>``).
+    gap : float
+        Space between panels (px).
+
+    Returns
+    -------
+    str
+    """
     width = max((p[1] for p in panels), default=100.0)
     parts, y = [], 0.0
     for body, _, h in panels:
@@ -171,7 +355,21 @@ def compose(panels: Sequence[Panel], *, label: str, gap: float = 6.0) -> str:
 
 
 def text_panel(lines: Sequence[str], *, width: float = 440.0, size: int = 12) -> Panel:
-    """Lines of plain text, wrapped to the width (e.g. why a channel has no evidence)."""
+    """Lines of plain text, wrapped to the width (e.g. why a channel has no evidence).
+
+    Parameters
+    ----------
+    lines : sequence of str
+        The paragraphs.
+    width : float
+        The panel's width (px).
+    size : int
+        Font size (px).
+
+    Returns
+    -------
+    Panel
+    """
     chars = max(int((width - 16) / (0.56 * size)), 20)
     lines = [w for s in lines for w in (textwrap.wrap(str(s), chars) or [""])]
     body = "".join(
@@ -181,7 +379,21 @@ def text_panel(lines: Sequence[str], *, width: float = 440.0, size: int = 12) ->
 
 
 def legend(labels: Sequence[str], x: float, y: float, *, extra: str = "") -> str:
-    """Colour keys of the clips in a row starting at ``(x, y)``."""
+    """Colour keys of the clips in a row starting at ``(x, y)``.
+
+    Parameters
+    ----------
+    labels : sequence of str
+        One label per clip, in clip order (the colours of :func:`color`).
+    x, y : float
+        Where the row starts (px).
+    extra : str
+        A last key in ink (text), if any.
+
+    Returns
+    -------
+    str
+    """
     out, cx = [], x
     for i, lab in enumerate(labels):
         out.append(rect(cx, y - 8, 10, 10, color(i)))
@@ -193,7 +405,17 @@ def legend(labels: Sequence[str], x: float, y: float, *, extra: str = "") -> str
 
 
 class Frame:
-    """Plot area of a panel: data ranges mapped to pixels, with axes and tick labels."""
+    """Plot area of a panel: data ranges mapped to pixels, with axes and tick labels.
+
+    Parameters
+    ----------
+    x_range, y_range : tuple of float
+        The data ranges (an empty range is widened to length 1).
+    width, height : float
+        The panel (px).
+    left, right, top, bottom : float
+        The margins around the plot area (px).
+    """
 
     def __init__(
         self,
@@ -219,11 +441,31 @@ class Frame:
         self.ph = height - top - bottom
 
     def px(self, x: Any) -> Any:
-        """Data x to pixels."""
+        """Data x to pixels.
+
+        Parameters
+        ----------
+        x : array_like
+            Data x values.
+
+        Returns
+        -------
+        numpy.ndarray or float
+        """
         return self.left + (np.asarray(x, dtype=float) - self.x0) / (self.x1 - self.x0) * self.pw
 
     def py(self, y: Any) -> Any:
-        """Data y to pixels (up is larger)."""
+        """Data y to pixels (up is larger).
+
+        Parameters
+        ----------
+        y : array_like
+            Data y values.
+
+        Returns
+        -------
+        numpy.ndarray or float
+        """
         return (
             self.top
             + self.ph
@@ -239,7 +481,19 @@ class Frame:
         xticks: Sequence[tuple[float, str]] | None = None,
         yticks: Sequence[tuple[float, str]] | None = None,
     ) -> str:
-        """Title, axis lines, grid, tick labels and axis labels."""
+        """Title, axis lines, grid, tick labels and axis labels.
+
+        Parameters
+        ----------
+        title, xlabel, ylabel : str
+            The panel's title and the axis labels.
+        xticks, yticks : sequence of (float, str), optional
+            Ticks as (data value, label); default: :func:`nice_ticks` of the range.
+
+        Returns
+        -------
+        str
+        """
         out = [text(self.left, 14, title, extra=' font-weight="bold"')]
         if yticks is None:
             yticks = [(v, tick_text(v)) for v in nice_ticks(self.y0, self.y1, 4)]
@@ -278,7 +532,24 @@ def bars_panel(
 ) -> Panel:
     """Histograms of the clips side by side in each bin; the overlap ``min`` drawn as a dark line.
 
-    ``values``: one array per clip, same length (the bins). ``ticks``: (bin index, label).
+    Parameters
+    ----------
+    values : sequence of numpy.ndarray
+        One array per clip, all of the same length (the bins).
+    labels : sequence of str
+        The clips' legend labels.
+    ticks : sequence of (int, str)
+        x ticks as (bin index, label).
+    title, xlabel, ylabel : str
+        The panel's title and axis labels.
+    width, height : float
+        The panel (px).
+    overlap : bool
+        With two clips, draw their overlap (the bin-wise minimum).
+
+    Returns
+    -------
+    Panel
     """
     v = [np.asarray(a, dtype=float) for a in values]
     nb = len(v[0]) if v else 1
@@ -332,7 +603,33 @@ def lines_panel(
     xticks: Sequence[tuple[float, str]] | None = None,
     dots: bool = False,
 ) -> Panel:
-    """Curves of the clips on one pair of axes (NaN breaks a curve); optional shaded bands."""
+    """Curves of the clips on one pair of axes (NaN breaks a curve); optional shaded bands.
+
+    Parameters
+    ----------
+    series : sequence of (numpy.ndarray, numpy.ndarray)
+        One ``(x, y)`` per clip; y is clipped to ``y_range``.
+    labels : sequence of str
+        The clips' legend labels.
+    x_range, y_range : tuple of float
+        The data ranges.
+    title, xlabel, ylabel : str
+        The panel's title and axis labels.
+    bands : sequence of (numpy.ndarray, numpy.ndarray) or None, optional
+        Per clip, a ``(lo, hi)`` band shaded under its curve (``None``: none).
+    step : bool
+        Draw the curves as steps.
+    width, height : float
+        The panel (px).
+    xticks : sequence of (float, str), optional
+        x ticks as (data value, label).
+    dots : bool
+        Also mark each point.
+
+    Returns
+    -------
+    Panel
+    """
     f = Frame(x_range, y_range, width=width, height=height)
     out = [f.axes(title=title, xlabel=xlabel, ylabel=ylabel, xticks=xticks)]
     for k, (x, y) in enumerate(series):
