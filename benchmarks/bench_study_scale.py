@@ -269,7 +269,11 @@ def run_aria(study: Path, out: Path, scheduler: str | None) -> dict[str, Any]:
         raise SystemExit(f"aria-tda run failed ({scheduler or 'one machine'}):\n{text[-4000:]}")
     meta = json.loads((out / "results.json").read_text())
     timings = next(iter(meta["timings"]["settings"].values()))
+    by_setting = {name: {k: round(float(v), 3) for k, v in t.items()}
+                  for name, t in meta["timings"]["settings"].items()}
     return {
+        "timings_by_setting": by_setting,
+        "passes_by_setting": meta["timings"].get("passes", {}),
         "wall_s": wall,
         "client_maxrss_mb": usage.ru_maxrss / 1024.0,
         "tree_peak_rss_sum_mb": sampler.peak_sum / 2**20,
@@ -421,6 +425,86 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
+PAPER_RATIOS = {"semantic": 3, "coarse": 7, "fine": 15}
+
+
+def paper_study(data: Path, store: Path, b: int, seed: int) -> tuple[Path, dict[str, Any]]:
+    """The paper's three-stage study: one study file, one setting per stage (the stages'
+    segment maps give the paper's 3, 7 and 15 segments per track at N = 67,219)."""
+    sizes: dict[str, Any] = {}
+    settings = []
+    for stage, r in PAPER_RATIOS.items():
+        m = PAPER_N * r
+        one_study, gen = make_size(data, store, PAPER_N, m, PAPER_T, seed, b)
+        folder = one_study.parent
+        sizes[stage] = {"M": m, "T": PAPER_T, "generate": gen}
+        settings.append(
+            "[[setting]]\n"
+            'method = "Synthetic"\n'
+            f'stage = "{stage}"\n'
+            f'scores = "{folder / "scores.npy"}"\n'
+            f'segments = "{folder / "segments.csv"}"\n'
+            'normalize = "zscore"\n')
+    study = data / f"paper_study_B{b}.toml"
+    study.write_text(
+        'name = "synthetic audio study at the paper\'s size (three stages)"\n'
+        'modality = "audio"\n'
+        f'feature_store = "{store}"\n'
+        'output = "results"\n'
+        f"K = {KS}\n"
+        f"B = {b}\n"
+        f"seed = {seed}\n"
+        "residual = true\n"
+        "report = false\n\n" + "\n".join(settings))
+    return study, sizes
+
+
+def paper_main(opts: argparse.Namespace, data: Path, paths: list[str]) -> None:
+    """``--paper``: the three-stage study at the paper's size, run once per path."""
+    res: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_study_scale.py",
+                             *sys.argv[1:]]),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version(),
+                    "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9,
+                    "load_avg_at_start": os.getloadavg()},
+        "paper": {"N": PAPER_N, "T": PAPER_T, "segments_per_track": PAPER_RATIOS,
+                  "note": "M = N x segments per track (201,657 / 470,533 / 1,008,285; the "
+                          "paper's stages: 200,798 / 469,347 / 1,005,520)"},
+        "study": {"K": KS, "B": opts.B, "residual": True, "normalize": "zscore",
+                  "n_bootstrap": 1000, "report": False, "settings": list(PAPER_RATIOS)},
+        "rss_note": "client_maxrss_mb: ru_maxrss of the aria child (os.wait4); tree_*: "
+                    "psutil samples every 0.2 s; RSS includes mapped pages of the score files; "
+                    "passes_by_setting: each pass's seconds and the process's RSS (rss_mb) "
+                    "and peak RSS so far (peak_rss_mb) at its end, from results.json",
+    }
+    store, _ = make_store(data, PAPER_N, opts.seed)
+    study, sizes = paper_study(data, store, opts.B, opts.seed)
+    res["sizes"] = sizes
+    for stage, size in sizes.items():
+        print(f"data {stage}: M={size['M']:,} T={size['T']:,}: "
+              f"{size['generate']['bytes'] / 1e9:.2f} GB, "
+              f"{'reused' if size['generate']['reused'] else 'written'}", flush=True)
+    runs = []
+    for path in paths:
+        out = data / "runs" / f"paper_{path.replace(':', '')}"
+        rec = run_aria(study, out, None if path == "one" else path)
+        rec.update(path=path, load_avg_after=os.getloadavg())
+        runs.append(rec)
+        print(f"{path}: {rec['wall_s'] / 60:.1f} min wall, {rec['cpu_s'] / 60:.1f} CPU min, "
+              f"peak client RSS {rec['client_maxrss_mb']:.0f} MB", flush=True)
+        for name, tm in rec["timings_by_setting"].items():
+            print(f"  {name}: " + " ".join(f"{k}={v:.1f}" for k, v in tm.items()), flush=True)
+            for p in rec["passes_by_setting"].get(name, []):
+                print(f"      {p['pass']}: {p['seconds']:.1f} s, peak {p['peak_rss_mb']:.0f} MB",
+                      flush=True)
+        shutil.rmtree(out, ignore_errors=True)
+    res["runs"] = runs
+    res["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(_dump(res, opts.out))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tracks", type=int, default=20_000, help="N tracks (paper: 67,219)")
@@ -442,7 +526,21 @@ def main() -> None:
     ap.add_argument("--merge", nargs="+", metavar="RESULT",
                     help="pool the runs of earlier result files (e.g. the paper's stages run "
                          "separately) into --out with M exponents across them; runs nothing")
+    ap.add_argument("--paper", action="store_true",
+                    help="the paper's three-stage study (N = 67,219, T = 7,148; 3, 7 and 15 "
+                         "segments per track) as ONE study of three settings, run once per "
+                         "--paths (default here: one machine); writes "
+                         "results/bench_study_scale_paper.json unless --out is given")
     opts = ap.parse_args()
+    if opts.paper:
+        data = Path(opts.data) if opts.data else default_data_dir()
+        data.mkdir(parents=True, exist_ok=True)
+        if opts.out == ap.get_default("out"):
+            opts.out = str(HERE / "results" / "bench_study_scale_paper.json")
+        paths = [p.strip() for p in (opts.paths if opts.paths != ap.get_default("paths")
+                                     else "one").split(",") if p.strip()]
+        paper_main(opts, data, paths)
+        return
     if opts.merge:
         print(merge_stages(opts.merge, opts.out))
         return

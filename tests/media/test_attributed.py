@@ -73,7 +73,7 @@ def test_an_unreadable_matrix_or_map_leaves_whole_tracks_and_says_why(study, tmp
     assert p.pick(0, "t-wav") is None
     assert "could not be read" in p.problem and "whole tracks are played" in p.problem
     # a map without a `row` column whose segment ids are names: its rows go by position (the
-    # study's rule, scores.aggregation.table_rows), so the room plays a segment
+    # study's rule, scores.segment_map.table_rows), so the room plays a segment
     rec = {"name": "ids", "scores": str(study["root"] / "scores.npy"),
            "segments": str(study["segments"])}
     p = SegmentPicker(rec, tmp_path)

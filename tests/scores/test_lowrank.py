@@ -81,3 +81,30 @@ def test_top_eigenpairs_subset_equals_full(rng):
 def test_rank1_of_zero_matrix():
     with pytest.raises(DataError, match="all-zero"):
         rank1(np.zeros((5, 3)))
+
+
+def test_many_columns_take_lanczos_and_equal_lapack(rng):
+    """From LANCZOS_MIN_T columns the top eigenpairs come from ARPACK: equal to LAPACK's dense
+    solver (the twin), the same on every call (a fixed start), and a rank-deficient Gram whose
+    smaller eigenvalues cluster at zero still gives LAPACK's answer."""
+    import scipy.linalg
+
+    from aria_tda.scores.lowrank import LANCZOS_MIN_T
+
+    t = LANCZOS_MIN_T + 16
+    a = rng.standard_normal((1500, t)) + np.outer(rng.standard_normal(1500), np.ones(t))
+    g = a.T @ a
+    w, v = top_eigenpairs(g, 10)
+    w_ref, v_ref = scipy.linalg.eigh(g, subset_by_index=[t - 10, t - 1])
+    w_ref, v_ref = w_ref[::-1], v_ref[:, ::-1]
+    np.testing.assert_allclose(w, w_ref, rtol=1e-12)
+    np.testing.assert_allclose(v[:, 0], v_ref[:, 0] * fix_sign(v_ref[:, 0]), atol=1e-10)
+    np.testing.assert_allclose(np.abs(v), np.abs(v_ref), atol=1e-8)
+    w2, v2 = top_eigenpairs(g, 10)
+    assert np.array_equal(w, w2) and np.array_equal(v, v2)
+    low = np.outer(np.arange(1.0, t + 1), np.arange(1.0, t + 1))  # rank 1
+    w1, v1 = top_eigenpairs(low, 3)
+    assert w1[0] == pytest.approx(float(np.sum(np.arange(1.0, t + 1) ** 2)), rel=1e-12)
+    assert np.all(w1[1:] <= 1e-6 * w1[0])
+    np.testing.assert_allclose(v1[:, 0], np.arange(1.0, t + 1) / np.linalg.norm(
+        np.arange(1.0, t + 1)), atol=1e-12)

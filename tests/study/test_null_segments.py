@@ -15,7 +15,8 @@ import pytest
 from aria_tda._steps import file_fingerprint
 from aria_tda.errors import ManifestMismatchError
 from aria_tda.features.store import FeatureStore
-from aria_tda.study.setting import planned_rows, run_setting, shared_null
+from aria_tda.study.pool import planned_rows, shared_null
+from aria_tda.study.setting import run_setting
 from aria_tda.study.studyfile import load_study
 
 #: segments per track (120 tracks, 240 score rows): 1, 2, 3, 1, 2, 3, ...

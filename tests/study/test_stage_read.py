@@ -151,7 +151,7 @@ def test_the_z_score_reads_the_scores_once_and_twice_with_the_residual(
     got = read_stage(_setting(scores, segments, "zscore"), _Store(ids), work=work, topk=TOPK,
                      residual=residual)
     assert len(log) == reads == got.reads_of_scores
-    assert [p["reads"] for p in got.passes] == ["scores"] * reads + ["track sums"]
+    assert [p["reads"] for p in got.passes] == ["scores"] * reads + ["track sums", "S_track"]
     assert all(p["seconds"] >= 0 and p["peak_rss_mb"] > 0 for p in got.passes)
 
 
@@ -207,3 +207,19 @@ def test_dask_stage_read_equals_one_machine(tmp_path, dask_client):
     for variant in ("original", "residual"):
         np.testing.assert_allclose(getattr(a, variant).to_numpy(),
                                    getattr(b, variant).to_numpy(), rtol=1e-9, atol=1e-9)
+
+
+def test_the_alignment_triple_comes_from_the_gram_summed_while_writing(tmp_path):
+    from aria_tda.scores import rank1
+
+    scores, segments, ids = _matrix(tmp_path, seed=11)
+    work = tmp_path / "work"
+    work.mkdir()
+    got = read_stage(_setting(scores, segments, "zscore"), _Store(ids), work=work, topk=TOPK,
+                     residual=False)
+    want = rank1(got.original)
+    r1 = got.original_rank1
+    assert r1.sigma1 == pytest.approx(want.sigma1, rel=1e-12)
+    np.testing.assert_allclose(r1.v1, want.v1, atol=1e-12)
+    np.testing.assert_allclose(r1.u1, want.u1, atol=1e-12)
+    assert got.passes[-1]["reads"] == "S_track"

@@ -9,8 +9,8 @@ than the whole track.
 
 :class:`SegmentPicker` reads a setting's score matrix once for the query columns asked for (one
 streaming pass however many queries and tracks) and its segment map (:func:`aria_tda.scores.
-aggregation.read_segment_table`; rows matched to score rows as the study does,
-:func:`aria_tda.scores.aggregation.table_rows`), and gives, for a (query, track), the winning
+segment_map.read_segment_table`; rows matched to score rows as the study does,
+:func:`aria_tda.scores.segment_map.table_rows`), and gives, for a (query, track), the winning
 segment's map row with its window columns (``start``/``end``, ``unit`` or
 ``start_tick``/``end_tick``, read by :meth:`aria_tda.media.MediaIndex.train_window`).
 
@@ -112,8 +112,8 @@ class SegmentPicker:
             return
         # active: __init__ found a segment map (``problem`` is never reset to None)
         assert self._segments is not None
-        from aria_tda.scores.aggregation import read_segment_table, table_rows
         from aria_tda.scores.readers import as_source
+        from aria_tda.scores.segment_map import read_segment_table, table_rows
 
         try:
             src = as_source(str(self._scores), key=self._key, transpose=self._transpose)

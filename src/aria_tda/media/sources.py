@@ -424,7 +424,7 @@ class MediaIndex:
 
     @staticmethod
     def _read_map(p: Path) -> tuple[Path, pd.DataFrame | None, str | None]:
-        from aria_tda.scores.aggregation import read_segment_table
+        from aria_tda.scores.segment_map import read_segment_table
 
         if not p.exists():
             return p, None, f"the segment map {p} does not exist"

@@ -23,7 +23,8 @@ from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda.scores.readers import ScoreSource, as_source
 from aria_tda.scores.stats import BlockStats, blas_threads, free_cpus, stream_matvec, stream_stats
 
-__all__ = ["Rank1", "ResidualSource", "fix_sign", "rank1", "residual", "top_eigenpairs"]
+__all__ = ["LANCZOS_MIN_T", "Rank1", "ResidualSource", "fix_sign", "rank1", "residual",
+           "top_eigenpairs"]
 
 
 def fix_sign(v: np.ndarray) -> float:
@@ -41,6 +42,28 @@ def fix_sign(v: np.ndarray) -> float:
         return -1.0
     nz = np.flatnonzero(v)
     return 1.0 if nz.size == 0 or v[nz[0]] > 0 else -1.0
+
+
+#: From this many columns on, the top eigenpairs come from Lanczos iterations (ARPACK) on the
+#: Gram instead of LAPACK's dense solver, whose tridiagonal reduction is :math:`O(T^3)` and
+#: memory-bound: at T = 7,148 the ten largest took 35 s against 5 s (the top one 55 s against
+#: 0.6 s), equal to 2e-15 of :math:`\sigma_1^2`.
+LANCZOS_MIN_T = 1024
+
+
+def _lanczos(gram: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``k`` largest eigenpairs (descending) by ARPACK to full precision, or ``None`` when
+    it does not converge (the dense solver is then used)."""
+    import scipy.sparse.linalg as sla
+
+    t = gram.shape[0]
+    v0 = np.random.default_rng(0).standard_normal(t)  # a fixed start: the same result each run
+    try:
+        w, v = sla.eigsh(gram, k=k, which="LA", tol=0.0, v0=v0)
+    except (sla.ArpackNoConvergence, sla.ArpackError):
+        return None
+    order = np.argsort(w)[::-1]
+    return w[order], v[:, order]
 
 
 def top_eigenpairs(
@@ -72,6 +95,8 @@ def top_eigenpairs(
 
         w_t, v_t = torch.linalg.eigh(torch.as_tensor(gram, device=device))
         w, v = w_t.cpu().numpy()[::-1][:kk], v_t.cpu().numpy()[:, ::-1][:, :kk]
+    elif t >= LANCZOS_MIN_T and kk <= t // 8 and (w_v := _lanczos(gram, kk)) is not None:
+        w, v = w_v
     else:
         import scipy.linalg
 
@@ -134,7 +159,29 @@ def rank1_from_stats(
     progress: bool | None = None,
 ) -> Rank1:
     """:class:`Rank1` from a finished Gram pass plus the second pass for ``u1``."""
-    values, vectors = top_eigenpairs(stats.raw_gram(), 1, device=device, overwrite=True)
+    return rank1_from_gram(src, stats.raw_gram(), chunk_rows=chunk_rows, device=device,
+                           progress=progress)
+
+
+def rank1_from_gram(src: ScoreSource, gram: np.ndarray, *, chunk_rows: int | None = None,
+                    device: Any = None, progress: bool | None = None) -> Rank1:
+    r""":class:`Rank1` of ``src`` from its raw Gram :math:`S^\top S` (summed elsewhere) and
+    one ``S v_1`` pass.
+
+    Parameters
+    ----------
+    src : ScoreSource
+        The matrix ``S``.
+    gram : numpy.ndarray [shape=(T, T)], float64
+        :math:`S^\top S` (destroyed).
+    chunk_rows : int, optional
+        Rows per block of the ``S v_1`` pass.
+    device : str, optional
+        Torch device of the eigensolver and the pass.
+    progress : bool, optional
+        Draw a progress bar.
+    """
+    values, vectors = top_eigenpairs(gram, 1, device=device, overwrite=True)
     sigma1 = float(np.sqrt(values[0]))
     if sigma1 == 0.0:
         raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")

@@ -374,7 +374,21 @@ def resolve_method(
     chunk_rows: int | None,
     progress: bool | None,
 ) -> tuple[str, ColumnMoments | None, dict[str, Any]]:
-    """Resolve ``"auto"``; return (method, moments for z-score or None, manifest details)."""
+    """Resolve ``"auto"``; return (method, moments for z-score or None, manifest details).
+
+    Parameters
+    ----------
+    src : ScoreSource
+        The matrix (its column moments are taken for ``zscore`` and ``auto``).
+    method : {"zscore", "rank", "auto"}
+        Normalisation asked for.
+    kurtosis_threshold : float
+        :math:`\\tau` of the ``auto`` rule.
+    chunk_rows : int, optional
+        Rows per streamed block.
+    progress : bool, optional
+        Draw a progress bar.
+    """
     return resolve_with_moments(
         method, kurtosis_threshold,
         lambda kurtosis: column_moments(src, kurtosis=kurtosis, chunk_rows=chunk_rows,

@@ -276,6 +276,7 @@ def finish_track_scores(
     shift: np.ndarray,
     *,
     residual: tuple[np.ndarray, ResidualRead, np.ndarray] | None = None,
+    gram: np.ndarray | None = None,
 ) -> None:
     r"""Turn the track sums into the z-scored ``S_track`` in place (and its residual's).
 
@@ -292,6 +293,10 @@ def finish_track_scores(
     residual : (out, ResidualRead, codes), optional
         Also write the residual's ``S_track`` into ``out`` ``(N, T)`` float64, from the
         residual pass and the track of every segment (``codes``; ``None``: the identity).
+    gram : numpy.ndarray [shape=(T, T)], float64, optional
+        Zeros; receives :math:`S_{\mathrm{track}}^\top S_{\mathrm{track}}` of the z-scored
+        ``S_track`` (float64 products, as :func:`aria_tda.scores.rank1` sums it), so its leading
+        singular triple (the alignment's :math:`u_1`) needs no pass of its own over it.
     """
     warn_constant_zscore(moments.constant)
     n_tracks, t = sums.shape
@@ -325,3 +330,5 @@ def finish_track_scores(
         mean += offset
         mean *= scale
         sums[a:b] = mean
+        if gram is not None:
+            gram += mean.T @ mean

@@ -20,8 +20,12 @@ Layout
 ------
 - :mod:`aria_tda.study.runner` — :func:`run_study` (inputs, settings, publishing, report);
 - :mod:`aria_tda.study.inputs` — checks before any work, queries file, track ↔ feature matching;
-- :mod:`aria_tda.study.setting` — one setting's tables (and the key of its cache step);
-- :mod:`aria_tda.study.cache` — the cache steps: their slots, files and checked read-back;
+- :mod:`aria_tda.study.setting` — one setting's tables, computed top to bottom;
+- :mod:`aria_tda.study.stage_read` — one read of a setting's scores: diagnostics, top-K and
+  both ``S_track`` (:mod:`aria_tda.study.stage_dask`: as Dask tasks);
+- :mod:`aria_tda.study.pool` — the track pool, its prepared features and null (once per pool);
+- :mod:`aria_tda.study.cache` — the cache steps: their key, slots, files, the protocol of
+  computing into one and the checked read-back;
 - :mod:`aria_tda.study.aspects` — one setting's distinctive reading (which aspect, or none);
 - :mod:`aria_tda.study.tables` — the results folder's tables, published in one step.
 - :mod:`aria_tda.study.cluster` — with a ``scheduler``: the uncached settings as parallel Dask
@@ -41,8 +45,8 @@ a killed run's leftovers are removed by the next (:mod:`aria_tda.study.runner`).
 
 from __future__ import annotations
 
+from aria_tda.study.config import N_PAIRS
 from aria_tda.study.runner import CACHE, run_study
-from aria_tda.study.setting import N_PAIRS
 from aria_tda.study.tables import RUN_TABLES
 
 __all__ = ["CACHE", "N_PAIRS", "RUN_TABLES", "run_study"]

@@ -1,5 +1,5 @@
 """The per-setting cache: where a setting's step lives, which files it holds, how a finished
-step is checked and read back (:mod:`aria_tda.study.setting` computes and keys the steps).
+step is keyed, computed into and read back (:mod:`aria_tda.study.setting` computes the tables).
 
 A step (:class:`aria_tda._steps.Step`) is a folder ``OUTPUT/.cache/<slot>/`` (:func:`slot_name`)
 holding :data:`STEP_FILES` and a record with the digest of each. :func:`load_cached` returns a
@@ -10,6 +10,7 @@ or of another schema, so the setting is computed again instead of failing with a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import warnings
@@ -18,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from aria_tda._fingerprint import content_digest
-from aria_tda._io import read_json
-from aria_tda._steps import Step
+from aria_tda._io import read_json, remove_path
+from aria_tda._steps import Step, file_fingerprint
 from aria_tda.errors import AriaWarning
+from aria_tda.study.config import N_PAIRS, SettingSpec, StudySpec
 
-__all__ = ["STEP_FILES", "TABLES", "DamagedCache", "file_digests", "load_cached", "read_cached",
-           "slot_name", "slug"]
+__all__ = ["STEP_FILES", "TABLES", "DamagedCache", "compute_into", "file_digests", "load_cached",
+           "read_cached", "setting_step", "slot_name", "slug"]
 
 #: The per-setting tables (Parquet files of the cached step): the homogeneity analysis and the
 #: distinctive reading (:mod:`aria_tda.study.aspects`).
@@ -118,8 +120,10 @@ def read_cached(step: Step) -> dict[str, Any]:
     if not isinstance(alignment, list):
         raise DamagedCache(f"{step.path / 'alignment.json'} is not a list of alignment rows")
     timings = summary.get("timings")
+    passes = summary.get("passes")
     out = {"diagnostics": diagnostics, "alignment": alignment,
-           "timings": timings if isinstance(timings, dict) else {}}
+           "timings": timings if isinstance(timings, dict) else {},
+           "passes": passes if isinstance(passes, list) else []}
     setting = (step.params.get("setting") or {}).get("name")
     for name in TABLES:
         f = step.path / f"{name}.parquet"
@@ -147,7 +151,7 @@ def load_cached(step: Step, setting: str, log: Callable[[str], None]) -> dict[st
     Parameters
     ----------
     step : Step
-        The setting's step (:func:`aria_tda.study.setting.setting_step`).
+        The setting's step (:func:`setting_step`).
     setting : str
         The setting's name, for the messages.
     log : callable
@@ -173,3 +177,74 @@ def load_cached(step: Step, setting: str, log: Callable[[str], None]) -> dict[st
     if reason:
         log(f"{setting}: recomputing ({reason})")
     return None
+
+
+def setting_step(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any],
+                 cache_root: Path) -> Step:
+    """The cache step of a setting: its folder and the parameters it must have been made with.
+
+    The parameters are the setting, the content fingerprints of its files
+    (:func:`aria_tda._steps.file_fingerprint`: a rewritten file is never taken for the old one,
+    whatever its mtime) and of the feature store, and the study's recorded parameters; where
+    the study runs (``scheduler``) is not one of them, so a setting computed on one machine is
+    reused on a cluster and the other way round. The folder is :func:`slot_name`.
+
+    Parameters
+    ----------
+    setting : SettingSpec
+        The setting.
+    spec : StudySpec
+        The study.
+    store_fp : dict
+        Fingerprint of the feature store.
+    cache_root : Path
+        ``OUTPUT/.cache``.
+    """
+    from aria_tda.study.aspects import aspects_key
+    from aria_tda.study.inputs import check_setting_files
+
+    check_setting_files(setting)
+    params = {
+        "setting": dataclasses.asdict(setting) | {
+            "scores": file_fingerprint(str(setting.scores)),
+            "segments": None if setting.segments is None else file_fingerprint(setting.segments),
+        },
+        "store": store_fp,
+        "study": {k: v for k, v in spec.params().items()
+                  if k not in {"name", "confound", "queries"}},
+        "n_pairs": N_PAIRS,
+        "concentration": 1,  # steps cached before the top-K concentration are recomputed
+        "aspects": aspects_key(spec),  # the distinctive reading's inputs
+        # 3: the segment-matched null and the distinctive reading (older steps are recomputed)
+        "cache": 3,
+    }
+    return Step(cache_root, slot_name(setting.name), params)
+
+
+def compute_into(step: Step, compute: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """Compute a setting into its (cleared) step and mark it complete.
+
+    A failure (Ctrl-C and a full disk included) removes the step (never left "running",
+    :meth:`~aria_tda._steps.Step.running`); the ``S_track`` files (``N x T`` float64) are
+    removed either way. The record keeps the ``timings``, the ``passes`` and the digest of every
+    file written (checked by :func:`read_cached`).
+
+    Parameters
+    ----------
+    step : Step
+        From :func:`setting_step`.
+    compute : callable
+        ``compute(folder)`` writes :data:`STEP_FILES` into the folder and returns the setting's
+        result (with ``timings`` and ``passes``).
+    """
+    with step.running() as work:  # a failed step is not left "running": the next run redoes it
+        try:
+            result = compute(work)
+        finally:  # S_track files are N x T float64: never leave them behind
+            for f in work.glob("s_track_*"):
+                remove_path(f)
+            for f in work.glob(".s_track_*"):  # their temporaries
+                remove_path(f)
+        step.complete(timings=result["timings"], passes=result.get("passes", []),
+                      files=file_digests(work))
+    return result

@@ -7,9 +7,9 @@ r"""A study's settings on a Dask cluster: independent settings in parallel, each
 1. a setting whose cache step is complete is read back on the client, exactly as on one
    machine (the scheduler is not part of the cache key: either path reuses the other's);
 2. the others are planned on the client: the store rows of each setting's S_track come from
-   its segment map alone (:func:`~aria_tda.study.setting.planned_rows`). Settings with the same
+   its segment map alone (:func:`~aria_tda.study.pool.planned_rows`). Settings with the same
    rows share their prepared features and their null, so each distinct null is one task
-   (:func:`~aria_tda.study.setting.shared_null`), computed once for the whole run;
+   (:func:`~aria_tda.study.pool.shared_null`), computed once for the whole run;
 3. one task per setting runs the single-machine code of
    :func:`~aria_tda.study.setting.run_setting` (:func:`~aria_tda.study.setting.compute_step`) into
    the setting's step folder, which workers reach through the shared file system, given the
@@ -45,15 +45,10 @@ from typing import Any
 
 from aria_tda._dask import open_client
 from aria_tda._steps import Step
-from aria_tda.study.cache import load_cached, slot_name
+from aria_tda.study.cache import load_cached, setting_step, slot_name
 from aria_tda.study.config import SettingSpec, StudySpec, validate_study
-from aria_tda.study.setting import (
-    compute_step,
-    planned_rows,
-    rows_key,
-    setting_step,
-    shared_null,
-)
+from aria_tda.study.pool import planned_rows, rows_key, shared_null
+from aria_tda.study.setting import compute_step
 
 __all__ = ["TASK_DELAY_ENV", "run_on_cluster"]
 

@@ -73,6 +73,7 @@ from aria_tda.results import (
 
 __all__ = [
     "NORMALIZE",
+    "N_PAIRS",
     "SettingSpec",
     "StudySpec",
     "default_k_report",
@@ -88,6 +89,9 @@ __all__ = [
 NORMALIZE = ("zscore", "rank", "auto", "none")
 #: The distinctive reading's default K is at most this (the items most specific to a query).
 ASPECTS_K_CAP = 100
+#: Contributing track pairs kept per query, channel and variant (the report's evidence; part
+#: of every setting's cache key, :func:`aria_tda.study.cache.setting_step`).
+N_PAIRS = 10
 Normalize = Literal["zscore", "rank", "auto", "none"]
 
 _MISSING: Any = dataclasses.MISSING

@@ -268,7 +268,7 @@ def check_setting_rows(setting: SettingSpec, src: Any, store: Any) -> np.ndarray
         ``normalize = "none"`` with a segment map (nothing is aggregated then).
     """
     from aria_tda.scores import segment_codes
-    from aria_tda.scores.aggregation import read_segment_table
+    from aria_tda.scores.segment_map import read_segment_table
     from aria_tda.scores.source import transpose_advice
 
     rows, cols = (int(x) for x in src.shape)

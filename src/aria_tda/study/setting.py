@@ -17,7 +17,6 @@ step is found, checked and read back is :mod:`aria_tda.study.cache`.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,40 +24,28 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda._io import atomic_path, remove_path, write_json
-from aria_tda._steps import Step, file_fingerprint
+from aria_tda._io import atomic_path, write_json
+from aria_tda._steps import Step
 from aria_tda.study.aspects import (
     aspect_tables,
-    aspects_key,
     item_table,
     query_feature_values,
     query_sets,
 )
-from aria_tda.study.cache import TABLES, file_digests, load_cached, slot_name
-from aria_tda.study.config import SettingSpec, StudySpec
+from aria_tda.study.cache import TABLES, compute_into, load_cached, setting_step
+from aria_tda.study.config import N_PAIRS, SettingSpec, StudySpec
 from aria_tda.study.inputs import (
     align_tracks,
-    check_setting_files,
     open_setting_scores,
     read_queries,
     segments_of,
     track_ids_of,
 )
+from aria_tda.study.pool import anchor_cache, null_for, prepared_for, track_segments
 from aria_tda.study.stage_read import read_stage
 
-__all__ = [
-    "N_PAIRS",
-    "compute_step",
-    "planned_rows",
-    "prepared_for",
-    "rows_key",
-    "run_setting",
-    "setting_step",
-    "shared_null",
-]
+__all__ = ["compute_step", "compute_tables", "run_setting"]
 
-#: Contributing track pairs kept per query, channel and variant (the report's evidence).
-N_PAIRS = 10
 
 
 def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k: int) -> Any:
@@ -72,163 +59,6 @@ def _topk_frame(groups: np.ndarray, scores: np.ndarray, track_ids: np.ndarray, k
         "track_id": track_ids[groups[:, :k].reshape(-1)],
         "score": scores[:, :k].reshape(-1),
     })
-
-
-def _track_segments(setting: SettingSpec, src: Any,
-                    segments: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Track ids of the S_track rows and the segments averaged into each, from the segment map
-    alone (``src``: the setting's score matrix, opened, not read); ``(None, None)`` when
-    nothing is aggregated (``normalize = "none"``)."""
-    from aria_tda.scores import segment_codes
-
-    if setting.normalize == "none":
-        return None, None
-    codes, ids = segment_codes(segments, n_rows=src.n_rows, row_ids=src.row_ids,
-                               n_cols=src.n_cols)
-    return np.asarray(ids).astype(str), np.bincount(codes, minlength=len(ids))
-
-
-def _null_for(nulls: dict[str, Any], prepared: dict[str, list[Any]], pool: np.ndarray,
-              rows: np.ndarray, spec: StudySpec, progress: bool | None,
-              n_queries: int = 1, client: Any = None, segment_counts: Any = None,
-              normalize: str = "zscore") -> Any:
-    """The null of this track pool, feature order and segment map, computed once per study run
-    (counts equal over the pool: the uniform null, keyed by the pool alone)."""
-    from aria_tda.homogeneity import null_distribution
-
-    parts = np.packbits(pool).tobytes() + np.ascontiguousarray(rows).tobytes()
-    if segment_counts is not None and np.unique(np.asarray(segment_counts)[pool]).size > 1:
-        parts += np.asarray(segment_counts, dtype=np.int64).tobytes() + normalize.encode()
-    key = hashlib.sha256(parts).hexdigest()
-    if key not in nulls:
-        # B = "auto": compare with the query SE of z-bar for unit-variance z, 1/sqrt(T)
-        query_se = 1.0 / np.sqrt(n_queries) if spec.B == "auto" else None
-        nulls[key] = null_distribution(prepared, ks=list(spec.K), pool=pool, B=spec.B,
-                                       seed=spec.seed, progress=progress, query_se=query_se,
-                                       client=client, segment_counts=segment_counts,
-                                       normalize=normalize)
-    return nulls[key]
-
-
-def planned_rows(setting: SettingSpec, spec: StudySpec, store: Any, *,
-                 return_segments: bool = False) -> tuple[Any, ...]:
-    """Store rows and presence mask of the setting's S_track rows, and its query count.
-
-    What :func:`_compute` finds after writing S_track (its track ids matched to the store),
-    found here from the segment map alone, without a pass over the scores: a study run on a
-    cluster uses it to compute each null (and the prepared features) once, before the
-    settings' tasks start. The residual has the rows of the original.
-
-    Parameters
-    ----------
-    setting : SettingSpec
-        The setting (its score matrix already made, for an embedding setting).
-    spec : StudySpec
-        The study (``max_missing_fraction``).
-    store : FeatureStore
-        The study's feature store.
-    return_segments : bool
-        Also return what the null needs beyond the rows (:func:`shared_null`): the segments
-        per S_track row (``None`` without aggregation) and the normalisation (``None`` for
-        ``auto``, known only after the aggregation's moments pass).
-
-    Returns
-    -------
-    rows, present, n_queries[, segment_counts, normalize]
-    """
-    src = open_setting_scores(setting)
-    track_ids, counts = _track_segments(setting, src, segments_of(setting, src, store))
-    if track_ids is None:
-        track_ids = track_ids_of(src, store, setting.name)
-    rows, present = align_tracks(track_ids, store, max_missing=spec.max_missing_fraction,
-                                 setting=setting.name)
-    if not return_segments:
-        return rows, present, int(src.n_cols)
-    normalize = None if setting.normalize == "auto" else setting.normalize
-    return rows, present, int(src.n_cols), counts, normalize
-
-
-def rows_key(rows: np.ndarray, present: np.ndarray) -> bytes:
-    """The key of :func:`prepared_for`'s cache: the store row of each S_track row (-1: none).
-
-    Parameters
-    ----------
-    rows : numpy.ndarray
-        Store row of each S_track row (:func:`aria_tda.study.inputs.align_tracks`).
-    present : numpy.ndarray
-        Which rows have features.
-    """
-    return np.where(present, rows, -1).tobytes()
-
-
-def _anchor_cache() -> Any:
-    """The query anchor's cache of one process: at most 1 GiB, or a quarter of the memory
-    budget when that is less."""
-    from aria_tda._memory import default_budget
-    from aria_tda.homogeneity.anchor import AnchorCache
-
-    return AnchorCache(max_bytes=min(1 << 30, default_budget() // 4))
-
-
-def prepared_for(prepared_cache: dict[bytes, Any], store: Any, rows: np.ndarray,
-                 present: np.ndarray, spec: StudySpec) -> tuple[dict[str, list[Any]], np.ndarray]:
-    """The features re-indexed to these rows (prepared once per run) and the track pool.
-
-    Parameters
-    ----------
-    prepared_cache : dict
-        Prepared features computed so far in this run, by :func:`rows_key` (filled in here).
-    store : FeatureStore
-        The study's feature store.
-    rows, present : numpy.ndarray
-        Store row of each S_track row and which rows have features.
-    spec : StudySpec
-        The study (``channels``, ``max_missing_fraction``).
-    """
-    from aria_tda.homogeneity import feature_pool
-    from aria_tda.similarity import prepare_channels
-
-    key = rows_key(rows, present)
-    if key not in prepared_cache:
-        channels = list(spec.channels) if spec.channels else None
-        prepared_cache[key] = prepare_channels(store, rows=np.where(present, rows, 0),
-                                               channels=channels,
-                                               feature_set=spec.feature_set)
-    prepared = prepared_cache[key]
-    pool = feature_pool(prepared, max_missing_fraction=spec.max_missing_fraction) & present
-    return prepared, pool
-
-
-def shared_null(store: Any, rows: np.ndarray, present: np.ndarray, spec: StudySpec,
-                n_queries: int, *, segment_counts: Any = None,
-                normalize: str = "zscore") -> tuple[dict[bytes, Any], dict[str, Any]]:
-    """The prepared features and the null of one track pool, as :func:`_compute` makes them.
-
-    Returns the ``prepared_cache`` and ``nulls`` entries (one each) that a setting with these
-    rows finds instead of computing them (:func:`run_setting`'s dictionaries).
-
-    Parameters
-    ----------
-    store : FeatureStore
-        The study's feature store.
-    rows, present : numpy.ndarray
-        From :func:`planned_rows`.
-    spec : StudySpec
-        The study (K, B, seed, channels).
-    n_queries : int
-        Query count of the first setting that uses this null (for ``B = "auto"``).
-    segment_counts : int array, optional
-        Segments per S_track row (:func:`planned_rows` with ``return_segments``); unequal
-        counts over the pool give the segment-matched null.
-    normalize : {"zscore", "rank"}
-        The setting's normalisation (for the segment-matched null).
-    """
-    prepared_cache: dict[bytes, Any] = {}
-    nulls: dict[str, Any] = {}
-    prepared, pool = prepared_for(prepared_cache, store, rows, present, spec)
-    _null_for(nulls, prepared, pool, rows, spec, False, n_queries,
-              segment_counts=segment_counts, normalize=normalize)
-    return prepared_cache, nulls
 
 
 def _variant_tables(
@@ -265,12 +95,16 @@ def _variant_tables(
 
 def _alignment_rows(s_track: Any, store: Any, rows: np.ndarray, present: np.ndarray,
                     channels: list[str], chunk_rows: int | None,
-                    feature_set: str) -> list[dict[str, Any]]:
+                    feature_set: str, r1: Any = None) -> list[dict[str, Any]]:
+    """The alignment of S_track's :math:`u_1` with each channel (``r1``: its leading triple
+    when the stage read summed its Gram, else two passes over S_track find it)."""
     from aria_tda.alignment import channel_alignment, sequence_histogram
     from aria_tda.features.registry import channels as registry_channels
     from aria_tda.scores import rank1
 
-    u1 = rank1(s_track, chunk_rows=chunk_rows).u1[present]
+    if r1 is None:
+        r1 = rank1(s_track, chunk_rows=chunk_rows)
+    u1 = r1.u1[present]
     store_rows = rows[present]
     by_channel: dict[str, dict[str, np.ndarray]] = {}
     for channel, specs in registry_channels(store.modality, feature_set=feature_set).items():
@@ -345,45 +179,6 @@ def run_setting(
                         log=log)
 
 
-def setting_step(setting: SettingSpec, spec: StudySpec, store_fp: dict[str, Any],
-                 cache_root: Path) -> Step:
-    """The cache step of a setting: its folder and the parameters it must have been made with.
-
-    The parameters are the setting, the content fingerprints of its files
-    (:func:`aria_tda._steps.file_fingerprint`: a rewritten file is never taken for the old one,
-    whatever its mtime) and of the feature store, and the study's recorded parameters; where
-    the study runs (``scheduler``) is not one of them, so a setting computed on one machine is
-    reused on a cluster and the other way round. The folder is :func:`slot_name`.
-
-    Parameters
-    ----------
-    setting : SettingSpec
-        The setting.
-    spec : StudySpec
-        The study.
-    store_fp : dict
-        Fingerprint of the feature store.
-    cache_root : Path
-        ``OUTPUT/.cache``.
-    """
-    check_setting_files(setting)
-    params = {
-        "setting": dataclasses.asdict(setting) | {
-            "scores": file_fingerprint(str(setting.scores)),
-            "segments": None if setting.segments is None else file_fingerprint(setting.segments),
-        },
-        "store": store_fp,
-        "study": {k: v for k, v in spec.params().items()
-                  if k not in {"name", "confound", "queries"}},
-        "n_pairs": N_PAIRS,
-        "concentration": 1,  # steps cached before the top-K concentration are recomputed
-        "aspects": aspects_key(spec),  # the distinctive reading's inputs
-        # 3: the segment-matched null and the distinctive reading (older steps are recomputed)
-        "cache": 3,
-    }
-    return Step(cache_root, slot_name(setting.name), params)
-
-
 def compute_step(
     step: Step,
     setting: SettingSpec,
@@ -398,14 +193,14 @@ def compute_step(
 ) -> dict[str, Any]:
     """Compute a setting into its (cleared) step and mark it complete; see :func:`run_setting`.
 
-    A failure (Ctrl-C and a full disk included) removes the step (never left "running",
-    :meth:`~aria_tda._steps.Step.running`); the S_track files are removed either way. The
-    record keeps the digest of every file written (checked by :func:`read_cached`).
+    The step protocol (a failure removes the step, the S_track files never stay, the record
+    keeps every file's digest) is :func:`aria_tda.study.cache.compute_into`; the work is
+    :func:`compute_tables`.
 
     Parameters
     ----------
     step : Step
-        From :func:`setting_step`.
+        From :func:`aria_tda.study.cache.setting_step`.
     setting, spec, store, nulls, prepared_cache, progress, log
         As for :func:`run_setting`.
     client : dask.distributed.Client, optional
@@ -413,21 +208,12 @@ def compute_step(
         tasks over row ranges / query blocks (:mod:`aria_tda.study.cluster` does this for a study
         with a single setting to compute); the tables are the same.
     """
-    with step.running() as work:  # a failed step is not left "running": the next run redoes it
-        try:
-            result = _compute(setting, spec, store, work, nulls, prepared_cache,
-                              progress=progress, log=log, client=client)
-        finally:  # S_track files are N x T float64: never leave them behind
-            for f in work.glob("s_track_*"):
-                remove_path(f)
-            for f in work.glob(".s_track_*"):  # their temporaries
-                remove_path(f)
-        step.complete(timings=result["timings"], passes=result["passes"],
-                      files=file_digests(work))
-    return result
+    return compute_into(step, lambda work: compute_tables(
+        setting, spec, store, work, nulls, prepared_cache, progress=progress, log=log,
+        client=client))
 
 
-def _compute(
+def compute_tables(
     setting: SettingSpec,
     spec: StudySpec,
     store: Any,
@@ -439,7 +225,22 @@ def _compute(
     log: Callable[[str], None],
     client: Any = None,
 ) -> dict[str, Any]:
-    """The body of :func:`run_setting`: compute and write every table into ``work``."""
+    """Every table of a setting, computed and written into ``work``, top to bottom.
+
+    1. one read of the scores (:func:`aria_tda.study.stage_read.read_stage`): the diagnostics,
+       the segment-level top-K concentration and both ``S_track``;
+    2. per variant (original, residual): the pool and its null, the top-K groups, the
+       homogeneity tables and the distinctive reading;
+    3. the alignment of the original ``S_track``'s :math:`u_1`;
+    4. the tables and the diagnostics written (Parquet, JSON).
+
+    Parameters
+    ----------
+    setting, spec, store, nulls, prepared_cache, progress, log, client
+        As for :func:`compute_step`.
+    work : Path
+        The step's folder.
+    """
     import pandas as pd
 
     from aria_tda.homogeneity import constant_queries
@@ -473,7 +274,7 @@ def _compute(
     if qv_key not in prepared_cache:
         prepared_cache[qv_key] = query_feature_values(spec, int(scores.shape[1]), queries)
     query_values = prepared_cache[qv_key]
-    anchor_cache = prepared_cache.setdefault(b"aspects:anchor-cache", _anchor_cache())
+    anchors = prepared_cache.setdefault(b"aspects:anchor-cache", anchor_cache())
     sets = query_sets(spec, queries)
     variants = ("original", "residual") if spec.residual else ("original",)
     normalize_used: str = stage.normalize
@@ -491,8 +292,8 @@ def _compute(
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
         if variant == "original":  # the segments per S_track row, from the map alone
-            counts = _track_segments(setting, scores, segments_of(setting, scores, store))[1]
-        null = _null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]),
+            counts = track_segments(setting, scores, segments_of(setting, scores, store))[1]
+        null = null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]),
                          client=client, segment_counts=counts, normalize=normalize_used)
         # a query that is degenerate on the original matrix stays excluded on its residual
         # (the residual of a constant column is not constant, but it ranks nothing real)
@@ -519,12 +320,12 @@ def _compute(
                                       query_values=query_values, sets=sets,
                                       segment_counts=counts, normalize=normalize_used,
                                       progress=progress, client=client,
-                                      anchor_cache=anchor_cache).items():
+                                      anchor_cache=anchors).items():
             df.insert(0, "variant", variant)
             df.insert(0, "setting", setting.name)
             tables[name].append(df)
         items = item_table(groups, prepared, pool, query_values, track_ids, constant,
-                           anchor_cache=anchor_cache)
+                           anchor_cache=anchors)
         items.insert(0, "variant", variant)
         items.insert(0, "setting", setting.name)
         tables["item_alignment"].append(items)
@@ -532,7 +333,8 @@ def _compute(
         if variant == "original":
             t0 = time.perf_counter()
             alignment = _alignment_rows(src, store, rows, present, list(prepared),
-                                        spec.chunk_rows, spec.feature_set)
+                                        spec.chunk_rows, spec.feature_set,
+                                        stage.original_rank1)
             timings["alignment"] = time.perf_counter() - t0
 
     result: dict[str, Any] = {"diagnostics": d, "alignment": alignment, "timings": timings,

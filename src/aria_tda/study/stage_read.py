@@ -82,6 +82,10 @@ class StageRead:
     passes : tuple of dict
         One record per pass: ``pass``, what it ``reads``, ``seconds``, ``rss_mb`` (this
         process at its end) and ``peak_rss_mb`` (the process's peak so far).
+    original_rank1 : Rank1 or None
+        The leading singular triple of the original ``S_track`` (the alignment's
+        :math:`u_1`), from the Gram summed while it was written; ``None`` when it was not
+        (rank normalisation, no aggregation, a Gram too large for memory).
     """
 
     diagnostics: Any
@@ -89,6 +93,7 @@ class StageRead:
     residual: Any
     normalize: str
     passes: tuple[dict[str, Any], ...]
+    original_rank1: Any = None
 
     @property
     def reads_of_scores(self) -> int:
@@ -282,6 +287,7 @@ def _read_zscore(setting: SettingSpec, src: Any, segments: Any, out: dict[str, P
     """z-score (and ``auto``): the sums of the stage pass, finished into both ``S_track``."""
     from aria_tda.scores import open_scores, segment_codes
     from aria_tda.scores.aggregation import is_s_track, s_track_parameters
+    from aria_tda.scores.lowrank import rank1_from_gram
     from aria_tda.scores.normalization import KURTOSIS_THRESHOLD, resolve_with_moments
     from aria_tda.scores.track_sums import TrackSums, finish_track_scores
     from aria_tda.scores.writers import ScoreWriter, check_output_space
@@ -313,9 +319,10 @@ def _read_zscore(setting: SettingSpec, src: Any, segments: Any, out: dict[str, P
                 raise _RankChosen(d)
             assert moments is not None and sums.stats is not None
             w.fields["parameters"] = s_track_parameters(src, segments, details, residual=False)
+            gram = np.zeros((src.n_cols, src.n_cols)) if gram_fits(src) else None
             if not residual:
                 with passes.run("S_track written", "track sums"):
-                    finish_track_scores(w.array, counts, moments, sums.stats.shift)
+                    finish_track_scores(w.array, counts, moments, sums.stats.shift, gram=gram)
             else:
                 with passes.run("residual pass (u1, residual moments)", "scores"):
                     read = _residual_pass(src, d, chunk_rows=kw["chunk_rows"],
@@ -323,11 +330,16 @@ def _read_zscore(setting: SettingSpec, src: Any, segments: Any, out: dict[str, P
                 with passes.run("S_track written (original, residual)", "track sums"), \
                         ScoreWriter(out["residual"], parameters={}, **writer) as wr:
                     finish_track_scores(w.array, counts, moments, sums.stats.shift,
-                                        residual=(wr.array, read, None if identity else codes))
+                                        residual=(wr.array, read, None if identity else codes),
+                                        gram=gram)
                     wr.fields["parameters"] = s_track_parameters(
                         src, segments, details, residual=True)
     except _RankChosen as chose:
         return _read_rank(setting, src, segments, out, topk, residual, passes, chose.d, **kw)
-    return StageRead(d, open_scores(out["original"]),
-                     open_scores(out["residual"]) if residual else None, chosen,
-                     tuple(passes.records))
+    original = open_scores(out["original"])
+    r1 = None
+    if gram is not None:
+        with passes.run("rank-1 of S_track (from its Gram)", "S_track"):
+            r1 = rank1_from_gram(original, gram, chunk_rows=kw["chunk_rows"])
+    return StageRead(d, original, open_scores(out["residual"]) if residual else None, chosen,
+                     tuple(passes.records), r1)

@@ -268,6 +268,7 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         write_table(out, "tracks", tracks)
 
     timings = {s.name: results[s.name]["timings"] for s in spec.settings}
+    passes = {s.name: results[s.name].get("passes", []) for s in spec.settings}
     here = Path(spec.output).absolute()
     meta: dict[str, Any] = {
         "study": {k: _recorded(getattr(spec, k), here) for k in spec.params()},
@@ -290,7 +291,8 @@ def write_tables(out: Path, spec: StudySpec, store: Any, results: dict[str, dict
         ],
         "channels": {c: [f.name for f in fs] for c, fs in _channels(store, spec).items()},
         "versions": _versions(),
-        "timings": {"settings": timings, "total": round(time.perf_counter() - t_start, 3)},
+        "timings": {"settings": timings, "passes": passes,
+                    "total": round(time.perf_counter() - t_start, 3)},
         "notes": [],
     }
     _record_media(meta, out, queries, results)
