@@ -4,8 +4,8 @@ The same ``--n-files`` synthetic files are extracted into a fresh store by
 :func:`aria_tda.features.extract.extract_to_store` three ways:
 
 - ``workers1``: ``workers=1`` (in this process);
-- ``workers2``: ``workers=2`` (:mod:`aria_tda.features._pool`, spawned processes; their start-up
-  is inside the timing, as in ``aria-tda features --workers 2``);
+- ``workers2``: ``workers=2`` (:mod:`aria_tda.features.process_pool`, spawned processes; their
+  start-up is inside the timing, as in ``aria-tda features --workers 2``);
 - ``dask_local2``: ``client=`` a LocalCluster of 2 single-threaded worker processes
   (``aria-tda features --scheduler local:2``); the cluster's start-up is timed separately
   (``cluster_start_s``) and ``wall_with_start_s`` adds it.

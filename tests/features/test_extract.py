@@ -15,7 +15,7 @@ import pytest
 
 from aria_tda.cli import main
 from aria_tda.errors import AriaWarning, DataError
-from aria_tda.features.extract import _merge_meta, extract_to_store
+from aria_tda.features.extract import extract_to_store
 from aria_tda.features.store import FeatureStore
 
 from ._midifiles import make_midi, note, save
@@ -165,20 +165,16 @@ def test_user_metadata_named_like_arias_own_is_refused(tmp_path, capsys):
 
 
 def test_an_unforeseen_clash_keeps_both_values(tmp_path, monkeypatch):
-    assert _merge_meta({"tempo": "fast"}, {"tempo": 120.0, "meter": 4}) == {
-        "tempo": "fast",
-        "aria_tempo": 120.0,
-        "meter": 4,
-    }
     fake = types.ModuleType("aria_tda.features.audio")
     fake.RESERVED_METADATA = ("source",)
-    fake.extract_file_record = lambda path: ({"chroma": np.ones(12)}, {"mood": "calm"})
+    fake.extract_file_record = lambda path: ({"chroma": np.ones(12)}, {"mood": "calm", "meter": 4})
     monkeypatch.setitem(sys.modules, "aria_tda.features.audio", fake)
     (tmp_path / "a.wav").write_bytes(b"x")
     (tmp_path / "list.csv").write_text("path,mood\na.wav,angry\n")
     extract_to_store(tmp_path / "list.csv", tmp_path / "s", modality="audio")
     meta = FeatureStore.open(tmp_path / "s").metadata
     assert meta.loc["a", "mood"] == "angry" and meta.loc["a", "aria_mood"] == "calm"
+    assert meta.loc["a", "meter"] == 4 and "aria_meter" not in meta.columns  # no clash: as is
 
 
 # --------------------------------------------------------------------------- errors listing

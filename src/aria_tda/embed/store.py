@@ -61,7 +61,7 @@ def embedding_info(path: str | os.PathLike[str], *, name: str = "embeddings") ->
         fingerprint that changes whenever the store does).
     """
     from aria_tda._steps import file_fingerprint
-    from aria_tda.features.store import _read_manifest
+    from aria_tda.features.store_format import read_manifest
     from aria_tda.manifest import manifest_path
 
     p = Path(path)
@@ -69,7 +69,7 @@ def embedding_info(path: str | os.PathLike[str], *, name: str = "embeddings") ->
     input_path(p, name, missing="no such embedding store")  # a FIFO: refused, never opened
     if not mpath.is_file():
         raise FileFormatError(f"{name}: {str(p)!r} has no manifest; not an embedding store")
-    man = _read_manifest(mpath)
+    man = read_manifest(mpath)
     if man.get("modality") != "embedding":
         raise DataError(
             f"{name}: expected an embedding store (written by 'aria-tda embed'), got a "

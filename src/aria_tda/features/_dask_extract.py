@@ -2,7 +2,7 @@
 
 :func:`aria_tda.features.extract.extract_to_store` with ``client=`` (``aria-tda features
 --scheduler``, ``aria-tda embed --scheduler``) hands its pending files to :func:`run_dask` instead
-of the local process pool (:mod:`aria_tda.features._pool`). Everything else — which files are
+of the local process pool (:mod:`aria_tda.features.process_pool`). Everything else — which files are
 pending (the store's resume logic), the reorder-and-flush loop, the store — is the engine's own, so
 a cluster run writes the store a serial run writes.
 
@@ -23,7 +23,7 @@ scheduler):
   the other workers; a task that was on more than ``distributed.scheduler.allowed-failures``
   lost workers ends in :class:`~distributed.KilledWorker` and is reported as :class:`Lost`
   (recorded in the store's errors table as ``worker died (KilledWorker)``, like a local
-  :class:`~aria_tda.features._pool.Died`), and the run goes on. Dask counts *every* task that
+  :class:`~aria_tda.features.process_pool.Died`), and the run goes on. Dask counts *every* task that
   sat on a dying worker, so a file that shared workers with a crashing one can be recorded
   too; every recorded file is retried by the next run. After the first such loss one task
   re-runs the extractor's ``prepare_workers(params, force=True)`` on a worker (a corrupt JIT
@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aria_tda._optional import require
-from aria_tda.features._per_file import _configure_jit_cache, _extract_task
+from aria_tda.features.per_file import configure_jit_cache, extract_task
 
 __all__ = ["Lost", "run_dask"]
 
@@ -70,7 +70,7 @@ def _setup(module: str, params: dict[str, Any]) -> None:
     """Once per worker process: numba's cache at ARIA's directory, the extractor's hook."""
     if module in _READY:
         return
-    _configure_jit_cache()
+    configure_jit_cache()
     try:
         mod = importlib.import_module(module)
     except ImportError:  # the task records the import error as the file's error
@@ -82,14 +82,14 @@ def _setup(module: str, params: dict[str, Any]) -> None:
 
 
 def _run_task(task: tuple[Any, ...], hooks: tuple[str | None, float]) -> tuple[Any, ...]:
-    """Worker: extract one file (:func:`aria_tda.features._per_file._extract_task`)."""
+    """Worker: extract one file (:func:`aria_tda.features.per_file.extract_task`)."""
     _setup(task[5], task[3])
     crash, delay = hooks
     if delay:
         time.sleep(delay)
     if crash and crash in task[1]:
         os.kill(os.getpid(), signal.SIGSEGV)
-    return _extract_task(task)
+    return extract_task(task)
 
 
 def _repair(module: str, params: dict[str, Any]) -> None:

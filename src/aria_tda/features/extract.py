@@ -4,7 +4,7 @@
 :func:`extract_to_store` runs the modality's per-file extractor
 (``aria_tda.features.<modality>.extract_file`` / ``extract_file_record`` /
 ``extract_file_segments``) over them, in this process, in worker processes
-(:mod:`aria_tda.features._pool`) or on a Dask cluster (``client=``,
+(:mod:`aria_tda.features.process_pool`) or on a Dask cluster (``client=``,
 :mod:`aria_tda.features._dask_extract`: one task per file, results written in file order, so every
 path writes the same store), and appends the results to a resumable feature store through
 :class:`~aria_tda.features.store.StoreWriter` (the store format lives in
@@ -56,9 +56,10 @@ from typing import Any
 import numpy as np
 
 from aria_tda.errors import AriaWarning, DataError, FileFormatError, ParameterError, expected
-from aria_tda.features._per_file import _configure_jit_cache, _extract_task
-from aria_tda.features._store_io import _MODALITIES, _MODALITY_TEXT, _check_ids, _isnull, _plain
+from aria_tda.features.per_file import configure_jit_cache, extract_task
 from aria_tda.features.store import StoreWriter
+from aria_tda.features.store_format import STORE_MODALITIES, STORE_MODALITY_TEXT
+from aria_tda.features.store_writing import check_track_ids, is_null, plain_value
 
 __all__ = ["SUFFIXES", "collect_inputs", "extract_to_store"]
 
@@ -145,7 +146,7 @@ def collect_inputs(
             raise DataError(f"input: the list {str(src)!r} names no files")
         _check_unique(ids, [f"line {e['_line']}" for e in entries], f"the list {str(src)!r}")
     _check_unique(ids, [str(f) for f in files], f"{str(src)!r}")
-    _check_ids(ids)
+    check_track_ids(ids)
     return ids, files, rows
 
 
@@ -347,15 +348,15 @@ def extract_to_store(
     from aria_tda._checks import check_int, check_writable_path
 
     # every parameter is checked before the first byte is written (and so never recorded)
-    if modality not in _MODALITIES:
-        raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
+    if modality not in STORE_MODALITIES:
+        raise ParameterError(expected("modality", STORE_MODALITY_TEXT, modality))
     workers = check_int("workers", workers, min_value=1)
     flush_every = check_int("flush_every", flush_every, min_value=1)
     if not isinstance(overwrite, bool):
         raise ParameterError(expected("overwrite", "True or False", overwrite))
     if not isinstance(out, (str, os.PathLike)):
         raise ParameterError(expected("out", "a path", out))
-    _configure_jit_cache()  # before any numba kernel is compiled here or in a worker
+    configure_jit_cache()  # before any numba kernel is compiled here or in a worker
     module = _extractor_name(modality, extractor)
     mod = _extractor_module(modality, module)
     segments = _check_segments(segments, mod, module)
@@ -459,12 +460,12 @@ def _run(writer: StoreWriter, mod: Any, module: str, modality: str, ids: list[st
 
                 results = run_dask(client, [(t[1], t) for t in tasks], on_death=on_death)
             elif workers == 1 or len(tasks) <= 1:
-                results = map(_extract_task, tasks)
+                results = map(extract_task, tasks)
             else:
-                from aria_tda.features._pool import run_pool
+                from aria_tda.features.process_pool import run_pool
 
                 results = run_pool(
-                    _extract_task,
+                    extract_task,
                     [(t[1], t) for t in tasks],
                     workers=workers,
                     on_death=on_death,
@@ -643,7 +644,7 @@ def _load_extra_metadata(metadata: Any) -> dict[str, dict[str, Any]]:
     for i, rec in enumerate(df.to_dict("records")):
         raw = rec.pop("track_id")
         row = i + 2 if csv else i + 1  # csv: the file's line (header = line 1); else the row
-        tid = "" if _isnull(raw) else str(raw)
+        tid = "" if is_null(raw) else str(raw)
         if not tid.strip():
             blank.append(row)
             continue
@@ -654,7 +655,7 @@ def _load_extra_metadata(metadata: Any) -> dict[str, dict[str, Any]]:
                 f"{row}); keep one"
             )
         first[tid] = row
-        out[tid] = {k: _plain(v) for k, v in rec.items() if not _isnull(v) and v != ""}
+        out[tid] = {k: plain_value(v) for k, v in rec.items() if not is_null(v) and v != ""}
     if blank:
         unit = _lines(blank) if csv else _lines(blank).replace("line", "row")
         raise DataError(f"metadata: {where} has a blank track_id on {unit}")

@@ -79,7 +79,7 @@ import numpy as np
 
 from aria_tda._checks import check_choice
 from aria_tda.features.midi import DEFAULT_TEMPO, DRUM_CHANNEL, MidiScore, read_midi
-from aria_tda.features.symbolic.batch import _sweep, _tick_bounds
+from aria_tda.features.symbolic.batch import note_sweep, tick_bounds
 from aria_tda.features.symbolic.params import RHYTHMIC_VALUES
 
 __all__ = ["CODES", "NAMES", "java_microsecond_length", "jsymbolic_features"]
@@ -196,7 +196,7 @@ def jsymbolic_features(source: Any, *, d4_divisor: str = "notes") -> dict[str, A
 
     # C-1, C-2, C-6, C-7: tick-weighted chart of closed pitched notes
     ci = order[pitched & score.note_closed]
-    hist, mom = _sweep(
+    hist, mom = note_sweep(
         np.array([0, ci.size]),
         score.note_on[ci],
         score.note_off[ci],
@@ -213,7 +213,7 @@ def jsymbolic_features(source: Any, *, d4_divisor: str = "notes") -> dict[str, A
 
     #
     bins = np.searchsorted(
-        _tick_bounds(score.ticks_per_quarter), score.note_off - score.note_on, side="right"
+        tick_bounds(score.ticks_per_quarter), score.note_off - score.note_on, side="right"
     )
     counts = np.bincount(bins, minlength=12)
     out["R-13"] = _normalise(counts)

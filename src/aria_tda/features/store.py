@@ -63,37 +63,39 @@ from aria_tda.errors import (
     ParameterError,
     expected,
 )
-from aria_tda.features._store_io import (
-    _MODALITIES,
-    _MODALITY_TEXT,
-    _PART,
-    _PID_TEMP,
+from aria_tda.features.store_format import (
     ERRORS_FILE,
     FORMAT_VERSION,
     META_PREFIX,
+    PART_NAME,
     STORE_KIND,
-    _build_table,
-    _check_against_manifest,
-    _check_ids,
-    _check_may_write,
-    _dedupe,
-    _digest,
-    _errors_table,
-    _listed_parts,
-    _merge_specs,
-    _names_a_store,
-    _now,
-    _pa,
-    _part_files,
-    _plain_params,
-    _pq,
-    _read_errors,
-    _read_ids,
-    _read_manifest,
-    _read_part,
-    _unreadable,
-    _versions,
-    _write_parquet,
+    STORE_MODALITIES,
+    STORE_MODALITY_TEXT,
+    arrow,
+    check_against_manifest,
+    dedupe_parts,
+    listed_parts,
+    parquet,
+    part_digest,
+    part_files,
+    read_errors,
+    read_ids,
+    read_manifest,
+    read_part,
+    unreadable_part,
+)
+from aria_tda.features.store_writing import (
+    PID_TEMPORARY,
+    build_table,
+    check_may_write,
+    check_track_ids,
+    errors_table,
+    library_versions,
+    merge_specs,
+    names_a_store,
+    now_iso,
+    plain_params,
+    write_parquet,
 )
 from aria_tda.manifest import DIR_NAME, diff_manifest, make_manifest, manifest_path
 
@@ -143,44 +145,44 @@ def write_store(
     """
     from aria_tda._fingerprint import hash_bytes
 
-    if modality not in _MODALITIES:
-        raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
-    plain = _plain_params(params)
-    ids = _check_ids(track_ids)
-    table, specs = _build_table(ids, features, metadata, modality)
-    err = _errors_table(errors)
+    if modality not in STORE_MODALITIES:
+        raise ParameterError(expected("modality", STORE_MODALITY_TEXT, modality))
+    plain = plain_params(params)
+    ids = check_track_ids(track_ids)
+    table, specs = build_table(ids, features, metadata, modality)
+    err = errors_table(errors)
     target = Path(path)
     man = make_manifest(
         STORE_KIND,
         format=FORMAT_VERSION,
         modality=modality,
         params=plain,
-        versions=_versions(versions),
+        versions=library_versions(versions),
         features=specs,
         n_tracks=len(ids),
         n_errors=err.num_rows,
     )
     if target.suffix == ".parquet":
-        if target.exists() and not target.is_dir() and not _names_a_store(manifest_path(target)):
+        if target.exists() and not target.is_dir() and not names_a_store(manifest_path(target)):
             raise FileFormatError(
                 f"out: {str(target)!r} exists and has no feature-store manifest beside it; "
                 "ARIA writes over nothing it did not write (choose another output)"
             )
         man["errors"] = err.to_pylist()
-        _write_parquet(table, target)
-        man["digest"] = _digest(target)
+        write_parquet(table, target)
+        man["digest"] = part_digest(target)
         write_json(manifest_path(target), man)
         return target
-    _check_may_write(target, replace=True)
+    check_may_write(target, replace=True)
     created = not target.exists()
     try:
         with writer_lock(target, "feature store"), atomic_path(target) as tmp:
             tmp.mkdir()
             part = tmp / "part-00000.parquet"
-            _pq().write_table(table, part, compression="zstd")
+            parquet().write_table(table, part, compression="zstd")
             man["parts"] = [{"file": part.name, "rows": table.num_rows,
                              "digest": hash_bytes(part)}]
-            _pq().write_table(err, tmp / ERRORS_FILE, compression="zstd")
+            parquet().write_table(err, tmp / ERRORS_FILE, compression="zstd")
             write_json(tmp / DIR_NAME, man)
     except BaseException:
         if created:
@@ -234,12 +236,12 @@ class StoreWriter:
     ) -> None:
         self._stack = contextlib.ExitStack()
         self._closed = True
-        if modality not in _MODALITIES:
-            raise ParameterError(expected("modality", _MODALITY_TEXT, modality))
+        if modality not in STORE_MODALITIES:
+            raise ParameterError(expected("modality", STORE_MODALITY_TEXT, modality))
         self.path = Path(path)
         self.modality = modality
-        self.params = _plain_params(params)
-        _check_may_write(self.path, replace=overwrite)  # before anything is created
+        self.params = plain_params(params)
+        check_may_write(self.path, replace=overwrite)  # before anything is created
         what = "embedding store" if modality == "embedding" else "feature store"
         self._key = str(self.path.resolve())
         ref = _OPEN.get(self._key)
@@ -272,7 +274,7 @@ class StoreWriter:
         if not os.access(self.path, os.W_OK):
             raise FileFormatError(f"out: directory is not writable: {str(self.path)!r}")
         if mpath.is_file():
-            man = _read_manifest(mpath)
+            man = read_manifest(mpath)
             # both directions: a changed, added or removed parameter is a mismatch
             lines = diff_manifest(man, {"modality": self.modality, "params": self.params})
             lines += (
@@ -288,24 +290,24 @@ class StoreWriter:
                     "(use a new output or overwrite):\n  " + "\n  ".join(dict.fromkeys(lines))
                 )
             self._manifest = man
-            self._manifest["versions"] = _versions(versions)
+            self._manifest["versions"] = library_versions(versions)
             self._manifest["parts"] = self._committed_parts(man)
         else:
-            _check_may_write(self.path, replace=False)  # filled since the first look
+            check_may_write(self.path, replace=False)  # filled since the first look
             self._manifest = make_manifest(
                 STORE_KIND,
                 format=FORMAT_VERSION,
                 modality=self.modality,
                 params=self.params,
-                versions=_versions(versions),
+                versions=library_versions(versions),
                 features={},
                 n_tracks=0,
                 n_errors=0,
                 parts=[],
             )
             write_json(mpath, self._manifest)
-        self._done = set(_read_ids(self.path, self._manifest))
-        self._errors = {str(r["path"]): r for r in _read_errors(self.path)}
+        self._done = set(read_ids(self.path, self._manifest))
+        self._errors = {str(r["path"]): r for r in read_errors(self.path)}
 
     def _committed_parts(self, man: Mapping[str, Any]) -> list[dict[str, Any]]:
         """The parts the manifest lists; part files it does not list (a write interrupted
@@ -313,16 +315,16 @@ class StoreWriter:
         listed = man.get("parts")
         if listed is None:  # a store written before manifests listed their parts
             listed = []
-            for f in _part_files(self.path):
+            for f in part_files(self.path):
                 try:
-                    listed.append({"file": f.name, "rows": _pq().read_metadata(f).num_rows})
-                except (OSError, _pa().ArrowInvalid) as exc:
-                    raise _unreadable(self.path, f, exc) from None
+                    listed.append({"file": f.name, "rows": parquet().read_metadata(f).num_rows})
+                except (OSError, arrow().ArrowInvalid) as exc:
+                    raise unreadable_part(self.path, f, exc) from None
         names = {str(p["file"]) for p in listed}
         for f in self.path.iterdir():
             # temporaries named with a process id are sweep_leftovers' (dead writers' only)
-            if (_PART.match(f.name) and f.name not in names) or (
-                is_temporary(f.name) and not _PID_TEMP.search(f.name)
+            if (PART_NAME.match(f.name) and f.name not in names) or (
+                is_temporary(f.name) and not PID_TEMPORARY.search(f.name)
             ):
                 remove_path(f)
         return [dict(p) for p in listed]
@@ -390,22 +392,24 @@ class StoreWriter:
         metadata : DataFrame | mapping | sequence of dicts, optional
             As :func:`write_store`'s ``metadata``.
         """
-        ids = _check_ids(track_ids)
+        ids = check_track_ids(track_ids)
         if not ids:
             return
         self._check_open()
-        table, specs = _build_table(ids, features, metadata, self.modality)
-        merged = _merge_specs(self._manifest.get("features", {}), specs)
+        table, specs = build_table(ids, features, metadata, self.modality)
+        merged = merge_specs(self._manifest.get("features", {}), specs)
         listed = [int(m.group(1)) for q in self._manifest["parts"]
-                  if (m := _PART.match(str(q["file"])))]
-        nums = listed + [int(m.group(1)) for f in self.path.iterdir() if (m := _PART.match(f.name))]
+                  if (m := PART_NAME.match(str(q["file"])))]
+        nums = listed + [
+            int(m.group(1)) for f in self.path.iterdir() if (m := PART_NAME.match(f.name))
+        ]
         name = f"part-{(max(nums) + 1 if nums else 0):05d}.parquet"
         part = self.path / name
-        _write_parquet(table, part)
+        write_parquet(table, part)
         before = (self._manifest.get("features"), list(self._manifest["parts"]),
                   set(self._done), dict(self._errors))
         try:
-            entry = {"file": name, "rows": table.num_rows, "digest": _digest(part)}
+            entry = {"file": name, "rows": table.num_rows, "digest": part_digest(part)}
             # the manifest is the commit point: a part it does not list does not exist for readers
             self._manifest["features"] = merged
             self._manifest["parts"].append(entry)
@@ -446,9 +450,9 @@ class StoreWriter:
                     "path": str(e["path"]),
                     "track_id": str(e.get("track_id", "") or ""),
                     "error": str(e["error"]),
-                    "time": _now(),
+                    "time": now_iso(),
                 }
-            _write_parquet(_errors_table(list(self._errors.values())), self.path / ERRORS_FILE)
+            write_parquet(errors_table(list(self._errors.values())), self.path / ERRORS_FILE)
             self._flush_manifest()
         except BaseException:
             self._errors = before
@@ -458,7 +462,7 @@ class StoreWriter:
     def _flush_manifest(self) -> None:
         self._manifest["n_tracks"] = len(self._done)
         self._manifest["n_errors"] = len(self._errors)
-        self._manifest["updated"] = _now()
+        self._manifest["updated"] = now_iso()
         write_json(self.path / DIR_NAME, self._manifest)
 
 
@@ -510,21 +514,21 @@ class FeatureStore:
             raise FileFormatError(
                 f"store: {str(p)!r} has no manifest ({mpath.name}); not an ARIA feature store"
             )
-        man = _read_manifest(mpath)
-        pa = _pa()
+        man = read_manifest(mpath)
+        pa = arrow()
         try:
             if p.is_dir():
-                tables = [_read_part(p, f, man) for f in _listed_parts(p, man)]
-                errors = _read_errors(p)
+                tables = [read_part(p, f, man) for f in listed_parts(p, man)]
+                errors = read_errors(p)
             else:
-                tables = [_pq().read_table(p)]
+                tables = [parquet().read_table(p)]
                 errors = list(man.get("errors", []))
         except (OSError, pa.ArrowInvalid) as exc:
             reason = " ".join(str(exc).split())
             raise FileFormatError(f"store: unreadable Parquet in {str(p)!r}: {reason}") from None
-        table = _dedupe(tables)
-        _check_against_manifest(p, man, tables, table)
-        if not p.is_dir() and man.get("digest") is not None and _digest(p) != man["digest"]:
+        table = dedupe_parts(tables)
+        check_against_manifest(p, man, tables, table)
+        if not p.is_dir() and man.get("digest") is not None and part_digest(p) != man["digest"]:
             raise FileFormatError(
                 f"store: {str(p)!r} was altered after it was written (its content checksum "
                 f"differs from the one {mpath.name} recorded); restore it or rewrite the store"

@@ -507,7 +507,7 @@ def _map_features(
     files = [os.fspath(t) for t in tracks if not isinstance(t, np.ndarray)]
     pooled: Any = None
     if n_jobs > 1 and len(files) > 1:
-        from aria_tda.features._pool import run_pool
+        from aria_tda.features.process_pool import run_pool
 
         flt = {k: np.asarray(filters[k]) for k in _ARRAYS[:5]}
         pooled = run_pool(_features_task, [(f, (cfg, flt, f)) for f in files], workers=n_jobs)
@@ -522,7 +522,8 @@ def _map_features(
                 r = next(pooled)
                 if isinstance(r, Exception):
                     raise r
-                if not isinstance(r, FrameFeatures):  # a worker died (aria_tda.features._pool.Died)
+                # not FrameFeatures: a worker died (aria_tda.features.process_pool.Died)
+                if not isinstance(r, FrameFeatures):
                     raise DataError(f"{os.fspath(t)!r}: the worker died ({r.reason})")
                 yield r
     finally:

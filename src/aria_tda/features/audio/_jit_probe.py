@@ -13,13 +13,13 @@ import sys
 import numpy as np
 
 from aria_tda.errors import MissingDependencyError
-from aria_tda.features.audio.jit import _NOT_APPLICABLE
+from aria_tda.features.audio.jit import PROBE_NOT_APPLICABLE
 
 __all__ = ["warm"]
 
 
 def warm() -> None:  # pragma: no cover - runs in the probe process
-    """Extract a 3 s synthetic clip; exit with ``_NOT_APPLICABLE`` when librosa is missing."""
+    """Extract a 3 s synthetic clip; exit with ``PROBE_NOT_APPLICABLE`` when librosa is missing."""
     try:
         from aria_tda.features.audio.extract import extract_audio
 
@@ -29,4 +29,4 @@ def warm() -> None:  # pragma: no cover - runs in the probe process
         y = 0.2 * np.sin(2 * np.pi * 220.0 * t) + 0.2 * np.sin(2 * np.pi * 330.0 * t) + 0.3 * pulse
         extract_audio(y.astype(np.float32), sr)
     except MissingDependencyError:
-        sys.exit(_NOT_APPLICABLE)
+        sys.exit(PROBE_NOT_APPLICABLE)

@@ -31,11 +31,12 @@ import numpy as np
 from aria_tda.errors import MissingDependencyError
 from aria_tda.features.audio.madmom import import_madmom
 
-__all__ = ["BEATNET_SR", "beats_beatnet"]
+__all__ = ["BEATNET_INSTALL", "BEATNET_SR", "beats_beatnet"]
 
 BEATNET_SR = 22050
 BEATNET_FPS = 50
-_INSTALL = "pip install 'aria-tda[audio]' && pip install --no-deps BeatNet==1.1.3"
+#: What to run to install BeatNet (its pins are stale, so without its dependencies).
+BEATNET_INSTALL = "pip install 'aria-tda[audio]' && pip install --no-deps BeatNet==1.1.3"
 _STATE: dict[int, tuple[Any, Any]] = {}
 
 
@@ -55,7 +56,7 @@ def _load(model: int) -> tuple[Any, Any]:
     except (ImportError, FileNotFoundError) as exc:
         raise MissingDependencyError(
             f"BeatNet is not available (needed for beat_backend='beatnet'): {exc}. "
-            f"Install it without its stale pins: {_INSTALL}"
+            f"Install it without its stale pins: {BEATNET_INSTALL}"
         ) from exc
     net = bn_model.BDA(272, 150, 2, "cpu")
     net.load_state_dict(state, strict=False)

@@ -22,17 +22,12 @@ from aria_tda.errors import DataError
 from aria_tda.features.audio.chords import ChordSegment, cqt_chroma, decode_chords, root_motions
 from aria_tda.features.audio.jit import in_process
 from aria_tda.features.audio.params import (
-    _BASS_HZ,
-    _C2,
-    _C3,
-    _C4,
-    _CHORD_FLOOR_DB,
     FEATURE_NAMES,
     FMIN,
     AudioFeatureParams,
-    _checked_audio,
-    _params,
+    checked_audio,
     load_audio,
+    resolve_params,
 )
 from aria_tda.features.audio.rhythm import estimate_downbeats, interval_histogram
 
@@ -48,6 +43,9 @@ __all__ = [
 # Analysis
 # --------------------------------------------------------------------------------------
 
+_CHORD_FLOOR_DB = 60.0  # frames this far below the loudest frame are no-chord (template backend)
+_BASS_HZ = 150.0  # mel bands below this feed the downbeat bass cue
+_C2, _C3, _C4 = 2 * FMIN, 4 * FMIN, 8 * FMIN
 
 _now = time.perf_counter  # the stage clock; benchmarks may swap in time.thread_time (CPU seconds)
 
@@ -308,8 +306,8 @@ def analyze_audio(
     -------
     AudioAnalysis
     """
-    p = _params(params)
-    return _analyze(_checked_audio(y, sr, p), p, timings)
+    p = resolve_params(params)
+    return _analyze(checked_audio(y, sr, p), p, timings)
 
 
 def extract_audio(
@@ -398,9 +396,9 @@ def extract_file_record(
 
 def _analyze_file(path: str | os.PathLike[str], params: dict[str, Any]) -> AudioAnalysis:
     timings = params.pop("timings", None)
-    p = _params(params)
+    p = resolve_params(params)
     t0 = time.perf_counter()
     y = load_audio(path, sr=p.sr)
     if timings is not None:
         timings["load"] = timings.get("load", 0.0) + time.perf_counter() - t0
-    return _analyze(_checked_audio(y, p.sr, p), p, timings)
+    return _analyze(checked_audio(y, p.sr, p), p, timings)

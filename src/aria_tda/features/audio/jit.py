@@ -47,12 +47,16 @@ from typing import Any
 
 from aria_tda.errors import AriaWarning
 
-__all__ = ["configure_numba_cache", "in_process", "numba_cache_dir", "prepare_workers"]
+__all__ = [
+    "PROBE_NOT_APPLICABLE", "configure_numba_cache", "in_process", "numba_cache_dir",
+    "prepare_workers",
+]
 
 #: environment variable remembering the NUMBA_CACHE_DIR that ARIA (not the user) set
 _MARK = "_ARIA_NUMBA_CACHE_DIR"
 _STAMP = "aria-warm.json"
-_NOT_APPLICABLE = 3  # probe exit status: librosa is not installed, nothing to warm
+#: The probe's exit status when librosa is not installed (nothing to warm).
+PROBE_NOT_APPLICABLE = 3
 #: set in the probe's environment: its parent holds the lock (in_process must not wait on it)
 _PROBE = "_ARIA_NUMBA_PROBE"
 _PROBE_TIMEOUT = 900.0
@@ -260,7 +264,7 @@ def prepare_workers(params: Mapping[str, Any] | None = None, *, force: bool = Fa
                 pass
         path.mkdir(parents=True, exist_ok=True)
         rc, detail = _probe(path)
-        if rc == _NOT_APPLICABLE:
+        if rc == PROBE_NOT_APPLICABLE:
             return True
         if (rc != 0 and os.environ.get(_ASIDE) != str(path)
                 and any(sign in detail for sign in _UNWRITABLE_SIGNS)):
@@ -276,7 +280,7 @@ def prepare_workers(params: Mapping[str, Any] | None = None, *, force: bool = Fa
             )
             _wipe(path)
             rc, detail = _probe(path)
-            if rc == _NOT_APPLICABLE:
+            if rc == PROBE_NOT_APPLICABLE:
                 return True
             if rc != 0:
                 warnings.warn(

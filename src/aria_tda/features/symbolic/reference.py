@@ -14,18 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda.features.symbolic.batch import _tick_bounds
+from aria_tda.features.symbolic.batch import tick_bounds
 from aria_tda.features.symbolic.params import (
-    _EPS_TICK,
-    _RHYTHM_LOWER,
+    EPS_TICK,
     FEATURE_NAMES,
+    RHYTHM_LOWER,
     RHYTHMIC_VALUES,
     SymbolicParams,
-    _has_ticks,
-    _window_ticks,
     as_notes,
+    has_ticks,
+    window_tick_bounds,
 )
-from aria_tda.features.symbolic.segments import _default_duration
+from aria_tda.features.symbolic.segments import default_duration
 
 __all__: list[str] = []
 
@@ -86,18 +86,19 @@ def reference_features(
     p = SymbolicParams.from_kwargs(params)
     nt = as_notes(notes)
     n = len(nt)
-    dur = _default_duration(nt, start) if duration is None else float(duration)
+    dur = default_duration(nt, start) if duration is None else float(duration)
     own = [True] * n if owned is None else [bool(x) for x in np.asarray(owned).reshape(-1)]
     paper = p.form == "paper"
-    if _has_ticks(nt):
+    if has_ticks(nt):
         st, et, tpq = nt.start_tick, nt.end_tick, int(nt.ticks_per_quarter)  # type: ignore[arg-type]
-        w0, w1 = (int(x) for x in _window_ticks(nt, np.array([start]), np.array([start + dur]))[0])
+        window = window_tick_bounds(nt, np.array([start]), np.array([start + dur]))
+        w0, w1 = (int(x) for x in window[0])
     else:  # seconds only: ticks at the tpq/qpm parameters
         rate = p.tpq * p.qpm / 60.0
         st = np.array([math.floor(float(x) * rate + 0.5) for x in nt.start], dtype=np.int64)
         et = np.array([math.floor(float(x) * rate + 0.5) for x in nt.end], dtype=np.int64)
         tpq = p.tpq
-        w0, w1 = math.ceil(start * rate - _EPS_TICK), math.ceil((start + dur) * rate - _EPS_TICK)
+        w0, w1 = math.ceil(start * rate - EPS_TICK), math.ceil((start + dur) * rate - EPS_TICK)
     onset_time = [float(nt.start[i]) if paper else int(st[i]) for i in range(n)]  # type: ignore[index]
     mine = [i for i in range(n) if own[i]]
     pitched = [i for i in mine if not nt.is_drum[i]]
@@ -184,10 +185,10 @@ def reference_features(
                 if dq is not None
                 else (float(nt.end[i]) - float(nt.start[i])) * p.qpm / 60.0
             )
-            bounds: list[float] = [float(x) for x in _RHYTHM_LOWER[:10]]
+            bounds: list[float] = [float(x) for x in RHYTHM_LOWER[:10]]
         else:
             d = int(et[i]) - int(st[i])  # type: ignore[index]
-            bounds = [int(x) for x in _tick_bounds(tpq)]
+            bounds = [int(x) for x in tick_bounds(tpq)]
         k = 0
         while k < len(bounds) and d >= bounds[k]:
             k += 1

@@ -17,7 +17,7 @@ from aria_tda.errors import ParameterError, expected
 from aria_tda.features.midi import (
     NoteArray,
 )
-from aria_tda.features.symbolic.params import _has_ticks, _window_ticks, as_notes
+from aria_tda.features.symbolic.params import as_notes, has_ticks, window_tick_bounds
 
 # --------------------------------------------------------------------------- segments
 
@@ -93,14 +93,14 @@ def _assemble(
         by_source.setdefault(w[0], []).append(i)
     for src, segs in by_source.items():
         nt = sources[src]
-        if _has_ticks(nt):
+        if has_ticks(nt):
             seg_tpq[segs] = int(nt.ticks_per_quarter)  # type: ignore[arg-type]
-            win_ticks[segs] = _window_ticks(nt, starts[segs], ends[segs])
+            win_ticks[segs] = window_tick_bounds(nt, starts[segs], ends[segs])
     for _src, idx, own, _t0, _t1 in windows:
         nt = sources[_src]
         for k in _FIELDS:
             cols[k].append(getattr(nt, k)[idx])
-        if _has_ticks(nt):
+        if has_ticks(nt):
             tpq = float(nt.ticks_per_quarter)  # type: ignore[arg-type]
             cols["quarters"].append((nt.end_tick[idx] - nt.start_tick[idx]) / tpq)  # type: ignore[index]
             cols["ticks"].append(np.stack([nt.start_tick[idx], nt.end_tick[idx]], axis=1))  # type: ignore[index]
@@ -199,7 +199,7 @@ def make_batch(
     notes = [as_notes(x) for x in segments]
     if durations is None:
         dur = np.array(
-            [_default_duration(x, s) for x, s in zip(notes, start, strict=True)], dtype=np.float64
+            [default_duration(x, s) for x, s in zip(notes, start, strict=True)], dtype=np.float64
         )
     windows = [
         (i, np.arange(len(x)), np.ones(len(x), bool), float(start[i]), float(start[i] + dur[i]))
@@ -208,7 +208,20 @@ def make_batch(
     return _assemble(notes, windows)
 
 
-def _default_duration(notes: NoteArray, start: float) -> float:
+def default_duration(notes: NoteArray, start: float) -> float:
+    """How long a window from ``start`` to the end of the piece lasts (seconds, at least 0).
+
+    Parameters
+    ----------
+    notes : NoteArray
+        The piece (its ``length`` when known, else its last note's end).
+    start : float
+        The window's start (seconds).
+
+    Returns
+    -------
+    float
+    """
     if notes.length is not None:
         return max(0.0, float(notes.length) - start)
     return max(0.0, float(notes.end.max()) - start) if len(notes) else 0.0
@@ -313,7 +326,7 @@ def _windows(
         raise ParameterError(
             expected("seconds/n_notes/bounds", "exactly one of them", f"{sum(given)} given")
         )
-    length = _default_duration(notes, 0.0)
+    length = default_duration(notes, 0.0)
     order = np.lexsort((np.arange(len(notes)), notes.start))
     blocks: list[np.ndarray] | None = None
     if seconds is not None:

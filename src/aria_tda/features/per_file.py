@@ -1,9 +1,9 @@
 """Per-file extraction: what one worker (a local process, a pool worker, a Dask task) does with
 one file of :func:`aria_tda.features.extract.extract_to_store`.
 
-:func:`_extract_task` runs the extractor module on one file and returns a result record —
+:func:`extract_task` runs the extractor module on one file and returns a result record —
 ``("ok", track_ids, features, metadata rows, n)`` or ``("error", path, track_id, message)``;
-it never raises for a bad file. :func:`_configure_jit_cache` points numba's cache at ARIA's
+it never raises for a bad file. :func:`configure_jit_cache` points numba's cache at ARIA's
 directory before any kernel compiles. The engine (:mod:`aria_tda.features.extract`), the local
 pool's callers and the Dask tasks (:mod:`aria_tda.features._dask_extract`) all import them from
 here, below each of them.
@@ -16,13 +16,29 @@ from typing import Any
 
 import numpy as np
 
-__all__: list[str] = []
+__all__ = ["configure_jit_cache", "extract_task"]
 
 
-def _extract_task(
+def extract_task(
     task: tuple[str, str, str, dict[str, Any], dict[str, Any] | None, str],
 ) -> tuple[Any, ...]:
-    """Worker: extract one file; never raises for a bad file (returns an error record)."""
+    """Worker: extract one file; never raises for a bad file (returns an error record).
+
+    Parameters
+    ----------
+    task : tuple
+        ``(modality, path, track_id, params, segments, module)``: ``module`` is the extractor
+        module's name (imported here, so the task pickles small); ``segments`` the keyword
+        arguments of its ``extract_file_segments`` (``None``: one record per file, through
+        ``extract_file_record`` or ``extract_file``).
+
+    Returns
+    -------
+    tuple
+        ``("ok", track_ids, features, metadata rows, n)`` (a feature of one file stacked as
+        one row) or ``("error", path, track_id, message)`` (the message on one line, at most
+        500 characters).
+    """
     modality, path, tid, params, segments, module = task
     try:
         mod = importlib.import_module(module)
@@ -65,7 +81,7 @@ def _is_vector(v: Any) -> bool:
     return a.dtype.kind == "f" or a.ndim == 0
 
 
-def _configure_jit_cache() -> None:
+def configure_jit_cache() -> None:
     """Point numba's cache at ARIA's directory (symbolic and audio kernels alike)."""
     try:
         from aria_tda.features.audio.jit import configure_numba_cache
