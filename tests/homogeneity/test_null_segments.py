@@ -27,7 +27,7 @@ from aria_tda.homogeneity import (
     run_homogeneity,
     top_k_groups,
 )
-from aria_tda.homogeneity.draws import _matched_groups
+from aria_tda.homogeneity.draws import draw_groups
 from aria_tda.scores import aggregate
 from aria_tda.similarity import prepare_feature
 
@@ -112,8 +112,8 @@ def test_matched_groups_have_the_composition_of_random_top_k(normalize):
     pool = rng.random(counts.size) < 0.9
     t, k = 3000, 10
     real = top_k_groups(_s_track(rng, counts, t, normalize), k, pool=pool)
-    sim = _matched_groups(np.random.default_rng(4), np.flatnonzero(pool), counts, k, t,
-                          normalize)
+    [sim] = draw_groups(np.random.default_rng(4), np.flatnonzero(pool), np.array([k]), t,
+                        counts, normalize)
     share_real = np.bincount(counts[real].ravel(), minlength=5)[2:] / real.size
     share_sim = np.bincount(counts[sim].ravel(), minlength=5)[2:] / sim.size
     share_pool = np.bincount(counts[pool], minlength=5)[2:] / pool.sum()
@@ -130,8 +130,8 @@ def test_rank_groups_are_the_top_k_of_the_simulated_column_exactly():
     counts = np.random.default_rng(0).choice([1, 2, 4], 80)
     pool = np.random.default_rng(1).random(80) < 0.7
     m, b, k = int(counts.sum()), 300, 9
-    groups = _matched_groups(np.random.default_rng(5), np.flatnonzero(pool), counts, k, b,
-                             "rank")
+    [groups] = draw_groups(np.random.default_rng(5), np.flatnonzero(pool), np.array([k]), b,
+                           counts, "rank")
     ranks = np.random.default_rng(5).permuted(np.broadcast_to(np.arange(1, m + 1), (b, m)),
                                               axis=1)
     s = aggregate(ranks.T.astype(float), segments=np.repeat(np.arange(80), counts),

@@ -37,11 +37,11 @@ from aria_tda import _simkernels as _k
 from aria_tda._checks import check_int
 from aria_tda._progress import progress as _progress
 from aria_tda.errors import DataError, ParameterError, expected
-from aria_tda.homogeneity._scan import _pool_mask
-from aria_tda.homogeneity.groups import _flatten
+from aria_tda.homogeneity.groups import flatten_prepared
+from aria_tda.homogeneity.scan_checks import pool_mask
 from aria_tda.similarity.cross import cross_similarity, cross_similarity_reference
 
-__all__ = ["AnchorCache", "AnchoredZ", "anchored_z"]
+__all__ = ["AnchorCache", "AnchoredZ", "anchored_z", "channel_scores"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,7 +113,7 @@ class AnchorCache:
 
 def _check(prepared: Any, query_values: Any, pool: Any, evaluations: Any, k: Any,
            null_groups: Any, n_sample: Any, seed: Any, n_queries: Any) -> tuple[Any, ...]:
-    channels, feats, chan = _flatten(prepared)
+    channels, feats, chan = flatten_prepared(prepared)
     k = check_int("k", k, min_value=1)
     n_sample = check_int("n_sample", n_sample, min_value=0)
     seed = check_int("seed", seed, min_value=0)
@@ -126,7 +126,7 @@ def _check(prepared: Any, query_values: Any, pool: Any, evaluations: Any, k: Any
         raise DataError(expected("query_values", "values of the study's features",
                                  f"none of {[f.name for f in feats]}"))
     n = feats[0].n
-    mask = _pool_mask(pool, n)
+    mask = pool_mask(pool, n)
     rows = np.flatnonzero(mask)
     if k > rows.size:
         raise ParameterError(expected("k", f"at most the pool size {rows.size}", k))
@@ -152,9 +152,35 @@ def _check(prepared: Any, query_values: Any, pool: Any, evaluations: Any, k: Any
     return channels, feats, chan, k, pos[ng] if ng.size else ng, n_sample, seed, t, rows, evals
 
 
-def _channel_scores(feats: list[Any], chan: np.ndarray, n_c: int, values: Mapping[str, Any],
-                    qidx: np.ndarray, rows: np.ndarray, cross: Any) -> np.ndarray:
-    """:math:`a_c(q, x)` for the queries ``qidx`` over the pool ``rows`` → (C, nq, P)."""
+def channel_scores(feats: list[Any], chan: np.ndarray, n_c: int, values: Mapping[str, Any],
+                   qidx: np.ndarray, rows: np.ndarray, cross: Any) -> np.ndarray:
+    """:math:`a_c(q, x)` for the queries ``qidx`` over the pool ``rows`` → (C, nq, P).
+
+    Each feature's query-to-track similarities are standardised over the pool per query, then
+    averaged over the channel's features the query has.
+
+    Parameters
+    ----------
+    feats : list of PreparedFeature
+        The features.
+    chan : numpy.ndarray
+        The channel of each feature.
+    n_c : int
+        The number of channels.
+    values : mapping
+        Feature name to the queries' own values (a feature absent here is skipped).
+    qidx : numpy.ndarray
+        The queries.
+    rows : numpy.ndarray
+        The pool's rows.
+    cross : callable
+        ``cross(feature, query_values, rows=rows)`` → query-to-track similarities.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(C, nq, P)``; NaN for a channel none of whose features the query has.
+    """
     acc = np.zeros((n_c, qidx.size, rows.size))
     cnt = np.zeros((n_c, qidx.size, 1))
     for f, c in zip(feats, chan, strict=True):
@@ -282,7 +308,7 @@ def _anchored(channels: tuple[str, ...], feats: list[Any], chan: np.ndarray,
                 continue
 
             def compute(qidx: np.ndarray = qidx) -> tuple[np.ndarray, np.ndarray]:
-                a = _channel_scores(feats, chan, n_c, values, qidx, rows, cross)  # (C, nq, P)
+                a = channel_scores(feats, chan, n_c, values, qidx, rows, cross)  # (C, nq, P)
                 v = a.var(axis=2) * fpc
                 with np.errstate(invalid="ignore"):
                     return a, np.where(v > 0, np.sqrt(np.where(v > 0, v, 1.0)), np.nan)

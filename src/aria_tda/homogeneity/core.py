@@ -29,30 +29,30 @@ from aria_tda._checks import check_int
 from aria_tda.errors import AriaWarning, DataError, ParameterError, expected
 from aria_tda.homogeneity.display import HomogeneityDisplay
 from aria_tda.homogeneity.groups import (
-    _check_ks,
-    _check_pool_valid,
-    _flatten,
+    check_ks,
+    check_pool_valid,
     constant_queries,
     feature_pool,
+    flatten_prepared,
     top_k_groups,
 )
 from aria_tda.homogeneity.null import (
     AUTO_B_START,
     NullDistribution,
-    _auto_null,
+    auto_null,
     null_distribution,
 )
 from aria_tda.homogeneity.summary import summarize
 from aria_tda.homogeneity.sweep import (
     DEFAULT_KS,
-    _channel_mean,
-    _evaluate_groups,
-    _Evidence,
-    _n_jobs,
-    _pair_raw_similarity,
-    _pairs_per_k,
-    _standardize,
+    EvidenceRequest,
+    channel_mean,
+    evaluate_groups,
     group_sums_reference,
+    pair_raw_similarity,
+    pairs_per_k,
+    resolve_n_jobs,
+    standardize,
 )
 from aria_tda.results import default_k_report
 from aria_tda.similarity import PreparedFeature
@@ -197,7 +197,7 @@ class HomogeneityResult(HomogeneityDisplay):
 
     def _null_draws(self) -> Any:
         """``null_draws`` for :func:`summarize`: resample the null's ``B`` groups."""
-        from aria_tda.homogeneity.null import _resampled_z
+        from aria_tda.homogeneity.null import resampled_z
 
         assert self.null_g is not None and self.null_used is not None
         g_null, used = self.null_g, self.null_used
@@ -207,7 +207,7 @@ class HomogeneityResult(HomogeneityDisplay):
 
         def draws(rng: np.random.Generator, r: int) -> np.ndarray:
             idx = rng.integers(0, b, size=(r, b))
-            z = _resampled_z(self.g, g_null, used, chan, n_c, idx)  # (r, nK, nC, T)
+            z = resampled_z(self.g, g_null, used, chan, n_c, idx)  # (r, nK, nC, T)
             return z.reshape(r, n_k * n_c, t).transpose(0, 2, 1)
 
         return draws
@@ -284,7 +284,7 @@ class _Call:
     used: np.ndarray
     mu_c: np.ndarray
     sigma_c: np.ndarray
-    evidence: _Evidence | None
+    evidence: EvidenceRequest | None
     offset: np.ndarray
     n_used: np.ndarray
     constant: np.ndarray | None
@@ -312,7 +312,7 @@ def _check_constant(constant: Any, t: int) -> np.ndarray | None:
 
 def _check_call(groups: Any, prepared: Any, null: NullDistribution, ks: Sequence[int] | None,
                 evidence_k: int | None, n_pairs: int, constant: Any) -> _Call:
-    channels, feats, chan = _flatten(prepared)
+    channels, feats, chan = flatten_prepared(prepared)
     if not isinstance(null, NullDistribution):
         raise ParameterError(expected("null", "a NullDistribution", type(null).__name__))
     null.check(prepared)
@@ -331,7 +331,7 @@ def _check_call(groups: Any, prepared: Any, null: NullDistribution, ks: Sequence
             raise ParameterError(expected(
                 "groups", f"at least {min(null.ks)} columns (smallest K of the null)", k_max))
     else:
-        ks_arr = _check_ks(ks)
+        ks_arr = check_ks(ks)
     for k in ks_arr:
         if k > k_max:
             raise ParameterError(expected(
@@ -346,7 +346,7 @@ def _check_call(groups: Any, prepared: Any, null: NullDistribution, ks: Sequence
     width = int(ks_arr[-1])
     grp = np.ascontiguousarray(arr[:, :width], dtype=np.int64)
     members = np.unique(grp)
-    _check_pool_valid(feats, members, what="groups")
+    check_pool_valid(feats, members, what="groups")
     outside = members[~null.pool[members]]
     if outside.size:
         raise DataError(
@@ -370,8 +370,8 @@ def _check_call(groups: Any, prepared: Any, null: NullDistribution, ks: Sequence
             if used[e_pos, f]:
                 w[f] = 1.0 / (n_used[chan[f]] * sigma[e_pos, f])
                 offset[chan[f]] += mu[e_pos, f] * w[f]
-        evidence = _Evidence(evidence_k, w, min(n_pairs, evidence_k * (evidence_k - 1) // 2),
-                             len(channels))
+        evidence = EvidenceRequest(evidence_k, w, min(n_pairs, evidence_k * (evidence_k - 1) // 2),
+                                   len(channels))
     return _Call(channels, feats, chan, grp, ks_arr, evidence_k, n_pairs, mu, sigma, used,
                  null.mu_c[ki], null.sigma_c[ki], evidence, offset, n_used,
                  _check_constant(constant, grp.shape[0]), ki)
@@ -379,8 +379,8 @@ def _check_call(groups: Any, prepared: Any, null: NullDistribution, ks: Sequence
 
 def _z_scores(call: _Call, g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(z_feature, g_channel, z)`` from ``g`` (nK, nF, X); warns for empty channels."""
-    zf = _standardize(g, call.mu[..., None], call.sigma[..., None], call.used[..., None])
-    gc = _channel_mean(zf, call.chan, call.used, len(call.channels))
+    zf = standardize(g, call.mu[..., None], call.sigma[..., None], call.used[..., None])
+    gc = channel_mean(zf, call.chan, call.used, len(call.channels))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (gc - call.mu_c[..., None]) / call.sigma_c[..., None]
     bad_c = ~np.isfinite(call.sigma_c) | ~(call.sigma_c > 0)
@@ -445,14 +445,14 @@ def homogeneity(
     sums of the block's column sums. Queries with identical groups are evaluated once.
     """
     call = _check_call(groups, prepared, null, ks, evidence_k, n_pairs, constant)
-    n_jobs = _n_jobs(n_jobs)
+    n_jobs = resolve_n_jobs(n_jobs)
     uniq, inverse = np.unique(call.grp, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     evidence = call.evidence
     if client is None:
-        sums, pi, pv = _evaluate_groups(call.feats, call.chan, uniq, call.ks, n_jobs=n_jobs,
-                                        evidence=evidence, desc="homogeneity",
-                                        progress=progress)
+        sums, pi, pv = evaluate_groups(call.feats, call.chan, uniq, call.ks, n_jobs=n_jobs,
+                                       evidence=evidence, desc="homogeneity",
+                                       progress=progress)
     else:
         from aria_tda.homogeneity.distributed import evaluate_groups_dask
 
@@ -461,7 +461,7 @@ def homogeneity(
                                                desc="homogeneity")
     if evidence is not None:  # a channel without an informative feature has no evidence pairs
         pi[:, call.n_used == 0] = -1
-    g_u = sums.transpose(1, 2, 0) / _pairs_per_k(call.ks)[None, :, None]  # (nF, nK, U)
+    g_u = sums.transpose(1, 2, 0) / pairs_per_k(call.ks)[None, :, None]  # (nF, nK, U)
     g_u = g_u.transpose(1, 0, 2)  # (nK, nF, U)
     zf_u, gc_u, z_u = _z_scores(call, g_u)
 
@@ -471,7 +471,7 @@ def homogeneity(
         pair_rows = pi[inverse]
         contrib = pv[inverse] - call.offset[None, :, None]
         contrib[pair_rows[..., 0] < 0] = np.nan
-        pair_sim = _pair_raw_similarity(call.feats, call.chan, n_c, pi, inverse)
+        pair_sim = pair_raw_similarity(call.feats, call.chan, n_c, pi, inverse)
     else:
         pair_rows = np.zeros((t, n_c, 0, 2), dtype=np.int64)
         contrib = np.zeros((t, n_c, 0))
@@ -546,7 +546,7 @@ def homogeneity_reference(
     call = _check_call(groups, prepared, null, ks, evidence_k, n_pairs, constant)
     t, n_c, n_f = call.grp.shape[0], len(call.channels), len(call.feats)
     sums = group_sums_reference(call.feats, call.grp, call.ks)  # (T, nF, nK)
-    g = sums.transpose(2, 1, 0) / _pairs_per_k(call.ks)[:, None, None]
+    g = sums.transpose(2, 1, 0) / pairs_per_k(call.ks)[:, None, None]
     zf, gc, z = _z_scores(call, g)
     n_top = call.evidence.n_pairs if call.evidence is not None else 0
     pair_rows = np.full((t, n_c, n_top, 2), -1, dtype=np.int64)
@@ -649,7 +649,7 @@ def run_homogeneity(
         another method) so it is computed only once.
     groups : np.ndarray [shape=(T, K_max), dtype=int64]
     """
-    ks_arr = _check_ks(ks)
+    ks_arr = check_ks(ks)
     if pool is None:
         mask = feature_pool(prepared, max_missing_fraction=max_missing_fraction)
     else:
@@ -678,10 +678,10 @@ def run_homogeneity(
                       client=client)
     if auto:
         first = null
-        null = _auto_null(prepared, ks=ks_arr.tolist(), pool=mask, B="auto", seed=seed,
-                          n_jobs=n_jobs, progress=progress, query_se=_query_se(res.z),
-                          first=first, client=client, segment_counts=segment_counts,
-                          normalize=normalize)
+        null = auto_null(prepared, ks=ks_arr.tolist(), pool=mask, B="auto", seed=seed,
+                         n_jobs=n_jobs, progress=progress, query_se=_query_se(res.z),
+                         first=first, client=client, segment_counts=segment_counts,
+                         normalize=normalize)
         if null.B != first.B:
             with warnings.catch_warnings():  # the first pass has already warned
                 warnings.simplefilter("ignore", AriaWarning)

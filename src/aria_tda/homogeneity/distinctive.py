@@ -550,7 +550,7 @@ def distinctive_reading(
     from aria_tda.homogeneity.anchor import anchored_z
     from aria_tda.homogeneity.core import homogeneity
     from aria_tda.homogeneity.draws import reference_groups
-    from aria_tda.homogeneity.groups import _flatten
+    from aria_tda.homogeneity.groups import flatten_prepared
     from aria_tda.homogeneity.profiles import distinctive_groups
 
     alpha = check_float("alpha", alpha, min_value=0.0, max_value=1.0, min_inclusive=False)
@@ -564,7 +564,7 @@ def distinctive_reading(
     if anchor != "group" and query_values is None:
         raise ParameterError(expected(
             "query_values", f"the queries' features (anchor {anchor!r})", None))
-    channels, _, _ = _flatten(prepared)
+    channels, _, _ = flatten_prepared(prepared)
     t = int(getattr(s_track, "shape", np.shape(s_track))[1])
     chosen = _check_sets(sets, t)
     if pool is None:

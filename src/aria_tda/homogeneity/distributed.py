@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 
 import aria_tda._simkernels as _k
-from aria_tda.homogeneity._scan import (
-    _constant_from_range,
-    _raise_nan,
-    _topk_args,
+from aria_tda.homogeneity.scan_checks import (
+    constant_from_range,
+    raise_if_nan,
+    topk_args,
 )
-from aria_tda.homogeneity.sweep import _evaluate_groups, _Evidence
+from aria_tda.homogeneity.sweep import EvidenceRequest, evaluate_groups
 from aria_tda.scores.distributed import _n_parts, open_part, run_ordered, source_args
 from aria_tda.scores.source import ArraySource, ScoreSource
 from aria_tda.similarity import PreparedFeature
@@ -149,8 +149,8 @@ def top_k_dask(
         shared["array"] = array
     run_ordered(client, _topk_part, [(*file, c0, c1, k_max, rows) for c0, c1 in blocks], put,
                 shared=shared, progress=progress, desc="top-K groups")
-    _raise_nan(nan_count)
-    return groups, scores, _constant_from_range(lo, hi, np.dtype(dtypes[-1]))
+    raise_if_nan(nan_count)
+    return groups, scores, constant_from_range(lo, hi, np.dtype(dtypes[-1]))
 
 
 def groups_and_constant_dask(
@@ -186,7 +186,7 @@ def groups_and_constant_dask(
     groups : numpy.ndarray [shape=(T, k_max), dtype=int64]
     constant : numpy.ndarray [shape=(T,), dtype=bool]
     """
-    k_max, chunk_rows, _, _, src, mask = _topk_args(s_track, k_max, pool, chunk_rows)
+    k_max, chunk_rows, _, _, src, mask = topk_args(s_track, k_max, pool, chunk_rows)
     groups, _, constant = top_k_dask(src, k_max, mask, client, chunk_rows=chunk_rows,
                                      progress=progress)
     return groups, constant
@@ -196,11 +196,11 @@ def groups_and_constant_dask(
 # group evaluation per block of groups
 # ----------------------------------------------------------------------------------------
 def _groups_part(
-    groups: np.ndarray, ks: np.ndarray, chan: np.ndarray, evidence: _Evidence | None, *,
+    groups: np.ndarray, ks: np.ndarray, chan: np.ndarray, evidence: EvidenceRequest | None, *,
     feats: list[PreparedFeature],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return _evaluate_groups(feats, chan, groups, ks, n_jobs=1, evidence=evidence,
-                            progress=False)
+    return evaluate_groups(feats, chan, groups, ks, n_jobs=1, evidence=evidence,
+                           progress=False)
 
 
 def evaluate_groups_dask(
@@ -209,7 +209,7 @@ def evaluate_groups_dask(
     chan: np.ndarray,
     jobs: list[tuple[np.ndarray, np.ndarray]],
     *,
-    evidence: _Evidence | None = None,
+    evidence: EvidenceRequest | None = None,
     n_partitions: int | None = None,
     progress: bool | None = None,
     desc: str = "groups",
@@ -227,7 +227,7 @@ def evaluate_groups_dask(
     jobs : list of (groups, ks)
         Groups ``(G, k)`` in rank order and the prefix sizes to sum, per job (all jobs'
         blocks are submitted at once).
-    evidence : _Evidence, optional
+    evidence : EvidenceRequest, optional
         Keep each channel's top contributing pairs.
     n_partitions : int, optional
         Tasks to aim for over all jobs (default: twice the cluster's threads).
@@ -239,7 +239,7 @@ def evaluate_groups_dask(
     Returns
     -------
     list of (sums, pair_rows, pair_values)
-        Per job, as ``_evaluate_groups``: ``(G, nF, nK)``, ``(G, nC, n_pairs, 2)``,
+        Per job, as ``evaluate_groups``: ``(G, nF, nK)``, ``(G, nC, n_pairs, 2)``,
         ``(G, nC, n_pairs)``.
     """
     total = sum(int(g.shape[0]) for g, _ in jobs)
@@ -259,7 +259,7 @@ def evaluate_groups_dask(
     out = []
     for (grp, ks), got in zip(jobs, parts, strict=True):
         if not got:  # no groups: the evaluator's empty shapes
-            got = [_evaluate_groups(list(feats), np.asarray(chan), grp, np.asarray(ks),
-                                    n_jobs=1, evidence=evidence, progress=False)]
+            got = [evaluate_groups(list(feats), np.asarray(chan), grp, np.asarray(ks),
+                                   n_jobs=1, evidence=evidence, progress=False)]
         out.append(tuple(np.concatenate([p[i] for p in got], axis=0) for i in range(3)))
     return out  # type: ignore[return-value]

@@ -27,16 +27,19 @@ import aria_tda._simkernels as _k
 from aria_tda._checks import check_float, check_int, check_int_list
 from aria_tda._progress import progress as _progress
 from aria_tda.errors import AriaWarning, DataError, ParameterError, expected
-from aria_tda.homogeneity._scan import (
-    _constant_from_range,
-    _pool_mask,
-    _raise_nan,
-    _row_source,
-    _topk_args,
+from aria_tda.homogeneity.scan_checks import (
+    constant_from_range,
+    pool_mask,
+    raise_if_nan,
+    row_source,
+    topk_args,
 )
 from aria_tda.similarity import PreparedFeature
 
-__all__ = ["constant_queries", "feature_pool", "top_k_groups"]
+__all__ = [
+    "check_ks", "check_pool_valid", "constant_queries", "digest_pool", "feature_pool",
+    "flatten_prepared", "top_k_groups",
+]
 
 
 def top_k_groups(
@@ -89,7 +92,7 @@ def top_k_groups(
     DataError
         NaN scores in an eligible row.
     """
-    k_max, chunk_rows, n, t, src, mask = _topk_args(s_track, k_max, pool, chunk_rows)
+    k_max, chunk_rows, n, t, src, mask = topk_args(s_track, k_max, pool, chunk_rows)
     if client is not None:
         from aria_tda.homogeneity.distributed import top_k_dask
 
@@ -116,7 +119,7 @@ def top_k_groups(
             bar.update(block.shape[0])
     if expect != n:
         raise DataError(expected("s_track chunks", f"{n} rows in total", expect))
-    _raise_nan(nan_count)
+    raise_if_nan(nan_count)
     order = np.lexsort((hi, -hv), axis=1)
     groups = np.take_along_axis(hi, order, axis=1)
     if return_scores:
@@ -155,12 +158,12 @@ def top_k_groups_reference(
     client : dask.distributed.Client, optional
         Ignored.
     """
-    n, t, src = _row_source(s_track)
+    n, t, src = row_source(s_track)
     s = np.asarray(src.to_numpy() if hasattr(src, "to_numpy") else src, dtype=np.float64)
-    mask = _pool_mask(pool, n)
+    mask = pool_mask(pool, n)
     rows = np.flatnonzero(mask)
     k_max = check_int("k_max", k_max, min_value=1, max_value=rows.size)
-    _raise_nan(np.isnan(s[rows]).sum(axis=0))
+    raise_if_nan(np.isnan(s[rows]).sum(axis=0))
     groups = np.empty((t, k_max), dtype=np.int64)
     for q in range(t):
         order = np.lexsort((rows, -s[rows, q]))
@@ -180,7 +183,7 @@ def constant_queries(
     """Query columns of ``S_track`` that are constant over the pool rows (degenerate queries).
 
     A column counts as constant when its spread over the pool is at most ``CONSTANT_ULPS``
-    (16, :mod:`~aria_tda.homogeneity._scan`) machine epsilons of the score dtype times its
+    (16, :mod:`~aria_tda.homogeneity.scan_checks`) machine epsilons of the score dtype times its
     magnitude, so the rounding noise aggregation leaves on a constant column does not make it a
     ranking.
 
@@ -201,8 +204,8 @@ def constant_queries(
     """
     if chunk_rows is not None:
         chunk_rows = check_int("chunk_rows", chunk_rows, min_value=1)
-    n, t, src = _row_source(s_track)
-    mask = _pool_mask(pool, n)
+    n, t, src = row_source(s_track)
+    mask = pool_mask(pool, n)
     lo = np.full(t, np.inf)
     hi = np.full(t, -np.inf)
     dtype: Any = np.float64
@@ -215,7 +218,7 @@ def constant_queries(
                 np.fmin(lo, np.nanmin(sub, axis=0, initial=np.inf), out=lo)
                 np.fmax(hi, np.nanmax(sub, axis=0, initial=-np.inf), out=hi)
             bar.update(block.shape[0])
-    return _constant_from_range(lo, hi, dtype)
+    return constant_from_range(lo, hi, dtype)
 
 
 def constant_queries_reference(
@@ -238,14 +241,14 @@ def constant_queries_reference(
     progress : bool, optional
         Ignored.
     """
-    n, t, src = _row_source(s_track)
+    n, t, src = row_source(s_track)
     s = src.to_numpy() if hasattr(src, "to_numpy") else np.asarray(src)
-    rows = s[_pool_mask(pool, n)]
+    rows = s[pool_mask(pool, n)]
     out = np.zeros(t, dtype=bool)
     for q in range(t):
         col = rows[:, q][~np.isnan(rows[:, q])]
         if col.size:
-            out[q] = bool(_constant_from_range(col.min(), col.max(), s.dtype))
+            out[q] = bool(constant_from_range(col.min(), col.max(), s.dtype))
     return out
 
 
@@ -254,8 +257,25 @@ def constant_queries_reference(
 # ======================================================================================
 
 
-def _flatten(prepared: Any) -> tuple[tuple[str, ...], list[PreparedFeature], np.ndarray]:
-    """``(channels, features, channel index per feature)`` with consistency checks."""
+def flatten_prepared(prepared: Any) -> tuple[tuple[str, ...], list[PreparedFeature], np.ndarray]:
+    """``(channels, features, channel index per feature)`` with consistency checks.
+
+    Parameters
+    ----------
+    prepared : dict
+        Channel name to a list of :class:`~aria_tda.similarity.PreparedFeature` (or one),
+        as :func:`aria_tda.prepare_channels` gives; every feature over the same tracks.
+
+    Returns
+    -------
+    tuple of (tuple of str, list of PreparedFeature, numpy.ndarray)
+
+    Raises
+    ------
+    ParameterError
+        Not a non-empty mapping, a channel without features, an item that is not a prepared
+        feature.
+    """
     if not isinstance(prepared, Mapping) or not prepared:
         raise ParameterError(expected(
             "prepared", "a non-empty dict channel -> list of PreparedFeature",
@@ -307,7 +327,7 @@ def feature_pool(prepared: Any, *, max_missing_fraction: float = 0.5) -> np.ndar
     """
     max_missing_fraction = check_float("max_missing_fraction", max_missing_fraction,
                                        min_value=0, max_value=1)
-    _, feats, _ = _flatten(prepared)
+    _, feats, _ = flatten_prepared(prepared)
     valid = np.logical_and.reduce([f.valid for f in feats])
     n = valid.size
     missing = n - int(valid.sum())
@@ -323,14 +343,43 @@ def feature_pool(prepared: Any, *, max_missing_fraction: float = 0.5) -> np.ndar
     return valid
 
 
-def _digest_pool(mask: np.ndarray) -> str:
+def digest_pool(mask: np.ndarray) -> str:
+    """A fingerprint of a pool mask (a saved null records the pool it was drawn from).
+
+    Parameters
+    ----------
+    mask : numpy.ndarray
+        The boolean pool mask.
+
+    Returns
+    -------
+    str
+        32 hex digits.
+    """
     h = hashlib.blake2b(digest_size=16)
     h.update(str(mask.size).encode())
     h.update(np.packbits(mask).tobytes())
     return h.hexdigest()
 
 
-def _check_pool_valid(feats: list[PreparedFeature], rows: np.ndarray, *, what: str) -> None:
+def check_pool_valid(feats: list[PreparedFeature], rows: np.ndarray, *, what: str) -> None:
+    """Refuse pool rows that lack a feature.
+
+    Parameters
+    ----------
+    feats : list of PreparedFeature
+        The features.
+    rows : numpy.ndarray
+        The pool's rows.
+    what : str
+        What is being computed, for the message.
+
+    Raises
+    ------
+    DataError
+        A row without one of the features (the message suggests
+        ``pool=feature_pool(prepared)``).
+    """
     for f in feats:
         bad = rows[~f.valid[rows]]
         if bad.size:
@@ -341,5 +390,18 @@ def _check_pool_valid(feats: list[PreparedFeature], rows: np.ndarray, *, what: s
             )
 
 
-def _check_ks(ks: Any, *, name: str = "ks") -> np.ndarray:
+def check_ks(ks: Any, *, name: str = "ks") -> np.ndarray:
+    """Group sizes as an int64 array: integers of at least 2.
+
+    Parameters
+    ----------
+    ks : int or sequence of int
+        The sizes.
+    name : str
+        The parameter's name, for the message.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     return np.asarray(check_int_list(name, ks, min_value=2), dtype=np.int64)

@@ -28,9 +28,9 @@ import numpy as np
 
 from aria_tda._checks import check_int
 from aria_tda.errors import ParameterError, expected
-from aria_tda.homogeneity._scan import _pool_mask
-from aria_tda.homogeneity.anchor import AnchorCache, _channel_scores
-from aria_tda.homogeneity.groups import _flatten
+from aria_tda.homogeneity.anchor import AnchorCache, channel_scores
+from aria_tda.homogeneity.groups import flatten_prepared
+from aria_tda.homogeneity.scan_checks import pool_mask
 from aria_tda.similarity.cross import cross_similarity, cross_similarity_reference
 
 __all__ = ["TIE_SHARE", "ItemAlignment", "item_alignment"]
@@ -68,7 +68,7 @@ class ItemAlignment:
 
 def _check(prepared: Any, query_values: Any, groups: Any, pool: Any,
            exclude: Any) -> tuple[Any, ...]:
-    channels, feats, chan = _flatten(prepared)
+    channels, feats, chan = flatten_prepared(prepared)
     if not isinstance(query_values, Mapping):
         raise ParameterError(expected("query_values", "a mapping feature name -> values",
                                       type(query_values).__name__))
@@ -77,7 +77,7 @@ def _check(prepared: Any, query_values: Any, groups: Any, pool: Any,
         raise ParameterError(expected("groups", "an integer array (T, n) of pool rows",
                                       f"{g.dtype} array of shape {g.shape}"))
     n = feats[0].n
-    rows = np.flatnonzero(_pool_mask(pool, n))
+    rows = np.flatnonzero(pool_mask(pool, n))
     pos = np.full(n, -1, dtype=np.int64)
     pos[rows] = np.arange(rows.size)
     if g.size and (g.min() < 0 or g.max() >= n or (pos[g] < 0).any()):
@@ -152,7 +152,7 @@ def item_alignment(
         qidx = todo[s : s + block]
 
         def compute(qidx: np.ndarray = qidx) -> tuple[np.ndarray, np.ndarray]:
-            a = _channel_scores(feats, chan, n_c, query_values, qidx, rows, cross_similarity)
+            a = channel_scores(feats, chan, n_c, query_values, qidx, rows, cross_similarity)
             return a, np.sqrt(a.var(axis=2))
 
         a, _scale = cache._scores(qidx, compute) if cache is not None else compute()

@@ -37,27 +37,27 @@ import numpy as np
 
 from aria_tda._checks import check_int
 from aria_tda.errors import AriaWarning, ManifestMismatchError, ParameterError, expected
-from aria_tda.homogeneity._scan import _pool_mask
 from aria_tda.homogeneity.draws import describe_sampling, draw_groups, sampling_of
 from aria_tda.homogeneity.groups import (
-    _check_ks,
-    _check_pool_valid,
-    _digest_pool,
-    _flatten,
+    check_ks,
+    check_pool_valid,
+    digest_pool,
     feature_pool,
+    flatten_prepared,
 )
+from aria_tda.homogeneity.scan_checks import pool_mask
 from aria_tda.homogeneity.sweep import (
     DEFAULT_KS,
-    _channel_mean,
-    _evaluate_groups,
-    _n_jobs,
-    _pairs_per_k,
-    _standardize,
+    channel_mean,
+    evaluate_groups,
     group_sums_reference,
+    pairs_per_k,
+    resolve_n_jobs,
+    standardize,
 )
 
-__all__ = ["AUTO_B_MAX", "AUTO_B_START", "AUTO_FRACTION", "NullDistribution",
-           "null_distribution"]
+__all__ = ["AUTO_B_MAX", "AUTO_B_START", "AUTO_FRACTION", "NullDistribution", "auto_null",
+           "null_distribution", "resampled_z"]
 
 #: first ``B`` tried by ``B="auto"`` (doubled until the Monte-Carlo error is small enough)
 AUTO_B_START = 200
@@ -70,14 +70,34 @@ AUTO_FRACTION = 0.25
 MC_SE_BOOT = 200
 
 
-def _resampled_z(g_query: np.ndarray, g_null: np.ndarray, used: np.ndarray, chan: np.ndarray,
-                 n_c: int, idx: np.ndarray) -> np.ndarray:
+def resampled_z(g_query: np.ndarray, g_null: np.ndarray, used: np.ndarray, chan: np.ndarray,
+                n_c: int, idx: np.ndarray) -> np.ndarray:
     """:math:`z_c` of the queries under resampled nulls.
 
     ``g_query`` (nK, nF, T), ``g_null`` (nK, nF, B), ``used`` (nK, nF), ``idx`` (R, B) rows of
     resampled reference groups -> ``(R, nK, nC, T)``: per replicate, ``mu_d, sigma_d`` and
     ``mu_c, sigma_c`` recomputed from the resampled groups (features ``used`` as in the
     original null).
+
+    Parameters
+    ----------
+    g_query : numpy.ndarray
+        The queries' pair sums, ``(nK, nF, T)``.
+    g_null : numpy.ndarray
+        The reference groups' pair sums, ``(nK, nF, B)``.
+    used : numpy.ndarray
+        ``(nK, nF)`` boolean: features used at each ``K``.
+    chan : numpy.ndarray
+        The channel of each feature.
+    n_c : int
+        The number of channels.
+    idx : numpy.ndarray
+        ``(R, B)`` rows of the resampled reference groups.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(R, nK, nC, T)``.
     """
     n_k, n_f, b = g_null.shape
     t = g_query.shape[2]
@@ -92,8 +112,8 @@ def _resampled_z(g_query: np.ndarray, g_null: np.ndarray, used: np.ndarray, chan
         with np.errstate(divide="ignore", invalid="ignore"):
             zn = ((g - mu) / sd).reshape(n_k, n_f, r * b)
             zq = ((g_query[:, :, None, :] - mu) / sd).reshape(n_k, n_f, r * t)
-        gcn = _channel_mean(zn, chan, used, n_c).reshape(n_k, n_c, r, b)
-        gcq = _channel_mean(zq, chan, used, n_c).reshape(n_k, n_c, r, t)
+        gcn = channel_mean(zn, chan, used, n_c).reshape(n_k, n_c, r, b)
+        gcq = channel_mean(zq, chan, used, n_c).reshape(n_k, n_c, r, t)
         mu_c = gcn.mean(axis=3, keepdims=True)
         sd_c = gcn.std(axis=3, ddof=1, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -206,7 +226,7 @@ class NullDistribution:
         normalize : {"zscore", "rank"}
             The normalisation of that S_track (checked with ``segment_counts``).
         """
-        channels, feats, chan = _flatten(prepared)
+        channels, feats, chan = flatten_prepared(prepared)
         problems = []
         names = tuple((channels[c], f.name) for f, c in zip(feats, chan, strict=True))
         if names != self.features:
@@ -218,10 +238,10 @@ class NullDistribution:
             problems.append(f"feature data/scale differ for {changed}")
         if feats[0].n != self.n_rows:
             problems.append(f"n_rows: null has {self.n_rows}, asked {feats[0].n}")
-        elif pool is not None and _digest_pool(_pool_mask(pool, self.n_rows)) != self.pool_digest:
+        elif pool is not None and digest_pool(pool_mask(pool, self.n_rows)) != self.pool_digest:
             problems.append("pool: a different set of eligible tracks")
         if segment_counts is not None and feats[0].n == self.n_rows:
-            mask = self.pool if pool is None else _pool_mask(pool, self.n_rows)
+            mask = self.pool if pool is None else pool_mask(pool, self.n_rows)
             want = sampling_of(segment_counts, normalize, mask)[:3]
             have = (self.sampling, self.segments_digest, self.normalize)
             if want != have:
@@ -255,7 +275,7 @@ class NullDistribution:
         rng = np.random.default_rng(check_int("seed", seed, min_value=0))
         idx = rng.integers(0, self.B, size=(n_boot, self.B))
         chan = np.asarray([self.channels.index(c) for c, _ in self.features])
-        z = _resampled_z(self.mu[..., None], self.g, self.used, chan, len(self.channels), idx)
+        z = resampled_z(self.mu[..., None], self.g, self.used, chan, len(self.channels), idx)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return np.asarray(np.nanstd(z[..., 0], axis=0, ddof=1))
@@ -443,9 +463,9 @@ def null_distribution(
         ``segment_counts`` and ``normalize`` (:meth:`NullDistribution.check`).
     """
     if isinstance(B, str):
-        return _auto_null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs,
-                          progress=progress, query_se=query_se, client=client,
-                          segment_counts=segment_counts, normalize=normalize)
+        return auto_null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs,
+                         progress=progress, query_se=query_se, client=client,
+                         segment_counts=segment_counts, normalize=normalize)
     return _null(prepared, ks=ks, pool=pool, B=B, seed=seed, n_jobs=n_jobs, progress=progress,
                  exact=False, client=client, segment_counts=segment_counts, normalize=normalize)
 
@@ -459,12 +479,51 @@ def _auto_ratio(null: NullDistribution, query_se: Any) -> float:
     return float(ratio.max()) if ratio.size else 0.0
 
 
-def _auto_null(prepared: Any, *, ks: Sequence[int], pool: Any, B: str, seed: int,
-               n_jobs: int | None, progress: bool | None, query_se: Any,
-               first: NullDistribution | None = None, client: Any = None,
-               segment_counts: Any = None, normalize: str = "zscore") -> NullDistribution:
+def auto_null(prepared: Any, *, ks: Sequence[int], pool: Any, B: str, seed: int,
+              n_jobs: int | None, progress: bool | None, query_se: Any,
+              first: NullDistribution | None = None, client: Any = None,
+              segment_counts: Any = None, normalize: str = "zscore") -> NullDistribution:
     """``B="auto"``: double ``B`` until the null's MC error is small (see
-    :func:`null_distribution`); ``first`` is an already computed null to start from."""
+    :func:`null_distribution`); ``first`` is an already computed null to start from.
+
+    Parameters
+    ----------
+    prepared : dict
+        Channel name to prepared features.
+    ks : sequence of int
+        Group sizes.
+    pool : array_like or None
+        The track pool.
+    B : str
+        ``"auto"`` (anything else is refused).
+    seed : int
+        The null's seed.
+    n_jobs : int or None
+        Threads.
+    progress : bool or None
+        Draw progress bars.
+    query_se : array_like
+        The query-resampling SE of z-bar per cell (positive; ``inf`` ignores a cell).
+    first : NullDistribution, optional
+        A null already computed (its ``B`` is the first tried).
+    client : dask.distributed.Client, optional
+        Draw the groups on a cluster.
+    segment_counts : array_like, optional
+        Segments per track: the segment-matched null.
+    normalize : str
+        The normalisation the segment-matched null simulates.
+
+    Returns
+    -------
+    NullDistribution
+        The first null whose Monte-Carlo SE is at most :data:`AUTO_FRACTION` of ``query_se``,
+        or the one at :data:`AUTO_B_MAX` (with a warning); marked ``B_auto``.
+
+    Raises
+    ------
+    ParameterError
+        ``B`` other than ``"auto"``, no ``query_se``, or a non-positive SE.
+    """
     import dataclasses
 
     if B != "auto":
@@ -548,17 +607,17 @@ def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: in
           n_jobs: int | None, progress: bool | None, exact: bool,
           client: Any = None, segment_counts: Any = None,
           normalize: str = "zscore") -> NullDistribution:
-    channels, feats, chan = _flatten(prepared)
-    ks_arr = _check_ks(ks)
+    channels, feats, chan = flatten_prepared(prepared)
+    ks_arr = check_ks(ks)
     if isinstance(B, str):
         raise ParameterError(expected("B", "an integer >= 2 (\"auto\": null_distribution)", B))
     B = check_int("B", B, min_value=2)
     seed = check_int("seed", seed, min_value=0)
-    n_jobs = _n_jobs(n_jobs)
+    n_jobs = resolve_n_jobs(n_jobs)
     n = feats[0].n
-    mask = feature_pool(prepared) if pool is None else _pool_mask(pool, n)
+    mask = feature_pool(prepared) if pool is None else pool_mask(pool, n)
     rows = np.flatnonzero(mask)
-    _check_pool_valid(feats, rows, what="pool")
+    check_pool_valid(feats, rows, what="pool")
     if ks_arr[-1] > rows.size:
         raise ParameterError(expected(
             "ks", f"group sizes at most the pool size {rows.size}", ks_arr.tolist()))
@@ -580,9 +639,9 @@ def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: in
         elif client is not None:
             sums = all_sums[a]
         else:
-            sums, _, _ = _evaluate_groups(feats, chan, grp, np.array([k]), n_jobs=n_jobs,
-                                          desc=f"null K={k}", progress=progress)
-        g[a] = sums[:, :, 0].T / _pairs_per_k(np.array([k]))[0]
+            sums, _, _ = evaluate_groups(feats, chan, grp, np.array([k]), n_jobs=n_jobs,
+                                         desc=f"null K={k}", progress=progress)
+        g[a] = sums[:, :, 0].T / pairs_per_k(np.array([k]))[0]
     mu = g.mean(axis=2)
     sigma = g.std(axis=2, ddof=1)
     used = sigma > 1e-12 * np.maximum(np.abs(mu), np.finfo(float).tiny)
@@ -593,15 +652,15 @@ def _null(prepared: Any, *, ks: Sequence[int], pool: Any, B: int | str, seed: in
             f"{channels[chan[f]]!r} at this K",
             AriaWarning, stacklevel=3,
         )
-    zs = _standardize(g, mu[..., None], sigma[..., None], used[..., None])
-    g_channel = _channel_mean(zs, chan, used, len(channels))
+    zs = standardize(g, mu[..., None], sigma[..., None], used[..., None])
+    g_channel = channel_mean(zs, chan, used, len(channels))
     mu_c = g_channel.mean(axis=2)
     sigma_c = g_channel.std(axis=2, ddof=1)
     return NullDistribution(
         ks=tuple(int(k) for k in ks_arr), B=B, seed=seed, channels=channels,
         features=tuple((channels[c], f.name) for f, c in zip(feats, chan, strict=True)),
         g=g, mu=mu, sigma=sigma, used=used, g_channel=g_channel, mu_c=mu_c, sigma_c=sigma_c,
-        n_rows=n, n_pool=int(rows.size), pool_digest=_digest_pool(mask),
+        n_rows=n, n_pool=int(rows.size), pool_digest=digest_pool(mask),
         feature_digests=tuple(f.digest for f in feats), pool=mask, sampling=sampling,
         segments_digest=digest, normalize=norm,
     )

@@ -35,7 +35,7 @@ import aria_tda._simkernels as _k
 from aria_tda._checks import check_int
 from aria_tda._progress import progress as _progress
 from aria_tda.errors import DataError, ParameterError, expected
-from aria_tda.homogeneity._scan import _pool_mask, _raise_nan, _row_source
+from aria_tda.homogeneity.scan_checks import pool_mask, raise_if_nan, row_source
 
 __all__ = ["DistinctiveGroups", "distinctive_groups", "reference_sets"]
 
@@ -108,8 +108,8 @@ def _checked(s_track: Any, k: Any, pool: Any, sets: Any, n_reference: Any, seed:
     seed = check_int("seed", seed, min_value=0)
     if chunk_rows is not None:
         chunk_rows = check_int("chunk_rows", chunk_rows, min_value=1)
-    n, t, src = _row_source(s_track)
-    mask = _pool_mask(pool, n)
+    n, t, src = row_source(s_track)
+    mask = pool_mask(pool, n)
     if k > int(mask.sum()):
         raise ParameterError(expected("k", f"at most the pool size {int(mask.sum())}", k))
     excl = np.zeros(t, dtype=bool) if exclude is None else np.asarray(exclude, dtype=bool)
@@ -140,7 +140,7 @@ def _column_moments(src: Any, t: int, mask: np.ndarray, chunk_rows: int | None,
             sub = b[mask[start : start + b.shape[0]]]
             if sub.shape[0]:
                 if np.isnan(sub).any():
-                    _raise_nan(np.isnan(sub).sum(axis=0))
+                    raise_if_nan(np.isnan(sub).sum(axis=0))
                 if shift is None:
                     shift = sub[0].copy()
                 d = sub - shift
@@ -304,7 +304,7 @@ def distinctive_groups_reference(
     rows = np.flatnonzero(mask)
     sub = s[rows]
     if np.isnan(sub).any():
-        _raise_nan(np.isnan(sub).sum(axis=0))
+        raise_if_nan(np.isnan(sub).sum(axis=0))
     sd = sub.std(axis=0)
     valid = ~excl & (sd > 0)
     members = [m[valid[m]] for m in members]

@@ -27,11 +27,25 @@ from aria_tda._progress import progress as _progress
 from aria_tda.results import DEFAULT_KS
 from aria_tda.similarity import PreparedFeature
 
-__all__ = ["DEFAULT_KS", "group_sums"]
+__all__ = [
+    "DEFAULT_KS", "EvidenceRequest", "channel_mean", "evaluate_groups", "group_sums",
+    "pair_raw_similarity", "pairs_per_k", "resolve_n_jobs", "standardize",
+]
 
 
 
-def _n_jobs(n_jobs: int | None) -> int:
+def resolve_n_jobs(n_jobs: int | None) -> int:
+    """The number of threads: ``n_jobs`` checked, or every CPU this process may use.
+
+    Parameters
+    ----------
+    n_jobs : int or None
+        At least 1; ``None``: the process's CPU affinity.
+
+    Returns
+    -------
+    int
+    """
     if n_jobs is None:
         try:
             return max(1, len(os.sched_getaffinity(0)))
@@ -41,25 +55,65 @@ def _n_jobs(n_jobs: int | None) -> int:
 
 
 @dataclass
-class _Evidence:
+class EvidenceRequest:
+    """What :func:`evaluate_groups` keeps of each group besides its pair sums: the top pairs.
+
+    Attributes
+    ----------
+    k_e : int
+        The group size at which the evidence pairs are taken (the first ``k_e`` members).
+    weights : numpy.ndarray
+        Per feature, its weight in its channel's pair score (shape ``(nF,)``).
+    n_pairs : int
+        Pairs kept per channel.
+    n_channels : int
+        The number of channels.
+    """
+
     k_e: int
     weights: np.ndarray  # (nF,)
     n_pairs: int
     n_channels: int
 
 
-def _evaluate_groups(
+def evaluate_groups(
     feats: list[PreparedFeature],
     chan: np.ndarray,
     groups: np.ndarray,
     ks: np.ndarray,
     *,
     n_jobs: int,
-    evidence: _Evidence | None = None,
+    evidence: EvidenceRequest | None = None,
     desc: str = "groups",
     progress: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pair sums ``(G, nF, nK)`` of every group's first ``ks`` members (+ top evidence pairs)."""
+    """Pair sums ``(G, nF, nK)`` of every group's first ``ks`` members (+ top evidence pairs).
+
+    Parameters
+    ----------
+    feats : list of PreparedFeature
+        The features.
+    chan : numpy.ndarray
+        The channel of each feature.
+    groups : numpy.ndarray
+        ``(G, K_max)`` row indices, one group per row, in rank order.
+    ks : numpy.ndarray
+        The prefix sizes.
+    n_jobs : int
+        Threads.
+    evidence : EvidenceRequest, optional
+        Also keep each channel's top contributing pairs.
+    desc : str
+        The progress bar's label.
+    progress : bool, optional
+        Draw a progress bar.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The pair sums ``(G, nF, nK)``, the evidence pairs' rows ``(G, nC, n_pairs, 2)``
+        (``-1``: none) and their weighted similarities ``(G, nC, n_pairs)``.
+    """
     n_groups, k = groups.shape
     n_f = len(feats)
     sums = np.empty((n_groups, n_f, ks.size))
@@ -147,8 +201,8 @@ def group_sums(
     grp = np.ascontiguousarray(groups, dtype=np.int64)
     ks_arr = np.asarray(ks, dtype=np.int64)
     chan = np.zeros(len(feats), dtype=np.int64)
-    sums, _, _ = _evaluate_groups(feats, chan, grp, ks_arr, n_jobs=_n_jobs(n_jobs),
-                                  progress=progress)
+    sums, _, _ = evaluate_groups(feats, chan, grp, ks_arr, n_jobs=resolve_n_jobs(n_jobs),
+                                 progress=progress)
     return sums
 
 
@@ -187,18 +241,62 @@ def group_sums_reference(
     return out
 
 
-def _pairs_per_k(ks: np.ndarray) -> np.ndarray:
+def pairs_per_k(ks: np.ndarray) -> np.ndarray:
+    """The number of pairs in a group of each size: ``K (K - 1) / 2``.
+
+    Parameters
+    ----------
+    ks : numpy.ndarray
+        Group sizes.
+
+    Returns
+    -------
+    numpy.ndarray
+        As floats.
+    """
     return ks * (ks - 1) / 2.0
 
 
-def _standardize(g: np.ndarray, mu: np.ndarray, sigma: np.ndarray,
-                 used: np.ndarray) -> np.ndarray:
+def standardize(g: np.ndarray, mu: np.ndarray, sigma: np.ndarray,
+                used: np.ndarray) -> np.ndarray:
+    """``(g - mu) / sigma`` where ``used``, NaN elsewhere.
+
+    Parameters
+    ----------
+    g : numpy.ndarray
+        Pair sums.
+    mu, sigma : numpy.ndarray
+        The null's mean and standard deviation (broadcast against ``g``).
+    used : numpy.ndarray
+        Boolean: where the feature is used.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(used, (g - mu) / np.where(used, sigma, 1.0), np.nan)
 
 
-def _channel_mean(zs: np.ndarray, chan: np.ndarray, used: np.ndarray, n_ch: int) -> np.ndarray:
-    """Mean over each channel's used features: ``zs`` (nK, nF, X) -> (nK, nC, X)."""
+def channel_mean(zs: np.ndarray, chan: np.ndarray, used: np.ndarray, n_ch: int) -> np.ndarray:
+    """Mean over each channel's used features: ``zs`` (nK, nF, X) -> (nK, nC, X).
+
+    Parameters
+    ----------
+    zs : numpy.ndarray
+        Per-feature z, shape ``(nK, nF, X)``.
+    chan : numpy.ndarray
+        The channel of each feature.
+    used : numpy.ndarray
+        ``(nK, nF)`` boolean: features used at each ``K``.
+    n_ch : int
+        The number of channels.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(nK, nC, X)``; NaN for a channel without a used feature.
+    """
     out = np.full((zs.shape[0], n_ch, zs.shape[2]), np.nan)
     for c in range(n_ch):
         for a in range(zs.shape[0]):
@@ -208,9 +306,28 @@ def _channel_mean(zs: np.ndarray, chan: np.ndarray, used: np.ndarray, n_ch: int)
     return out
 
 
-def _pair_raw_similarity(feats: list[PreparedFeature], chan: np.ndarray, n_c: int,
-                         pi: np.ndarray, inverse: np.ndarray) -> np.ndarray:
-    """Mean raw similarity over each channel's features of the selected pairs."""
+def pair_raw_similarity(feats: list[PreparedFeature], chan: np.ndarray, n_c: int,
+                        pi: np.ndarray, inverse: np.ndarray) -> np.ndarray:
+    """Mean raw similarity over each channel's features of the selected pairs.
+
+    Parameters
+    ----------
+    feats : list of PreparedFeature
+        The features.
+    chan : numpy.ndarray
+        The channel of each feature.
+    n_c : int
+        The number of channels.
+    pi : numpy.ndarray
+        Pair rows ``(G, nC, n_pairs, 2)`` as :func:`evaluate_groups` gives (``-1``: none).
+    inverse : numpy.ndarray
+        For each output row, the row of ``pi`` it repeats.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(len(inverse), nC, n_pairs)``; NaN where there is no pair.
+    """
     out = np.full(pi.shape[:3], np.nan)
     for c in range(n_c):
         rows = pi[:, c].reshape(-1, 2)

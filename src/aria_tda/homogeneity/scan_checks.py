@@ -13,10 +13,30 @@ import numpy as np
 from aria_tda._checks import check_int
 from aria_tda.errors import DataError, ParameterError, expected
 
+__all__ = [
+    "CONSTANT_ULPS", "constant_from_range", "pool_mask", "raise_if_nan", "row_source",
+    "topk_args",
+]
 
-def _row_source(s_track: Any) -> tuple[int, int, Any]:
+
+def row_source(s_track: Any) -> tuple[int, int, Any]:
     """``(n_rows, n_cols, source)``: anything with ``shape`` and ``iter_chunks`` as is,
-    everything else through :func:`aria_tda.scores.as_source`."""
+    everything else through :func:`aria_tda.scores.as_source`.
+
+    Parameters
+    ----------
+    s_track : array_like or score source
+        The ``(n_tracks, n_queries)`` score matrix.
+
+    Returns
+    -------
+    tuple of (int, int, score source)
+
+    Raises
+    ------
+    ParameterError
+        Not 2-D, or not numeric.
+    """
     from aria_tda.scores import as_source
 
     src = s_track
@@ -35,7 +55,26 @@ def _row_source(s_track: Any) -> tuple[int, int, Any]:
     return int(shape[0]), int(shape[1]), src
 
 
-def _pool_mask(pool: Any, n: int) -> np.ndarray:
+def pool_mask(pool: Any, n: int) -> np.ndarray:
+    """The track pool as a boolean mask of the ``n`` rows.
+
+    Parameters
+    ----------
+    pool : array_like or None
+        A boolean mask of length ``n``, 1-D integer row indices, or ``None`` (every row).
+    n : int
+        The number of rows.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new boolean array of length ``n``.
+
+    Raises
+    ------
+    ParameterError
+        A mask of another length, indices out of ``[0, n)``, or another kind of array.
+    """
     if pool is None:
         return np.ones(n, dtype=bool)
     arr = np.asarray(pool)
@@ -56,14 +95,31 @@ def _pool_mask(pool: Any, n: int) -> np.ndarray:
     return mask
 
 
-def _topk_args(s_track: Any, k_max: Any, pool: Any, chunk_rows: Any
+def topk_args(s_track: Any, k_max: Any, pool: Any, chunk_rows: Any
                ) -> tuple[int, int | None, int, int, Any, np.ndarray]:
-    """Checked ``k_max``/``chunk_rows``, the matrix's size and row source, and the pool mask."""
+    """Checked ``k_max``/``chunk_rows``, the matrix's size and row source, and the pool mask.
+
+    Parameters
+    ----------
+    s_track : array_like or score source
+        The ``(n_tracks, n_queries)`` score matrix (:func:`row_source`).
+    k_max : int
+        The largest group size: at least 1, at most the pool's size.
+    pool : array_like or None
+        The pool (:func:`pool_mask`).
+    chunk_rows : int or None
+        Rows per chunk (at least 1), or ``None``.
+
+    Returns
+    -------
+    tuple
+        ``(k_max, chunk_rows, n_rows, n_cols, source, mask)``.
+    """
     k_max = check_int("k_max", k_max, min_value=1)
     if chunk_rows is not None:
         chunk_rows = check_int("chunk_rows", chunk_rows, min_value=1)
-    n, t, src = _row_source(s_track)
-    mask = _pool_mask(pool, n)
+    n, t, src = row_source(s_track)
+    mask = pool_mask(pool, n)
     n_pool = int(mask.sum())
     if k_max > n_pool:
         raise ParameterError(expected(
@@ -71,7 +127,19 @@ def _topk_args(s_track: Any, k_max: Any, pool: Any, chunk_rows: Any
     return k_max, chunk_rows, n, t, src, mask
 
 
-def _raise_nan(nan_count: np.ndarray) -> None:
+def raise_if_nan(nan_count: np.ndarray) -> None:
+    """Refuse a score matrix with NaN scores, naming how many and the first column.
+
+    Parameters
+    ----------
+    nan_count : numpy.ndarray
+        NaN scores per query column.
+
+    Raises
+    ------
+    DataError
+        Any column has a NaN score.
+    """
     if nan_count.any():
         bad = np.flatnonzero(nan_count)
         raise DataError(expected(
@@ -85,7 +153,24 @@ def _raise_nan(nan_count: np.ndarray) -> None:
 CONSTANT_ULPS = 16
 
 
-def _constant_from_range(lo: np.ndarray, hi: np.ndarray, dtype: Any) -> np.ndarray:
+def constant_from_range(lo: np.ndarray, hi: np.ndarray, dtype: Any) -> np.ndarray:
+    """Which query columns are constant, from their minimum and maximum.
+
+    A column is constant when its spread is at most :data:`CONSTANT_ULPS` machine epsilons of
+    the score dtype (float64 for integer scores), relative to its largest magnitude.
+
+    Parameters
+    ----------
+    lo, hi : numpy.ndarray
+        Each column's minimum and maximum score.
+    dtype : numpy dtype or type
+        The scores' dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, per column (a non-finite bound: not constant).
+    """
     eps = np.finfo(np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64).eps
     scale = np.maximum(np.abs(lo), np.abs(hi))
     with np.errstate(invalid="ignore"):
