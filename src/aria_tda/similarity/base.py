@@ -18,10 +18,29 @@ import numpy as np
 from aria_tda.errors import ParameterError, expected
 from aria_tda.features.registry import FeatureSpec
 
-__all__ = ["PreparedFeature"]
+__all__ = ["PreparedFeature", "check_row_indices"]
 
 
-def _check_idx(idx: Any, n: int) -> np.ndarray:
+def check_row_indices(idx: Any, n: int) -> np.ndarray:
+    """Row indices of a feature's tracks, checked: 1-D integers in ``[0, n)``.
+
+    Parameters
+    ----------
+    idx : array_like
+        The indices.
+    n : int
+        The number of tracks.
+
+    Returns
+    -------
+    numpy.ndarray
+        Contiguous int64.
+
+    Raises
+    ------
+    ParameterError
+        Not a 1-D integer array, or an index out of range.
+    """
     arr = np.asarray(idx)
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
         raise ParameterError(expected(
@@ -72,7 +91,7 @@ class PreparedFeature:
         idx : np.ndarray [shape=(k,), dtype=int]
             Row indices.
         """
-        idx = _check_idx(idx, self.n)
+        idx = check_row_indices(idx, self.n)
         k = idx.size
         block = np.empty((k, k), dtype=np.float64)
         if k:
@@ -96,8 +115,8 @@ class PreparedFeature:
 
     def _pair_indices(self, ii: Any, jj: Any) -> tuple[np.ndarray, np.ndarray]:
         """Checked row indices of the two members of each pair (one length, in range)."""
-        ii = _check_idx(ii, self.n)
-        jj = _check_idx(jj, self.n)
+        ii = check_row_indices(ii, self.n)
+        jj = check_row_indices(jj, self.n)
         if ii.shape != jj.shape:
             raise ParameterError(expected(
                 "ii, jj", "index arrays of one length", (ii.size, jj.size)))
@@ -122,7 +141,7 @@ class PreparedFeature:
         idx : np.ndarray [shape=(k,), dtype=int]
             Row indices of the group.
         """
-        idx = _check_idx(idx, self.n)
+        idx = check_row_indices(idx, self.n)
         colsum = np.zeros(idx.size)
         self._group_colsums(idx, colsum)
         return float(colsum.sum())

@@ -23,19 +23,19 @@ import numpy as np
 
 import aria_tda._simkernels as _k
 from aria_tda.errors import ParameterError, expected
-from aria_tda.similarity.base import PreparedFeature, _check_idx
+from aria_tda.similarity.base import PreparedFeature, check_row_indices
 from aria_tda.similarity.euclidean import (
     GRAM_RECOMPUTE_TOL,
     VectorFeature,
-    _as_matrix,
+    as_feature_matrix,
     std_euclidean_similarity,
 )
 from aria_tda.similarity.lcs import (
     SequenceFeature,
-    _is_missing,
-    _make_sequence_feature,
-    _prepare_sequence,
+    is_missing,
     lcs_similarity_reference,
+    make_sequence_feature,
+    prepare_sequence,
 )
 
 __all__ = ["cross_similarity"]
@@ -44,12 +44,12 @@ __all__ = ["cross_similarity"]
 def _rows(feature: PreparedFeature, rows: Any) -> np.ndarray:
     if rows is None:
         return np.arange(feature.n, dtype=np.int64)
-    return _check_idx(rows, feature.n)
+    return check_row_indices(rows, feature.n)
 
 
 def _query_vectors(feature: VectorFeature, values: Any) -> tuple[np.ndarray, np.ndarray]:
     """Query values standardised on the corpus' scale ``(n_q, d_kept)`` and their validity."""
-    x = _as_matrix(f"values[{feature.name}]", values)
+    x = as_feature_matrix(f"values[{feature.name}]", values)
     d = feature.scale.shape[0]
     if x.shape[1] != d:
         raise ParameterError(expected(
@@ -79,7 +79,7 @@ def _vector_cross(feature: VectorFeature, values: Any, rows: np.ndarray) -> np.n
 
 
 def _query_sequences(feature: SequenceFeature, values: Any) -> SequenceFeature:
-    from aria_tda.similarity.lcs import _as_symbols
+    from aria_tda.similarity.lcs import as_symbols
 
     try:
         items = list(values)
@@ -87,17 +87,17 @@ def _query_sequences(feature: SequenceFeature, values: Any) -> SequenceFeature:
         raise ParameterError(expected(
             f"values[{feature.name}]", "a list of 1-D integer sequences",
             type(values).__name__)) from None
-    top = max((int(_as_symbols("values", v).max()) + 1 for v in items
-               if not _is_missing(v) and len(v)), default=1)
+    top = max((int(as_symbols("values", v).max()) + 1 for v in items
+               if not is_missing(v) and len(v)), default=1)
     alphabet = max(feature.alphabet, top)
-    return _prepare_sequence(feature.spec, items, alphabet=alphabet)
+    return prepare_sequence(feature.spec, items, alphabet=alphabet)
 
 
 def _sequence_cross(feature: SequenceFeature, values: Any, rows: np.ndarray) -> np.ndarray:
     q = _query_sequences(feature, values)
     corpus = feature
     if q.alphabet != feature.alphabet:  # a query symbol beyond the corpus' alphabet
-        corpus = _make_sequence_feature(
+        corpus = make_sequence_feature(
             feature.spec, [feature.sequence(i) for i in range(feature.n)], feature.valid,
             q.alphabet)
     nq_words = q.woff[-1]
@@ -174,7 +174,7 @@ def cross_similarity_reference(feature: PreparedFeature, values: Any, *, rows: A
     """
     idx = _rows(feature, rows)
     if isinstance(feature, VectorFeature):
-        x = _as_matrix("values", values)
+        x = as_feature_matrix("values", values)
         # the corpus' raw value of a track, back from its standardised row
         keep = ~feature.dropped
         out = np.empty((x.shape[0], idx.size))
@@ -194,7 +194,7 @@ def cross_similarity_reference(feature: PreparedFeature, values: Any, *, rows: A
         out = np.empty((len(items), idx.size))
         for a, v in enumerate(items):
             for b, r in enumerate(idx):
-                if _is_missing(v) or not feature.valid[r]:
+                if is_missing(v) or not feature.valid[r]:
                     out[a, b] = np.nan
                 else:
                     out[a, b] = lcs_similarity_reference(np.asarray(v), feature.sequence(int(r)))

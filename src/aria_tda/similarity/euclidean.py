@@ -21,9 +21,12 @@ import numpy as np
 import aria_tda._simkernels as _k
 from aria_tda.errors import AriaWarning, DataError, ParameterError, expected
 from aria_tda.features.registry import FeatureSpec
-from aria_tda.similarity.base import PreparedFeature, _check_idx
+from aria_tda.similarity.base import PreparedFeature, check_row_indices
 
-__all__ = ["VectorFeature", "standardization_scale", "std_euclidean_similarity"]
+__all__ = [
+    "VectorFeature", "as_feature_matrix", "prepare_vector", "standardization_scale",
+    "std_euclidean_similarity",
+]
 
 #: relative threshold below which a Gram-derived squared distance is recomputed exactly
 GRAM_RECOMPUTE_TOL = 1e-6
@@ -62,7 +65,27 @@ def std_euclidean_similarity(a: Any, b: Any, scale: Any) -> float:
     return float(1.0 / (1.0 + np.sqrt(np.sum(diff * diff))))
 
 
-def _as_matrix(name: str, values: Any) -> np.ndarray:
+def as_feature_matrix(name: str, values: Any) -> np.ndarray:
+    """A vector feature's values as a float64 ``(n_tracks, dim)`` matrix (1-D: one column).
+
+    Parameters
+    ----------
+    name : str
+        The values' name, for the messages.
+    values : array_like
+        The values; NaN marks a missing feature.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ParameterError
+        Not numeric, or not 1-D/2-D.
+    DataError
+        An infinite value.
+    """
     try:
         x = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -99,7 +122,7 @@ def standardization_scale(values: Any, *,
     DataError
         if fewer than two rows have the feature, or a value is infinite.
     """
-    x = _as_matrix(name, values)
+    x = as_feature_matrix(name, values)
     rows = ~np.isnan(x).any(axis=1)
     if np.count_nonzero(rows) < 2:
         raise DataError(expected(
@@ -194,7 +217,7 @@ class VectorFeature(PreparedFeature):
         rows : np.ndarray [shape=(N',), dtype=int]
             Rows of this feature, in the new order.
         """
-        rows = _check_idx(rows, self.n)
+        rows = check_row_indices(rows, self.n)
         return VectorFeature(
             self.spec, rows.size, self.valid[rows], z=np.ascontiguousarray(self.z[rows]),
             mean=self.mean, scale=self.scale, dropped=self.dropped,
@@ -204,9 +227,28 @@ class VectorFeature(PreparedFeature):
         return (self.z, self.valid, self.scale)
 
 
-def _prepare_vector(spec: FeatureSpec, values: Any, *, scale: Any, mean: Any) -> VectorFeature:
+def prepare_vector(spec: FeatureSpec, values: Any, *, scale: Any, mean: Any) -> VectorFeature:
+    """A vector feature prepared for the standardised Euclidean similarity.
+
+    Parameters
+    ----------
+    spec : FeatureSpec
+        The feature (its ``dim``, when known, is checked).
+    values : array_like
+        ``(n_tracks, dim)`` values; a track with any NaN dimension lacks the feature (a
+        warning when only some are NaN).
+    scale : array_like or None
+        Per-dimension scale (positive; ``inf`` drops a dimension); ``None``: the sample SD
+        over the tracks (:func:`standardization_scale`).
+    mean : array_like or None
+        Per-dimension mean, only with ``scale`` (default zeros).
+
+    Returns
+    -------
+    VectorFeature
+    """
     name = f"values[{spec.name}]"
-    x = _as_matrix(name, values)
+    x = as_feature_matrix(name, values)
     if spec.dim is not None and x.shape[1] != spec.dim:
         raise DataError(expected(name, f"{spec.dim} columns (registry dim)", f"{x.shape[1]}"))
     nan = np.isnan(x)

@@ -21,14 +21,35 @@ import numpy as np
 import aria_tda._simkernels as _k
 from aria_tda.errors import ParameterError, expected
 from aria_tda.features.registry import FeatureSpec
-from aria_tda.similarity.base import PreparedFeature, _check_idx
+from aria_tda.similarity.base import PreparedFeature, check_row_indices
 
-__all__ = ["SequenceFeature", "lcs_length", "lcs_similarity"]
+__all__ = [
+    "SequenceFeature", "as_symbols", "is_missing", "lcs_length", "lcs_similarity",
+    "make_sequence_feature", "prepare_sequence",
+]
 
 MAX_ALPHABET = 256
 
 
-def _as_symbols(name: str, seq: Any) -> np.ndarray:
+def as_symbols(name: str, seq: Any) -> np.ndarray:
+    """A sequence as uint8 symbols in ``[0, MAX_ALPHABET)`` (whole-number floats accepted).
+
+    Parameters
+    ----------
+    name : str
+        The sequence's name, for the messages.
+    seq : array_like
+        A 1-D integer sequence.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ParameterError
+        Not 1-D, not integers, or a symbol out of range.
+    """
     arr = np.asarray(seq)
     if arr.ndim != 1:
         raise ParameterError(expected(
@@ -53,8 +74,8 @@ def lcs_length_reference(a: Any, b: Any) -> int:
     a, b : sequence of int
         Symbols in ``[0, 256)``.
     """
-    x = _as_symbols("a", a)
-    y = _as_symbols("b", b)
+    x = as_symbols("a", a)
+    y = as_symbols("b", b)
     prev = [0] * (len(y) + 1)
     for xi in x.tolist():
         cur = [0]
@@ -77,7 +98,7 @@ def lcs_similarity_reference(a: Any, b: Any) -> float:
     a, b : sequence of int
         Symbols in ``[0, 256)``.
     """
-    la, lb = len(_as_symbols("a", a)), len(_as_symbols("b", b))
+    la, lb = len(as_symbols("a", a)), len(as_symbols("b", b))
     return _normalised(lcs_length_reference(a, b), la, lb)
 
 
@@ -100,8 +121,8 @@ def lcs_length(a: Any, b: Any) -> int:
     a, b : sequence of int
         Symbols in ``[0, 256)``.
     """
-    x = _as_symbols("a", a)
-    y = _as_symbols("b", b)
+    x = as_symbols("a", a)
+    y = as_symbols("b", b)
     flat, offsets = _pack([x, y])
     alphabet = int(flat.max()) + 1 if flat.size else 1
     masks, woff = _k.build_masks(flat, offsets, alphabet)
@@ -122,8 +143,8 @@ def lcs_similarity(a: Any, b: Any) -> float:
     a, b : sequence of int
         Symbols in ``[0, 256)``.
     """
-    x = _as_symbols("a", a)
-    y = _as_symbols("b", b)
+    x = as_symbols("a", a)
+    y = as_symbols("b", b)
     return _normalised(lcs_length(x, y), len(x), len(y))
 
 
@@ -205,20 +226,52 @@ class SequenceFeature(PreparedFeature):
         rows : np.ndarray [shape=(N',), dtype=int]
             Rows of this feature, in the new order.
         """
-        rows = _check_idx(rows, self.n)
+        rows = check_row_indices(rows, self.n)
         seqs = [self.sequence(int(i)) for i in rows]
-        return _make_sequence_feature(self.spec, seqs, self.valid[rows], self.alphabet)
+        return make_sequence_feature(self.spec, seqs, self.valid[rows], self.alphabet)
 
     def _digest_arrays(self) -> tuple[np.ndarray, ...]:
         return (self.flat, self.offsets, self.valid)
 
 
-def _is_missing(v: Any) -> bool:
+def is_missing(v: Any) -> bool:
+    """True for a missing sequence: ``None`` or a float NaN.
+
+    Parameters
+    ----------
+    v : Any
+        A track's value.
+
+    Returns
+    -------
+    bool
+    """
     return v is None or (isinstance(v, float) and v != v)
 
 
-def _prepare_sequence(spec: FeatureSpec, values: Any, *,
-                      alphabet: int | None) -> SequenceFeature:
+def prepare_sequence(spec: FeatureSpec, values: Any, *,
+                     alphabet: int | None) -> SequenceFeature:
+    """A sequence feature prepared for the LCS similarity.
+
+    Parameters
+    ----------
+    spec : FeatureSpec
+        The feature.
+    values : sequence
+        One 1-D integer sequence per track (:func:`is_missing`: the track lacks it).
+    alphabet : int or None
+        The number of symbols (at least the largest symbol + 1, at most ``MAX_ALPHABET``);
+        ``None``: the largest symbol + 1, at least 12.
+
+    Returns
+    -------
+    SequenceFeature
+
+    Raises
+    ------
+    ParameterError
+        Values that are not a list of 1-D integer sequences, or a bad ``alphabet``.
+    """
     what = f"values[{spec.name}]"
     if isinstance(values, np.ndarray) and values.dtype != object:
         raise ParameterError(expected(
@@ -231,11 +284,11 @@ def _prepare_sequence(spec: FeatureSpec, values: Any, *,
     valid = np.ones(len(items), dtype=bool)
     seqs: list[np.ndarray] = []
     for i, v in enumerate(items):
-        if _is_missing(v):
+        if is_missing(v):
             valid[i] = False
             seqs.append(np.zeros(0, np.uint8))
         else:
-            seqs.append(_as_symbols(f"values[{spec.name}][{i}]", v))
+            seqs.append(as_symbols(f"values[{spec.name}][{i}]", v))
     top = max((int(s.max()) + 1 for s in seqs if s.size), default=1)
     if alphabet is None:
         alphabet = max(12, top)
@@ -244,11 +297,28 @@ def _prepare_sequence(spec: FeatureSpec, values: Any, *,
         raise ParameterError(expected(
             "alphabet",
             f"an integer in [{top}, {MAX_ALPHABET}] (largest symbol + 1 = {top})", alphabet))
-    return _make_sequence_feature(spec, seqs, valid, int(alphabet))
+    return make_sequence_feature(spec, seqs, valid, int(alphabet))
 
 
-def _make_sequence_feature(spec: FeatureSpec, seqs: list[np.ndarray], valid: np.ndarray,
-                           alphabet: int) -> SequenceFeature:
+def make_sequence_feature(spec: FeatureSpec, seqs: list[np.ndarray], valid: np.ndarray,
+                          alphabet: int) -> SequenceFeature:
+    """A :class:`SequenceFeature` of already checked symbol sequences (packed, bit masks built).
+
+    Parameters
+    ----------
+    spec : FeatureSpec
+        The feature.
+    seqs : list of numpy.ndarray
+        One uint8 sequence per track (empty for a missing one).
+    valid : numpy.ndarray
+        Boolean: the tracks that have the feature.
+    alphabet : int
+        The number of symbols.
+
+    Returns
+    -------
+    SequenceFeature
+    """
     flat, offsets = _pack(seqs)
     masks, woff = _k.build_masks(flat, offsets, alphabet)
     return SequenceFeature(

@@ -18,10 +18,10 @@ import numpy as np
 
 from aria_tda.errors import AriaWarning, DataError, ParameterError, expected
 from aria_tda.features.registry import FeatureSpec
-from aria_tda.similarity.base import PreparedFeature, _check_idx
-from aria_tda.similarity.euclidean import VectorFeature, _as_matrix, _prepare_vector
+from aria_tda.similarity.base import PreparedFeature, check_row_indices
+from aria_tda.similarity.euclidean import VectorFeature, as_feature_matrix, prepare_vector
 from aria_tda.similarity.euclidean import std_euclidean_similarity as _std_euclidean
-from aria_tda.similarity.lcs import SequenceFeature, _prepare_sequence, lcs_similarity_reference
+from aria_tda.similarity.lcs import SequenceFeature, lcs_similarity_reference, prepare_sequence
 
 __all__ = ["pairwise", "prepare_channels", "prepare_feature"]
 
@@ -64,9 +64,9 @@ def prepare_feature(
     if not isinstance(spec, FeatureSpec):
         raise ParameterError(expected("spec", "a FeatureSpec", type(spec).__name__))
     if spec.kind == "vector" and spec.similarity == "std_euclidean":
-        return _prepare_vector(spec, values, scale=scale, mean=mean)
+        return prepare_vector(spec, values, scale=scale, mean=mean)
     if spec.kind == "sequence" and spec.similarity == "chord_lcs":
-        return _prepare_sequence(spec, values, alphabet=alphabet)
+        return prepare_sequence(spec, values, alphabet=alphabet)
     raise ParameterError(expected(
         "spec", "kind/similarity 'vector'/'std_euclidean' or 'sequence'/'chord_lcs'",
         f"{spec.kind}/{spec.similarity}"))
@@ -187,11 +187,11 @@ def pairwise_reference(pf: PreparedFeature, idx: Any, values: Any) -> np.ndarray
     values : np.ndarray [shape=(N, d)] | sequence of N integer arrays
         The raw values ``pf`` was prepared from.
     """
-    idx = _check_idx(idx, pf.n)
+    idx = check_row_indices(idx, pf.n)
     k = idx.size
     out = np.full((k, k), np.nan)
     if isinstance(pf, VectorFeature):
-        x = _as_matrix("values", values)
+        x = as_feature_matrix("values", values)
 
         def sim(i: int, j: int) -> float:
             return _std_euclidean(x[i], x[j], pf.scale)
