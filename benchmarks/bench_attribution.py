@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from aria_tda.attribution import DEFAULTS, run_methods, tracin
-from aria_tda.attribution._features import Projector
-from aria_tda.attribution._threads import pinned_threads as _threads
+from aria_tda.attribution.gradient_projection import Projector
 from aria_tda.attribution.task import build_task, make_loader
+from aria_tda.attribution.threads import pinned_threads as _threads
 from aria_tda_experiments.model import build_model
 from aria_tda_experiments.presets import preset
 

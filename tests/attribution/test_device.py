@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from aria_tda.attribution._device import check_device, device_of
+from aria_tda.attribution.device import check_device, device_of
 from aria_tda.errors import DataError, ParameterError
 
 

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aria_tda.attribution._threads import pinned_threads, torch_threads  # noqa: E402
+from aria_tda.attribution.threads import pinned_threads, torch_threads  # noqa: E402
 from aria_tda.errors import ParameterError  # noqa: E402
 
 

@@ -112,7 +112,7 @@ class DemoSettings:
         check_loss("target", self.target)
         if self.until is not None:
             check_choice("until", self.until, STAGES)
-        from aria_tda.attribution._device import check_device
+        from aria_tda.attribution.device import check_device
 
         object.__setattr__(self, "device", check_device("device", self.device))
 
@@ -260,7 +260,7 @@ def run_demo(
         name = preset if preset is not None else ("quick" if quick else "default")
         p = presets.preset(name)
     seed = check_int("seed", seed, min_value=0)
-    from aria_tda.attribution._device import check_device
+    from aria_tda.attribution.device import check_device
 
     accelerated = check_device("device", overrides.get("device", "cpu")) != "cpu"
     default_threads = min(8 if accelerated else 2, os.cpu_count() or 1)

@@ -29,13 +29,12 @@ from typing import Any
 import numpy as np
 
 from aria_tda._checks import check_float, check_int
-from aria_tda.attribution._features import DEFAULT_MAX_PROJECTION_BYTES, Projector
-from aria_tda.attribution._threads import pinned_threads
 from aria_tda.attribution.base import (
     AttributionResult,
     prepare_inputs,
     scores_to_numpy,
 )
+from aria_tda.attribution.gradient_projection import DEFAULT_MAX_PROJECTION_BYTES, Projector
 from aria_tda.attribution.task import (
     LossLike,
     build_task,
@@ -45,6 +44,7 @@ from aria_tda.attribution.task import (
     nn,
     single_sample_functions,
 )
+from aria_tda.attribution.threads import pinned_threads
 from aria_tda.attribution.trak_ensemble import (
     TrakAccumulator,
     TrakArgs,

@@ -341,10 +341,10 @@ def test_tracin_trajectory_is_evenly_spaced_and_ends_at_the_last_checkpoint(n, k
 def render():
     pytest.importorskip("soundfile")
     from aria_tda.errors import MissingDependencyError
-    from aria_tda.features.audio.render import _fluidsynth, find_soundfont, render_midi
+    from aria_tda.features.audio.render import find_soundfont, import_fluidsynth, render_midi
 
     try:
-        _fluidsynth()
+        import_fluidsynth()
         sf = find_soundfont()
     except MissingDependencyError as exc:
         pytest.skip(str(exc))

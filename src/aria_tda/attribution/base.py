@@ -28,8 +28,8 @@ import numpy as np
 
 from aria_tda._options import Options, option
 from aria_tda._progress import progress
-from aria_tda.attribution._device import check_device
-from aria_tda.attribution._features import DEFAULT_MAX_PROJECTION_BYTES
+from aria_tda.attribution.device import check_device
+from aria_tda.attribution.gradient_projection import DEFAULT_MAX_PROJECTION_BYTES
 from aria_tda.attribution.task import LossLike, as_windows, check_loss, import_dattri, loss_name, nn
 from aria_tda.errors import DataError, ParameterError, expected
 
@@ -39,9 +39,12 @@ __all__ = [
     "AttributionResult",
     "MethodArgs",
     "ProjectionArgs",
+    "Stopwatch",
+    "dattri_progress",
     "prepare_inputs",
     "resolve_args",
     "scores_to_numpy",
+    "single_checkpoint",
 ]
 
 ArgsT = TypeVar("ArgsT", bound="MethodArgs")
@@ -275,8 +278,23 @@ def scores_to_numpy(scores: Any, n_train: int, n_test: int, method: str) -> np.n
     return out
 
 
-def _one(checkpoint: Any) -> list[Any]:
-    """A single checkpoint as a one-element list (a list of several is an error)."""
+def single_checkpoint(checkpoint: Any) -> list[Any]:
+    """A single checkpoint as a one-element list (a list of several is an error).
+
+    Parameters
+    ----------
+    checkpoint : Any
+        One checkpoint, or a list or tuple holding exactly one.
+
+    Returns
+    -------
+    list
+
+    Raises
+    ------
+    ParameterError
+        A list or tuple of several checkpoints (or none).
+    """
     if isinstance(checkpoint, (list, tuple)):
         if len(checkpoint) != 1:
             got = f"{len(checkpoint)} checkpoints"
@@ -286,8 +304,17 @@ def _one(checkpoint: Any) -> list[Any]:
 
 
 @contextlib.contextmanager
-def _dattri_progress(enabled: bool | None) -> Iterator[None]:
-    """Route dattri's internal tqdm bars through ARIA's progress setting while it runs."""
+def dattri_progress(enabled: bool | None) -> Iterator[None]:
+    """Route dattri's internal tqdm bars through ARIA's progress setting while it runs.
+
+    A context manager: inside it, the progress bars of dattri's TRAK, TracIn and block-projected
+    influence modules are ARIA's (:func:`aria_tda._progress.progress`).
+
+    Parameters
+    ----------
+    enabled : bool or None
+        Draw them (``None``: ARIA's default setting).
+    """
     names = (
         "dattri.algorithm.trak",
         "dattri.algorithm.tracin",
@@ -311,8 +338,16 @@ def _dattri_progress(enabled: bool | None) -> Iterator[None]:
             mod.tqdm = orig
 
 
-class _Timer:
-    def __enter__(self) -> _Timer:
+class Stopwatch:
+    """Wall-clock seconds of a ``with`` block, in :attr:`seconds` once the block has ended.
+
+    Attributes
+    ----------
+    seconds : float
+        The block's duration (set on exit).
+    """
+
+    def __enter__(self) -> Stopwatch:
         self.t0 = time.perf_counter()
         return self
 

@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from aria_tda._options import option
-from aria_tda.attribution._threads import pinned_threads
 from aria_tda.attribution.base import (
     AttributionResult,
     MethodArgs,
-    _dattri_progress,
-    _Timer,
+    Stopwatch,
+    dattri_progress,
     prepare_inputs,
     resolve_args,
     scores_to_numpy,
@@ -45,6 +44,7 @@ from aria_tda.attribution.task import (
     resolve_loss,
     torch,
 )
+from aria_tda.attribution.threads import pinned_threads
 from aria_tda.errors import ParameterError, expected
 
 __all__ = ["FactGraSSArgs", "LoGraArgs", "TargetLossModel", "factgrass", "logra"]
@@ -229,7 +229,7 @@ def _block_projected(
     train_loader = make_loader(train, batch_size=batch_size, as_dict=True)
     query_loader = make_loader(queries, batch_size=batch_size, as_dict=True)
     with tempfile.TemporaryDirectory(prefix="aria-blockif-") as cache_dir, \
-            pinned_threads(num_threads), _Timer() as timer:
+            pinned_threads(num_threads), Stopwatch() as timer:
         attributor = block_if.BlockProjectedIFAttributor(
             task, layer_names=names, hessian=hessian, damping=damping, device=device,
             sparsifier_kwargs=dict(sparsifier_kwargs), projector_kwargs=dict(projector_kwargs),
@@ -238,7 +238,7 @@ def _block_projected(
         # Build the compressors from a real batch (dict batches call model(**batch), which
         # sidesteps 0.3.0's `sample_inputs[0]` un-batching of tuple batches).
         attributor._setup_compressors(train_loader)
-        with _dattri_progress(progress_bar), torch._dynamo.config.patch(disable=True), \
+        with dattri_progress(progress_bar), torch._dynamo.config.patch(disable=True), \
                 warnings.catch_warnings():
             # torch.compile of dattri's compressor is disabled (TORCHDYNAMO_DISABLE=1 in
             # effect); dattri asks for pinned memory, which has no meaning without an

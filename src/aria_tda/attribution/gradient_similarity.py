@@ -24,17 +24,20 @@ from typing import Any, ClassVar
 
 from aria_tda._checks import check_float
 from aria_tda._options import option
-from aria_tda.attribution._features import Projector, iter_projected_gradients, projected_gradients
-from aria_tda.attribution._threads import pinned_threads
 from aria_tda.attribution.base import (
     AttributionResult,
     ProjectionArgs,
-    _dattri_progress,
-    _one,
-    _Timer,
+    Stopwatch,
+    dattri_progress,
     prepare_inputs,
     resolve_args,
     scores_to_numpy,
+    single_checkpoint,
+)
+from aria_tda.attribution.gradient_projection import (
+    Projector,
+    iter_projected_gradients,
+    projected_gradients,
 )
 from aria_tda.attribution.task import (
     build_task,
@@ -44,6 +47,7 @@ from aria_tda.attribution.task import (
     nn,
     torch,
 )
+from aria_tda.attribution.threads import pinned_threads
 from aria_tda.errors import ParameterError, expected
 
 __all__ = ["GradientArgs", "grad_similarities", "gradcos", "graddot", "tracin"]
@@ -99,7 +103,7 @@ def _gradient_scores(
     name = "/".join(variants)
     n_train, n_test = int(train_t.shape[0]), int(query_t.shape[0])
     scores: dict[str, Any] = {}
-    with pinned_threads(a.num_threads), _Timer() as timer:
+    with pinned_threads(a.num_threads), Stopwatch() as timer:
         if a.engine == "dattri":
             TracInAttributor = import_dattri("dattri.algorithm.tracin").TracInAttributor
 
@@ -110,7 +114,7 @@ def _gradient_scores(
                 attributor.projector_kwargs = (
                     None if a.proj_dim is None else dict(projector.kwargs)
                 )
-                with _dattri_progress(a.progress), torch.no_grad():
+                with dattri_progress(a.progress), torch.no_grad():
                     scores[method] = attributor.attribute(train_loader, query_loader)
         else:
             for method in variants:
@@ -199,8 +203,8 @@ def graddot(
         ``engine``, ``device``, ...); default ``GradientArgs()``.
     """
     a = resolve_args(GradientArgs, args, "GradDot")
-    return _gradient_scores({"GradDot": False}, model, _one(checkpoint), [1.0], train, queries,
-                            a)["GradDot"]
+    return _gradient_scores({"GradDot": False}, model, single_checkpoint(checkpoint), [1.0],
+                            train, queries, a)["GradDot"]
 
 
 def gradcos(
@@ -226,8 +230,8 @@ def gradcos(
         ``engine``, ``device``, ...); default ``GradientArgs()``.
     """
     a = resolve_args(GradientArgs, args, "GradCos")
-    return _gradient_scores({"GradCos": True}, model, _one(checkpoint), [1.0], train, queries,
-                            a)["GradCos"]
+    return _gradient_scores({"GradCos": True}, model, single_checkpoint(checkpoint), [1.0],
+                            train, queries, a)["GradCos"]
 
 
 def grad_similarities(
@@ -256,5 +260,5 @@ def grad_similarities(
         ``engine``, ``device``, ...); default ``GradientArgs()``.
     """
     a = resolve_args(GradientArgs, args, "GradDot/GradCos")
-    return _gradient_scores({"GradDot": False, "GradCos": True}, model, _one(checkpoint), [1.0],
-                            train, queries, a)
+    return _gradient_scores({"GradDot": False, "GradCos": True}, model,
+                            single_checkpoint(checkpoint), [1.0], train, queries, a)

@@ -82,15 +82,14 @@ from typing import Any
 import numpy as np
 
 from aria_tda._checks import check_choice, check_existing_path
-from aria_tda.attribution._features import Projector, iter_projected_gradients
-from aria_tda.attribution._threads import pinned_threads
 from aria_tda.attribution.base import (
     AttributionResult,
     MethodArgs,
-    _one,
     prepare_inputs,
     resolve_args,
+    single_checkpoint,
 )
+from aria_tda.attribution.gradient_projection import Projector, iter_projected_gradients
 from aria_tda.attribution.registry import (
     REGISTRY,
     Checkpoints,
@@ -115,6 +114,7 @@ from aria_tda.attribution.task import (
     nn,
     torch,
 )
+from aria_tda.attribution.threads import pinned_threads
 from aria_tda.errors import FileFormatError, ParameterError, expected
 
 __all__ = [
@@ -267,7 +267,7 @@ def training_gradient_norms(
 
     a = GradientArgs() if args is None else resolve_args(MethodArgs, args, "gradient norms")
     model, train_t, _ = prepare_inputs(model, train, train)
-    ckpts = load_checkpoints(_one(checkpoint))
+    ckpts = load_checkpoints(single_checkpoint(checkpoint))
     task = build_task(model, ckpts, loss=a.loss, target=a.loss, objective="loss",
                       device=a.device)
     loader = make_loader(train_t, batch_size=a.batch_size)

@@ -442,7 +442,7 @@ def build_task(
         :class:`FastAttributionTask` (per-tensor gradients) or plain dattri.
     device : str
         Where the copy lives (and so where gradients are computed); batches are moved there
-        by :func:`aria_tda.attribution._features.iter_projected_gradients`.
+        by :func:`aria_tda.attribution.gradient_projection.iter_projected_gradients`.
 
     See Also
     --------

@@ -25,21 +25,20 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from aria_tda._options import option
-from aria_tda.attribution._features import (
+from aria_tda.attribution.base import (
+    AttributionResult,
+    ProjectionArgs,
+    Stopwatch,
+    dattri_progress,
+    prepare_inputs,
+    resolve_args,
+    scores_to_numpy,
+)
+from aria_tda.attribution.gradient_projection import (
     Projector,
     projected_gradients,
     sqrt_n_params,
     train_correct_probs,
-)
-from aria_tda.attribution._threads import pinned_threads
-from aria_tda.attribution.base import (
-    AttributionResult,
-    ProjectionArgs,
-    _dattri_progress,
-    _Timer,
-    prepare_inputs,
-    resolve_args,
-    scores_to_numpy,
 )
 from aria_tda.attribution.task import (
     build_task,
@@ -50,6 +49,7 @@ from aria_tda.attribution.task import (
     single_sample_functions,
     torch,
 )
+from aria_tda.attribution.threads import pinned_threads
 from aria_tda.errors import ParameterError
 
 __all__ = [
@@ -250,7 +250,7 @@ def _trak(model: Any, checkpoints: Any, train: Any, queries: Any, a: TrakArgs) -
     task = build_task(model, ckpts, loss=a.loss, target=a.target, objective="margin",
                       fast=a.engine == "aria", device=a.device)
     prob_fn = single_sample_functions(task.get_model(), a.loss)["prob"]
-    with pinned_threads(a.num_threads), _Timer() as timer:
+    with pinned_threads(a.num_threads), Stopwatch() as timer:
         if a.engine == "dattri":
             TRAKAttributor = import_dattri("dattri.algorithm.trak").TRAKAttributor
 
@@ -259,7 +259,7 @@ def _trak(model: Any, checkpoints: Any, train: Any, queries: Any, a: TrakArgs) -
                                         regularization=a.lam)
             # never mutate dattri's defaults: a fresh dict on the instance
             attributor.projector_kwargs = dict(projector.kwargs)
-            with _dattri_progress(a.progress), torch.no_grad():
+            with dattri_progress(a.progress), torch.no_grad():
                 attributor.cache(train_loader)
                 scores = attributor.attribute(query_loader)
         else:

@@ -42,8 +42,8 @@ On-disk layout of a trained model (``out_dir``, written atomically)::
 
 from __future__ import annotations
 
-from aria_tda.attribution._threads import torch_threads
 from aria_tda.attribution.subsets import sample_subsets
+from aria_tda.attribution.threads import torch_threads
 from aria_tda_experiments.train.checkpoints import (
     MODEL_KIND,
     load_model,

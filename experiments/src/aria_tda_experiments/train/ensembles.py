@@ -18,7 +18,7 @@ import torch
 from aria_tda._checks import check_choice, check_int
 from aria_tda._io import atomic_path
 from aria_tda._progress import progress
-from aria_tda.attribution._device import check_device
+from aria_tda.attribution.device import check_device
 from aria_tda.attribution.subsets import sample_subsets
 from aria_tda.errors import ParameterError, expected
 from aria_tda_experiments.model import ModelConfig

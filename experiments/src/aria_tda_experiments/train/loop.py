@@ -15,8 +15,8 @@ from torch import nn
 
 from aria_tda._checks import check_int
 from aria_tda._progress import progress
-from aria_tda.attribution._device import check_device
-from aria_tda.attribution._threads import torch_threads
+from aria_tda.attribution.device import check_device
+from aria_tda.attribution.threads import torch_threads
 from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda_experiments.model import ModelConfig, build_model, loss_fn
 from aria_tda_experiments.train.checkpoints import save_trained

@@ -201,10 +201,10 @@ def needs_render():
     pytest.importorskip("music21")
     pytest.importorskip("soundfile")
     from aria_tda.errors import MissingDependencyError
-    from aria_tda.features.audio.render import _fluidsynth, find_soundfont
+    from aria_tda.features.audio.render import find_soundfont, import_fluidsynth
 
     try:
-        _fluidsynth()
+        import_fluidsynth()
         find_soundfont()
     except MissingDependencyError as exc:
         pytest.skip(str(exc))

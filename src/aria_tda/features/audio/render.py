@@ -45,6 +45,7 @@ from aria_tda.errors import FileFormatError, MissingDependencyError, ParameterEr
 __all__ = [
     "Note",
     "find_soundfont",
+    "import_fluidsynth",
     "midi_from_notes",
     "render_file",
     "render_midi",
@@ -231,7 +232,18 @@ def _no_soundfont(looked: str) -> MissingDependencyError:
     )
 
 
-def _fluidsynth() -> Any:
+def import_fluidsynth() -> Any:
+    """The ``fluidsynth`` module (pyfluidsynth), which renders MIDI to audio.
+
+    Returns
+    -------
+    module
+
+    Raises
+    ------
+    MissingDependencyError
+        pyfluidsynth or the FluidSynth C library is missing (the message says what to install).
+    """
     try:
         import fluidsynth
     except ImportError as exc:  # pyfluidsynth missing, or the C library libfluidsynth missing
@@ -250,7 +262,7 @@ class _Synth:
         self, sr: int, soundfont: Path, gain: float, reverb: bool, chorus: bool,
         dynamic_samples: bool = False,
     ) -> None:
-        fs = _fluidsynth()
+        fs = import_fluidsynth()
         # settings passed to the constructor are applied before the synthesiser is created
         effects = {"synth.reverb.active": int(reverb), "synth.chorus.active": int(chorus)}
         if dynamic_samples:  # load only the samples of the presets the file selects

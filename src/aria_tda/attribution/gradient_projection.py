@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from aria_tda._progress import progress
-from aria_tda.attribution._device import device_of
+from aria_tda.attribution.device import device_of
 from aria_tda.attribution.task import torch
 from aria_tda.errors import ParameterError, expected
 
@@ -25,7 +25,9 @@ __all__ = [
     "DEFAULT_MAX_PROJECTION_BYTES",
     "Projector",
     "iter_projected_gradients",
+    "n_params",
     "projected_gradients",
+    "sqrt_n_params",
     "train_correct_probs",
 ]
 
@@ -87,6 +89,17 @@ class Projector:
                 "proj_max_batch_size": self.proj_max_batch_size, "device": self.device}
 
     def output_dim(self, feature_dim: int) -> int:
+        """The projected width: ``proj_dim``, or ``feature_dim`` when there is none.
+
+        Parameters
+        ----------
+        feature_dim : int
+            The gradients' width (the number of parameters).
+
+        Returns
+        -------
+        int
+        """
         return feature_dim if self.proj_dim is None else int(self.proj_dim)
 
     def _dense(self, feature_dim: int, ensemble_id: int, dtype: Any) -> Any:
@@ -159,7 +172,17 @@ def _to(batch: Any, device: Any) -> Any:
 
 
 def n_params(task: Any) -> int:
-    """Number of trainable parameters of the task's model."""
+    """Number of trainable parameters of the task's model.
+
+    Parameters
+    ----------
+    task : dattri AttributionTask
+        The task.
+
+    Returns
+    -------
+    int
+    """
     return sum(p.numel() for p in task.get_model().parameters() if p.requires_grad)
 
 
@@ -191,6 +214,10 @@ def iter_projected_gradients(
         several projection dimensions).
     scale : float
         Divide gradients by this before projecting (TRAK: :math:`\sqrt{n_{params}}`).
+    desc : str, optional
+        The progress bar's label.
+    progress_bar : bool, optional
+        Draw a progress bar over the batches.
 
     Yields
     ------
@@ -228,7 +255,31 @@ def projected_gradients(
     desc: str | None = None,
     progress_bar: bool | None = None,
 ) -> Any:
-    """All of :func:`iter_projected_gradients` concatenated: ``(N, k)`` (or a list of them)."""
+    """All of :func:`iter_projected_gradients` concatenated: ``(N, k)`` (or a list of them).
+
+    Parameters
+    ----------
+    task : dattri AttributionTask
+        The task.
+    loader : DataLoader
+        Unshuffled batches.
+    ckpt_idx : int
+        Checkpoint index (dattri's projection ``ensemble_id``).
+    which : {"loss", "target"}
+        Differentiate the loss (training side) or the target function (query side).
+    projector : Projector or list of Projector
+        The projection(s).
+    scale : float
+        Divide gradients by this before projecting.
+    desc : str, optional
+        The progress bar's label.
+    progress_bar : bool, optional
+        Draw a progress bar over the batches.
+
+    Returns
+    -------
+    torch.Tensor or list of torch.Tensor
+    """
     batches = list(iter_projected_gradients(task, loader, ckpt_idx=ckpt_idx, which=which,
                                             projector=projector, scale=scale, desc=desc,
                                             progress_bar=progress_bar))
@@ -239,6 +290,17 @@ def projected_gradients(
 
 def train_correct_probs(task: Any, loader: Any, *, ckpt_idx: int, prob_fn: Any) -> Any:
     r"""TRAK's :math:`p(s)` per training window at one checkpoint (vmapped, as in dattri).
+
+    Parameters
+    ----------
+    task : dattri AttributionTask
+        The task.
+    loader : DataLoader
+        Unshuffled training batches.
+    ckpt_idx : int
+        Checkpoint index.
+    prob_fn : callable
+        ``prob_fn(params, batch)``: the probability of the correct output of each example.
 
     Returns
     -------
@@ -260,5 +322,15 @@ def train_correct_probs(task: Any, loader: Any, *, ckpt_idx: int, prob_fn: Any) 
 
 
 def sqrt_n_params(task: Any) -> float:
-    """dattri TRAK's ``norm_scaler``."""
+    r"""dattri TRAK's ``norm_scaler``: :math:`\sqrt{n_{params}}`.
+
+    Parameters
+    ----------
+    task : dattri AttributionTask
+        The task.
+
+    Returns
+    -------
+    float
+    """
     return math.sqrt(n_params(task))
