@@ -15,6 +15,11 @@ diagnose``
     measured with the BLAS thread count the streaming pass used and with all threads; the
     faster one is the reference. Target: >= 70% of the reference.
 (c) The same kernel on a CUDA GPU when torch sees one (skipped otherwise).
+(d) ``--small``: the light command, ``aria-tda diagnose`` (the console script) of a
+    ``--small-rows x --small-cols`` float32 ``.npy`` (default 500 x 20), ``--small-repeats``
+    times, each in its own process: wall time and peak RSS (``ru_maxrss`` from ``os.wait4``;
+    the same figure as ``/usr/bin/time -v``). Targets: <= 0.5 s and <= 120 MB (the median
+    wall and the largest RSS).
 
 Usage::
 
@@ -22,6 +27,8 @@ Usage::
     .venv/bin/python benchmarks/bench_diagnose.py --skip-big      # (a) and (c) only
     .venv/bin/python benchmarks/bench_diagnose.py --rows 20000 --cols 300 \\
         --big-rows 200000 --big-cols 500
+    .venv/bin/python benchmarks/bench_diagnose.py --rows 100000 --cols 800 --skip-big \\
+        --small --out benchmarks/results/bench_diagnose_100k.json    # issue 41's figures
 
 Prints a table and writes JSON (``--out``).
 """
@@ -160,7 +167,19 @@ def child_gemm(t: int, rows: int, threads: int | None, repeat: int) -> dict[str,
     }
 
 
-CHILDREN = {"gen": child_gen, "naive": child_naive, "aria": child_aria, "gemm": child_gemm}
+def child_gpu() -> dict[str, Any]:
+    """The CUDA device torch sees, if any."""
+    try:
+        import torch
+    except ImportError:
+        return {"gpu": None, "why": "torch is not installed"}
+    if not torch.cuda.is_available():
+        return {"gpu": None, "why": "torch.cuda.is_available() is False"}
+    return {"gpu": torch.cuda.get_device_name(0), "why": None}
+
+
+CHILDREN = {"gen": child_gen, "naive": child_naive, "aria": child_aria, "gemm": child_gemm,
+            "gpu": child_gpu}
 
 
 def _child_main(argv: list[str]) -> None:
@@ -201,6 +220,7 @@ def run_child(cmd: list[str], *, parse: bool = True, threads: int | None = None)
         lines = [ln for ln in out.splitlines() if ln.startswith("RESULT ")]
         rec = json.loads(lines[-1][7:]) if lines else json.loads(out)
     rec["wall_s"] = wall
+    rec["cpu_s"] = usage.ru_utime + usage.ru_stime  # what a busy machine does not stretch
     rec["peak_rss_mb"] = usage.ru_maxrss / 1024.0  # Linux: kilobytes
     return rec
 
@@ -287,8 +307,39 @@ def part_b(opts: argparse.Namespace, work: Path) -> dict[str, Any]:
     }
 
 
+def part_small(opts: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """(d) The light command on a small file: wall and peak RSS of each run (own process)."""
+    path = work / "small.npy"
+    rng = np.random.default_rng(3)
+    np.save(path, rng.standard_normal((opts.small_rows, opts.small_cols)).astype(np.float32))
+    script = Path(sys.executable).with_name("aria-tda")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "aria_tda"]
+    runs = [run_child([*cmd, "diagnose", str(path)], parse=False)
+            for _ in range(opts.small_repeats)]
+    walls = sorted(r["wall_s"] for r in runs)
+    cpus = sorted(r["cpu_s"] for r in runs)
+    return {
+        "shape": [opts.small_rows, opts.small_cols],
+        "command": " ".join([Path(cmd[0]).name, *cmd[1:], "diagnose", "small.npy"]),
+        "runs": runs,
+        "median_wall_s": walls[len(walls) // 2],
+        "median_cpu_s": cpus[len(cpus) // 2],
+        "load_average_1min": os.getloadavg()[0],
+        "max_peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+        "target": {"wall_s": 0.5, "peak_rss_mb": 120},
+    }
+
+
 def table(res: dict[str, Any]) -> str:
     lines = []
+    sm = res.get("small")
+    if sm:
+        lines.append(
+            f"(d) aria-tda diagnose of a {sm['shape'][0]} x {sm['shape'][1]} float32 .npy "
+            f"({len(sm['runs'])} runs): median wall {sm['median_wall_s']:.2f} s (target <= 0.5; "
+            f"CPU {sm['median_cpu_s']:.2f} s, load average {sm['load_average_1min']:.1f}), "
+            f"peak RSS {sm['max_peak_rss_mb']:.0f} MB (target <= 120)"
+        )
     a = res.get("a")
     if a:
         n, c, p = a["naive"], a["aria_cli"], a["aria_phases"]
@@ -351,6 +402,10 @@ def main() -> None:
     ap.add_argument("--big-rows", type=int, default=2_000_000, help="(b) rows M")
     ap.add_argument("--big-cols", type=int, default=2_000, help="(b) columns T")
     ap.add_argument("--skip-a", action="store_true", help="skip (a)")
+    ap.add_argument("--small", action="store_true", help="also (d): the light command")
+    ap.add_argument("--small-rows", type=int, default=500, help="(d) rows")
+    ap.add_argument("--small-cols", type=int, default=20, help="(d) columns")
+    ap.add_argument("--small-repeats", type=int, default=5, help="(d) runs")
     ap.add_argument("--skip-big", action="store_true", help="skip (b)")
     ap.add_argument(
         "--chunk-rows", type=int, default=None, help="rows per block (default: the engine's)"
@@ -382,22 +437,22 @@ def main() -> None:
             "numpy": np.__version__,
         },
         "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "load_average_1min_at_start": os.getloadavg()[0],
     }
-    try:
-        import torch
-
-        opts.gpu = bool(torch.cuda.is_available())
-        if opts.gpu:
-            res["machine"]["gpu"] = torch.cuda.get_device_name(0)
-        else:
-            res["gpu_skipped"] = "torch.cuda.is_available() is False"
-    except ImportError:
-        opts.gpu = False
-        res["gpu_skipped"] = "torch is not installed"
+    # asked in a child: torch in this process would count in every child's peak RSS (a child
+    # is forked from this process, and ru_maxrss keeps its size from before the exec)
+    probe = run_child(child("gpu"))
+    opts.gpu = bool(probe.get("gpu"))
+    if opts.gpu:
+        res["machine"]["gpu"] = probe["gpu"]
+    else:
+        res["gpu_skipped"] = probe["why"]
     work = Path(tempfile.mkdtemp(prefix="aria-bench-", dir=opts.tmp))
     try:
         if not opts.skip_a:
             res["a"] = part_a(opts, work)
+        if opts.small:
+            res["small"] = part_small(opts, work)
         if not opts.skip_big:
             res["b"] = part_b(opts, work)
     finally:

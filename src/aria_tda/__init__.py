@@ -19,11 +19,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from aria_tda._version import __version__
-
-#: Public name -> module that defines it (imported lazily so ``import aria_tda`` stays fast).
+#: Public name -> module that defines it (imported lazily so ``import aria_tda`` stays fast;
+#: the version too: it is read from the installed package's metadata).
 _LAZY = {
+    "__version__": "aria_tda._version",
     "diagnose": "aria_tda.diagnostics",
+    "DiagnoseArgs": "aria_tda.diagnostics",
     "Diagnostics": "aria_tda.diagnostics",
     "open_scores": "aria_tda.scores",
     "save_scores": "aria_tda.scores",
@@ -49,12 +50,13 @@ _LAZY = {
     "retrieve": "aria_tda.embed.retrieval",
 }
 
-__all__ = ["__version__", *sorted(_LAZY)]
+__all__ = ["__version__", *sorted(set(_LAZY) - {"__version__"})]
 
 if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load on first use
+    from aria_tda._version import __version__
     from aria_tda.alignment import channel_alignment
     from aria_tda.confound import stratify
-    from aria_tda.diagnostics import Diagnostics, diagnose
+    from aria_tda.diagnostics import DiagnoseArgs, Diagnostics, diagnose
     from aria_tda.embed.encoders.registry import load_encoder
     from aria_tda.embed.pipeline import embed_to_store
     from aria_tda.embed.retrieval import retrieve

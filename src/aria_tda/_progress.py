@@ -118,12 +118,17 @@ def progress(
     **kwargs : Any
         Passed on to tqdm.
     """
-    from tqdm.auto import tqdm
-
     mode = progress_mode(enabled)
-    if mode != "lines":
-        return tqdm(iterable, total=total, desc=desc, unit=unit, disable=mode is None,
-                    dynamic_ncols=True, file=sys.stderr, **kwargs)
+    if mode is None:  # silent: plain tqdm (tqdm.auto loads asyncio and the notebook check)
+        from tqdm import tqdm as silent_tqdm
+
+        return silent_tqdm(iterable, total=total, desc=desc, unit=unit, disable=True,
+                           file=sys.stderr, **kwargs)
+    if mode == "bar":
+        from tqdm.auto import tqdm
+
+        return tqdm(iterable, total=total, desc=desc, unit=unit, dynamic_ncols=True,
+                    file=sys.stderr, **kwargs)
     from tqdm import tqdm as plain_tqdm  # never the notebook widget for lines
 
     interval = _line_interval()

@@ -176,3 +176,26 @@ def test_undefined_kappa_is_suspect_even_when_the_top_k_follows_the_query(rng):
     d, _ = _verdict(rng.standard_normal((500, 40)))
     v = classify(kappa=None, r1=d.r1, r2_5=d.r2_5, p=d.p, concentration=d.concentration)
     assert v.label == "suspect" and "kappa undefined" in v.reason
+
+
+def test_binomial_tail_decides_as_the_incomplete_beta(rng):
+    # the hub test without SciPy's special functions: the same decisions as I_p(c, n - c + 1)
+    from scipy.special import betainc
+
+    from aria_tda.diagnostics.dependence import binomial_tail_below
+
+    for _ in range(200):
+        n, p = int(rng.integers(3, 5000)), float(rng.uniform(1e-5, 0.6))
+        level = 0.01 / int(rng.integers(2, 10**6))
+        counts = np.r_[rng.integers(0, n + 1, 40), np.arange(0, min(n, int(n * p) + 40))]
+        want = betainc(counts.astype(np.float64), n - counts + 1.0, p) <= level
+        np.testing.assert_array_equal(binomial_tail_below(counts, n, p, level), want)
+
+
+def test_pair_overlaps_count_shared_rows_exactly(rng):
+    from aria_tda.diagnostics.dependence import _pair_overlaps
+
+    top = np.stack([rng.choice(50, 7, replace=False) for _ in range(30)])
+    got = _pair_overlaps(top, 50)
+    want = np.array([[len(set(a) & set(b)) / 7 for b in top] for a in top])
+    np.testing.assert_array_equal(got, want)

@@ -30,14 +30,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import pkgutil
 import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from aria_tda._version import __version__
 from aria_tda.cli._common import (
     flag_names,
     flush_stdout,
@@ -59,6 +59,20 @@ EXPERIMENT_COMMANDS = {
     "demo": "the paper's experiments end to end (symbolic ground-truth validation; audio)",
     "sensitivity": "TRAK sensitivity over projection dimension x lambda (benchmark models)",
 }
+
+
+def _own_command(name: str | None) -> dict[str, str] | None:
+    """``{name: module}`` when ``name`` is one of ARIA's own sub-commands, else ``None``.
+
+    An installed package's command of the same name would not replace it (see
+    :func:`_command_modules`), so a command line naming one needs neither the other modules
+    nor the installed packages' entry points (reading those takes longer than a small
+    diagnosis).
+    """
+    if name is None or name.startswith("_") or not name.isidentifier():
+        return None
+    module = f"aria_tda.cli.{name}"
+    return {name: module} if importlib.util.find_spec(module) is not None else None
 
 
 def _command_modules() -> dict[str, str]:
@@ -112,9 +126,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             "Run 'aria-tda COMMAND --help' for each command."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"aria-tda {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    modules = _command_modules()
+    modules = _own_command(only) or _command_modules()
     names = {*modules, *EXPERIMENT_COMMANDS}
     if only in names:
         names = {only}
@@ -124,6 +138,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         else:
             _register_absent(sub, name)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``aria-tda VERSION`` and exit (the version read only then)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        from aria_tda._version import __version__
+
+        parser._print_message(f"aria-tda {__version__}\n", sys.stdout)  # as argparse's "version"
+        parser.exit()
 
 
 def _register_absent(sub: argparse._SubParsersAction, name: str) -> None:

@@ -271,12 +271,12 @@ def run(args: argparse.Namespace) -> int:
 
     from aria_tda._memory import load_libraries, out_of_memory
 
-    # under a memory limit (ulimit -v): one line when SciPy, numba or llvmlite cannot load
+    # under a memory limit (ulimit -v): one line when NumPy or SciPy cannot load
     load_libraries(("aria_tda.diagnostics", "aria_tda.scores.readers"),
                    what="NumPy, SciPy and numba (the diagnostics' libraries)")
     from aria_tda._dask import check_scheduler, open_client
     from aria_tda._optional import require_all, require_scheduler
-    from aria_tda.diagnostics import ApproxOptions, choose_mode, diagnose
+    from aria_tda.diagnostics import ApproxOptions, DiagnoseArgs, choose_mode, diagnose
     from aria_tda.errors import ParameterError
     from aria_tda.scores.readers import as_source
 
@@ -297,36 +297,33 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(
                 f"--scheduler: the Dask path runs the exact in-memory Gram on the workers' "
                 f"CPUs; drop {other} or --scheduler")
-    mode = "approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto"
+    # the flags, one to one (the key is read here: the matrix is opened once, below)
+    options = DiagnoseArgs(
+        chunk_rows=args.chunk_rows,
+        n_energy=args.n_energy,
+        compute_dtype=args.compute_dtype,
+        device=args.device,
+        progress=args.progress,
+        transpose=args.transpose,
+        mode="approx" if args.approx else "exact-tiled" if args.exact_tiled else "auto",
+        memory=args.memory,
+        spill_dir=args.spill_dir,
+        seed=args.seed,
+        approx=ApproxOptions(max_passes=args.approx_passes, sample_columns=args.sample_columns),
+        topk=args.topk,
+    )
     with out_of_memory(f"opening {args.scores}", "raise the limit"):
         stored = as_source(args.scores, key=args.key)
         src = as_source(stored, transpose=args.transpose)
-    mode, reason = choose_mode(src.n_cols, mode=mode, memory=args.memory)
+    mode, reason = choose_mode(src.n_cols, mode=options.mode, memory=args.memory)
     if scheduler is not None and mode != "exact":
         raise ParameterError(
             f"--scheduler: the Dask path needs the in-memory T x T Gram, but mode {reason}; "
             "raise --memory or drop --scheduler")
     if mode != "exact":  # the usual in-memory path stays quiet
         print(f"aria-tda diagnose: mode {reason}", file=sys.stderr, flush=True)
-    approx = ApproxOptions(max_passes=args.approx_passes, sample_columns=args.sample_columns)
     with open_client(scheduler) as client:
-        d = diagnose(
-            stored,
-            transpose=args.transpose,
-            chunk_rows=args.chunk_rows,
-            n_energy=args.n_energy,
-            key=None,
-            compute_dtype=args.compute_dtype,
-            device=args.device,
-            progress=args.progress,
-            mode=mode,
-            memory=args.memory,
-            spill_dir=args.spill_dir,
-            seed=args.seed,
-            approx=approx,
-            client=client,
-            topk=args.topk,
-        )
+        d = diagnose(stored, options.replace(mode=mode), client=client)
     if args.json:
         print_json({**to_record(d), "input": src.provenance()})
     else:

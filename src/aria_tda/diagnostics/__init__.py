@@ -45,15 +45,26 @@ kernels (:func:`aria_tda.diagnostics.distributed.stats_dask`,
 :func:`diagnose_reference` is the small in-memory reference (``np.corrcoef`` and
 ``np.linalg.svd``, the same signature as :func:`diagnose`) the streaming path is tested against.
 
+Options
+-------
+Every option of :func:`diagnose` is a field of :class:`DiagnoseArgs`
+(:mod:`~aria_tda.diagnostics.args`), a frozen dataclass checked when built:
+``diagnose(S, DiagnoseArgs(n_energy=6))`` and ``diagnose(S, n_energy=6)`` are the same call
+(not both at once). A Dask ``client`` is passed beside them: a resource, not a setting.
+
 Layout
 ------
+:mod:`~aria_tda.diagnostics.args` (:class:`DiagnoseArgs`),
 :mod:`~aria_tda.diagnostics.result` (the :class:`Diagnostics` record, the finish from Gram
-sums), :mod:`~aria_tda.diagnostics.core` (:func:`diagnose`: the local, GPU and Dask passes),
+sums), :mod:`~aria_tda.diagnostics.core` (:func:`diagnose` and
+:func:`~aria_tda.diagnostics.core.run_passes`, the one dispatcher of the local, GPU, tiled,
+approximate and Dask passes),
 :mod:`~aria_tda.diagnostics.kappa` (κ: the one formula every mode uses, and its sampled
 estimate), :mod:`~aria_tda.diagnostics.modes` (``exact-tiled`` and ``approx``),
 :mod:`~aria_tda.diagnostics.tiled`, :mod:`~aria_tda.diagnostics.sketch`,
 :mod:`~aria_tda.diagnostics.krylov` (their passes) and :mod:`~aria_tda.diagnostics.distributed`
-(the Dask kernels), :mod:`~aria_tda.diagnostics.concentration` (the top-K concentration).
+(the Dask kernels), :mod:`~aria_tda.diagnostics.concentration` (the top-K concentration;
+its kernel :mod:`~aria_tda.diagnostics.topk_update`).
 
 Many queries
 ------------
@@ -76,6 +87,7 @@ naming the limit and a budget (or mode) that needs less.
 
 from __future__ import annotations
 
+from aria_tda.diagnostics.args import DiagnoseArgs
 from aria_tda.diagnostics.concentration import Concentration, topk_concentration
 from aria_tda.diagnostics.core import diagnose, diagnose_reference  # noqa: F401 (the twin)
 from aria_tda.diagnostics.modes import choose_mode
@@ -87,5 +99,5 @@ from aria_tda.diagnostics.result import (
     diagnostics_from_stats,
 )
 
-__all__ = ["CONST_ULPS", "MODES", "ApproxOptions", "Concentration", "Diagnostics", "choose_mode",
-           "diagnose", "diagnostics_from_stats", "topk_concentration"]
+__all__ = ["CONST_ULPS", "MODES", "ApproxOptions", "Concentration", "DiagnoseArgs", "Diagnostics",
+           "choose_mode", "diagnose", "diagnostics_from_stats", "topk_concentration"]

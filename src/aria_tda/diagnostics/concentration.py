@@ -32,9 +32,11 @@ is counted like any other column (as quanda does).
 How it is computed
 ------------------
 :class:`TopKAccumulator` keeps, per query, the running ``K_max`` best (score, row) pairs and sees
-row blocks in increasing row order — NumPy blocks through the numba min-heap kernel that
-:func:`aria_tda.homogeneity.top_k_groups` uses (one comparison per score once a heap is full),
-torch blocks with a stable sort on their own device. Memory is :math:`O(T K_{max})` plus one
+row blocks in increasing row order — NumPy blocks through
+:func:`~aria_tda.diagnostics.topk_update.topk_update` (one vectorised comparison per score once a
+column holds ``K_max``; the same sets as the numba heaps of
+:func:`aria_tda.homogeneity.top_k_groups`, without loading numba for a diagnosis), torch blocks
+with a stable sort on their own device. Memory is :math:`O(T K_{max})` plus one
 block; separately processed row ranges (Dask) are combined with :meth:`TopKAccumulator.merge`.
 It is an observer of the diagnostics pass (:func:`aria_tda.diagnostics.diagnose` with ``topk=``),
 so the measure costs no second read. :func:`topk_concentration` streams any score input alone;
@@ -64,7 +66,6 @@ from typing import Any
 
 import numpy as np
 
-import aria_tda._simkernels as _k
 from aria_tda._checks import check_choice, check_int, check_int_list
 from aria_tda.diagnostics.dependence import (
     SAMPLE_QUERIES,
@@ -82,6 +83,7 @@ from aria_tda.diagnostics.topk_measures import (
     concentration_from_groups,
     measures_from_ranked,
 )
+from aria_tda.diagnostics.topk_update import topk_update, work_bytes
 from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.stats import locate_nonfinite
@@ -126,11 +128,10 @@ class TopKAccumulator:
         self.k_max = self.ks[-1] if self.n_rows is None else min(self.ks[-1], self.n_rows)
         self.next_row = 0
         self.end = 0
-        self._hv: np.ndarray | None = None  # (T, K_max) heaps (NumPy path)
-        self._hi: np.ndarray | None = None
+        self._hv: np.ndarray | None = None  # (T, K_max) kept scores, best first (NumPy path)
+        self._hi: np.ndarray | None = None  # their rows
         self._count: np.ndarray | None = None
         self._nan: np.ndarray | None = None
-        self._mask = np.ones(0, dtype=bool)
         self._tv: Any = None  # (K', T) sorted values / rows (torch path)
         self._ti: Any = None
         # the score sample of the query-dependence measures (rows drawn once, seeded)
@@ -143,9 +144,9 @@ class TopKAccumulator:
     def memory_bytes(self, rows: int) -> int:
         """Peak bytes the accumulator holds while it takes blocks of ``rows`` rows.
 
-        The heaps (float64 scores and int64 rows, ``T x K_max``), the per-column counts, and
-        the kernel's per-block buffers: thresholds, and a candidate bucket of at most
-        ``min(128, rows)`` entries per column (see :func:`aria_tda._simkernels.topk_stream_update`).
+        The kept pairs (float64 scores and int64 rows, ``T x K_max``), the per-column counts,
+        the score sample, and the update's per-block buffers
+        (:func:`~aria_tda.diagnostics.topk_update.work_bytes`).
 
         Parameters
         ----------
@@ -154,8 +155,8 @@ class TopKAccumulator:
         """
         rows = check_int("rows", rows, min_value=1)
         heaps = 16 * self.n_cols * self.k_max + 16 * self.n_cols
-        per_block = 16 * self.n_cols + 16 * self.n_cols * min(128, rows)
-        return heaps + per_block + (self.n_rows or rows) + self._sample.nbytes
+        per_block = 16 * self.n_cols + work_bytes(self.n_cols, self.k_max, rows)
+        return heaps + per_block + self._sample.nbytes
 
     def update(self, block: Any, row0: int) -> None:
         """Add rows ``row0 .. row0 + len(block) - 1``.
@@ -207,17 +208,12 @@ class TopKAccumulator:
             self._to_numpy()
         if block.dtype not in (np.float32, np.float64):
             block = block.astype(np.float32 if block.dtype.itemsize <= 2 else np.float64)
-        block = np.ascontiguousarray(block)
-        if self._hv is None:
+        if self._hv is None or self._hi is None or self._count is None or self._nan is None:
             self._hv = np.full((self.n_cols, self.k_max), -np.inf)
             self._hi = np.full((self.n_cols, self.k_max), -1, dtype=np.int64)
             self._count = np.zeros(self.n_cols, dtype=np.int64)
             self._nan = np.zeros(self.n_cols, dtype=np.int64)
-        stop = row0 + block.shape[0]
-        if self._mask.size < stop:  # the kernel's pool mask: every row is eligible
-            self._mask = np.ones(max(stop, self.n_rows or 0, 2 * self._mask.size), dtype=bool)
-        _k.topk_stream_update(block, row0, self._mask, self._hv, self._hi, self._count,
-                              self._nan)
+        topk_update(block, row0, self._hv, self._hi, self._count, self._nan)
 
     def _update_torch(self, block: Any, row0: int) -> None:
         import torch
@@ -238,22 +234,20 @@ class TopKAccumulator:
         self._tv, self._ti = vals, idx
 
     def _to_numpy(self) -> None:
-        """Move the torch state into the NumPy heaps (sorted rows are a valid heap)."""
+        """Move the torch state into the NumPy state (its rows are already best first)."""
         vals = self._tv.detach().cpu().numpy().T.astype(np.float64)
         rows = self._ti.detach().cpu().numpy().T.astype(np.int64)
         self._tv = self._ti = None
         self._set_heaps(vals, rows)
 
     def _set_heaps(self, vals: np.ndarray, rows: np.ndarray) -> None:
-        """The kernel's heaps from candidates ``(T, <= K_max)`` (row ``-1``: unfilled)."""
+        """The update's state from candidates ``(T, <= K_max)`` (row ``-1``: unfilled)."""
         hv = np.full((self.n_cols, self.k_max), -np.inf)
         hi = np.full((self.n_cols, self.k_max), -1, dtype=np.int64)
         w = min(self.k_max, vals.shape[1])
         hv[:, :w], hi[:, :w] = vals[:, :w], rows[:, :w]
-        # the filled entries first (the kernel appends at ``count``), worst first: a list in
-        # that order is a min-heap whose root is the worst entry (lowest score, then the
-        # highest row)
-        order = np.lexsort((-hi, hv, hi < 0), axis=1)
+        # the filled entries first, best first (score descending, then the lower row)
+        order = np.lexsort((hi, -hv, hi < 0), axis=1)
         self._hv = np.take_along_axis(hv, order, axis=1)
         self._hi = np.take_along_axis(hi, order, axis=1)
         self._count = (self._hi >= 0).sum(axis=1).astype(np.int64)

@@ -1,17 +1,25 @@
-"""The entry point :func:`diagnose` and its exact reference (see :mod:`aria_tda.diagnostics`)."""
+"""The entry point :func:`diagnose`, the one dispatcher of its passes, and its exact reference
+(see :mod:`aria_tda.diagnostics`).
+
+:func:`diagnose` resolves its options into one :class:`~aria_tda.diagnostics.args.DiagnoseArgs`,
+opens the matrix once and hands it to :func:`run_passes`, which picks the backend — the
+exact in-memory Gram (NumPy, or torch on ``device``), the tiled Gram, the approximate passes,
+or the Dask tasks — and calls it as ``backend(src, args, acc)`` (the Dask one also gets its
+``client``), ``acc`` the top-K accumulator the pass feeds.
+"""
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from aria_tda._checks import check_choice, check_int, check_int_list
 from aria_tda._memory import default_budget, flag_size, headroom, out_of_memory
+from aria_tda.diagnostics.args import DiagnoseArgs, resolve_diagnose_args
 from aria_tda.diagnostics.concentration import (
     TopKAccumulator,
     topk_concentration_reference,
@@ -19,8 +27,6 @@ from aria_tda.diagnostics.concentration import (
 from aria_tda.diagnostics.kappa import _warn_constant, kappa_from_sum
 from aria_tda.diagnostics.modes import _diagnose_approx, _diagnose_tiled, choose_mode
 from aria_tda.diagnostics.result import (
-    MODES,
-    ApproxOptions,
     Diagnostics,
     _check_dims,
     diagnostics_from_stats,
@@ -28,31 +34,14 @@ from aria_tda.diagnostics.result import (
 from aria_tda.errors import AriaWarning, DataError, ParameterError
 from aria_tda.scores.lowrank import fix_sign
 from aria_tda.scores.readers import as_source
-from aria_tda.scores.source import expected_text, transpose_advice
+from aria_tda.scores.source import transpose_advice
 from aria_tda.scores.stats import stream_matvec, stream_stats
 
-__all__ = ["diagnose"]
+__all__ = ["diagnose", "run_passes"]
 
 
 def diagnose(
-    scores: Any,
-    *,
-    chunk_rows: int | None = None,
-    n_energy: int = 10,
-    with_u1: bool = False,
-    key: str | None = None,
-    compute_dtype: str | None = None,
-    device: Any = None,
-    n_threads: int | None = None,
-    client: Any = None,
-    progress: bool | None = None,
-    transpose: bool = False,
-    mode: str = "auto",
-    memory: Any = None,
-    spill_dir: Any = None,
-    seed: int = 0,
-    approx: ApproxOptions | None = None,
-    topk: Sequence[int] | None = (1, 10),
+    scores: Any, args: DiagnoseArgs | None = None, *, client: Any = None, **options: Any
 ) -> Diagnostics:
     r"""Reliability diagnostics κ, r_i, p of a score matrix in one streaming pass.
 
@@ -62,50 +51,38 @@ def diagnose(
         The segment-level score matrix ``(M, T)`` (``.npy``/TRAK ``.mmap``, ``.npz``,
         ``.pt``/``.pth``, Kronfluence ``.safetensors`` or zarr on disk; float16/32/64,
         see :mod:`aria_tda.scores.formats`), never loaded whole.
-    chunk_rows : int, optional
-        Rows per streamed block (default: about 64 MB). Results do not depend on it beyond
-        rounding.
-    n_energy : int
-        How many energy ratios :math:`r_1..r_n` to report (default 10).
-    with_u1 : bool
-        Also compute :math:`u_1 = S v_1 / \sigma_1` (a second pass).
-    key : str, optional
-        Array to read from an ``.npz``/torch dict/zarr group.
-    compute_dtype : {None, "float32", "float64"}
-        Precision of the block products (default: float32 for float32/float16 input,
-        float64 for float64 input); accumulation is always float64.
-    device : str, optional
-        Torch device for the kernel (e.g. ``"cuda"``); default NumPy on the CPU.
-    n_threads : int, optional
-        Limit BLAS threads during the pass (default: the BLAS library's setting).
+    args : DiagnoseArgs, optional
+        Every option at once (:class:`~aria_tda.diagnostics.args.DiagnoseArgs`, checked when
+        built); or give them as keywords (``**options``), not both.
     client : dask.distributed.Client, optional
-        Run the passes as Dask tasks over row ranges (:mod:`aria_tda.diagnostics.distributed`).
-    progress : bool, optional
-        Draw progress bars (default: when stderr is a terminal and ``ARIA_PROGRESS`` is
-        not ``0``).
-    transpose : bool
-        ``scores`` is stored queries x training segments (captum TracInCP, LogIX; the
-        other way round from its format's convention): diagnose its transpose.
-    mode : {"auto", "exact", "exact-tiled", "approx"}
-        ``"exact"``: the in-memory Gram; ``"exact-tiled"``: column panels within ``memory``,
-        spilled to disk; ``"approx"``: a few passes, intervals reported; ``"auto"``:
-        ``"exact"`` while its ``T x T`` arrays fit ``memory``, else ``"exact-tiled"``
-        (:func:`choose_mode`).
-    memory : str or int, optional
-        Memory budget (``"8GB"``; default: half the physical memory, or half of what an
-        address-space limit leaves, :func:`aria_tda._memory.default_budget`). When given, or
-        under a limit, the row blocks fit it too.
-    spill_dir : path, optional
-        Where ``"exact-tiled"`` spills its tiles (default ``$ARIA_CACHE_DIR/tiles``);
-        removed afterwards.
-    seed : int
-        Seed of the approximate mode's random start and column sample.
-    approx : ApproxOptions, optional
-        Settings of ``"approx"``.
-    topk : sequence of int, optional
-        Also measure how much the queries' top-K sets coincide at these ``K``
-        (:mod:`aria_tda.diagnostics.concentration`, in the same pass: every mode, the GPU and
-        the Dask path); ``None`` or ``()``: not measured.
+        Run the passes as Dask tasks over row ranges (:mod:`aria_tda.diagnostics.distributed`):
+        the exact in-memory Gram only (``mode`` ``"auto"`` or ``"exact"``). A resource, not an
+        option: the same options give the same numbers with or without it.
+    **options : Any
+        The fields of :class:`~aria_tda.diagnostics.args.DiagnoseArgs` as keywords:
+
+        ``chunk_rows`` (rows per streamed block; default about 64 MB, or a sixteenth of a
+        smaller matrix; results do not depend on it beyond rounding), ``n_energy`` (how many
+        energy ratios :math:`r_1..r_n`, default 10), ``with_u1`` (also
+        :math:`u_1 = S v_1 / \sigma_1`, a second pass), ``key`` (array of an
+        ``.npz``/torch dict/zarr group), ``compute_dtype`` (``None``, ``"float32"`` or
+        ``"float64"``: precision of the block products; accumulation is always float64),
+        ``device`` (torch device of the kernel, e.g. ``"cuda"``), ``n_threads`` (BLAS threads
+        during the pass), ``progress`` (draw progress; default when stderr is a terminal and
+        ``ARIA_PROGRESS`` is not ``0``), ``transpose`` (``scores`` is stored queries x
+        training segments — captum TracInCP, LogIX: diagnose its transpose), ``mode``
+        (``"exact"``: the in-memory Gram; ``"exact-tiled"``: column panels within ``memory``,
+        spilled to disk; ``"approx"``: a few passes, intervals reported; ``"auto"``, the
+        default: ``"exact"`` while its ``T x T`` arrays fit ``memory``, else
+        ``"exact-tiled"``, :func:`choose_mode`), ``memory`` (budget, ``"8GB"``; default half
+        the physical memory, or half of what an address-space limit leaves,
+        :func:`aria_tda._memory.default_budget`; when given, or under a limit, the row blocks
+        fit it too), ``spill_dir`` (where ``"exact-tiled"`` spills its tiles, default
+        ``$ARIA_CACHE_DIR/tiles``; removed afterwards), ``seed`` (of the approximate mode's
+        random start and column sample), ``approx`` (:class:`ApproxOptions` of
+        ``"approx"``), ``topk`` (also measure how much the queries' top-K sets coincide at
+        these ``K``, :mod:`aria_tda.diagnostics.concentration`, in the same pass: every mode,
+        the GPU and the Dask path; default ``(1, 10)``; ``None`` or ``()``: not measured).
 
     Returns
     -------
@@ -113,6 +90,8 @@ def diagnose(
 
     Raises
     ------
+    ParameterError
+        An option out of range or unknown; both ``args`` and option keywords.
     DataError
         NaN/inf (naming the first bad row and column), fewer than 2 columns or rows,
         an all-zero matrix.
@@ -136,48 +115,65 @@ def diagnose(
     >>> d = diagnose(S)
     >>> round(d.r1, 3), round(d.kappa, 2), round(d.v1_constancy, 3)
     (1.0, 1.0, 1.0)
+    >>> from aria_tda.diagnostics import DiagnoseArgs
+    >>> diagnose(S, DiagnoseArgs(n_energy=3, topk=None)).energy_ratios == d.energy_ratios[:3]
+    True
     """
-    n_energy = check_int("n_energy", n_energy, min_value=1)
-    check_choice("mode", mode, MODES)
-    ks = _check_topk(topk)
-    if client is not None and mode in ("exact-tiled", "approx"):
-        raise ParameterError(f"mode: expected 'exact' or 'auto' with a Dask client, got {mode!r}")
-    if client is not None:
-        return _diagnose_dask(
-            scores,
-            client=client,
-            chunk_rows=chunk_rows,
-            n_energy=n_energy,
-            with_u1=with_u1,
-            key=key,
-            compute_dtype=compute_dtype,
-            transpose=transpose,
-            topk=ks,
-        )
+    a = resolve_diagnose_args(args, options)
+    if client is not None and a.mode in ("exact-tiled", "approx"):
+        raise ParameterError(f"mode: expected 'exact' or 'auto' with a Dask client, got {a.mode!r}")
     room = headroom()
-    with out_of_memory("opening the score matrix", "raise the limit"):
-        src = as_source(scores, key=key, transpose=transpose)
+    if client is not None and type(scores).__module__.startswith("dask"):
+        src: Any = scores.T if a.transpose else scores  # a dask array: reduced block by block
+    else:
+        with out_of_memory("opening the score matrix", "raise the limit"):
+            src = as_source(scores, key=a.key, transpose=a.transpose)
     _check_dims(*src.shape)
-    _warn_orientation(*src.shape, transposed=transpose, fmt=getattr(src, "format", None))
-    mode, _ = choose_mode(src.n_cols, mode=mode, memory=memory)
+    _warn_orientation(*src.shape, transposed=a.transpose, fmt=getattr(src, "format", None))
+    return run_passes(src, a, client=client, room=room)
+
+
+def run_passes(src: Any, args: DiagnoseArgs, *, client: Any = None,
+               room: int | None = None) -> Diagnostics:
+    """Pick the backend of :func:`diagnose` for an opened matrix and run it.
+
+    The one dispatcher: with a Dask ``client``, the Dask tasks; else the mode
+    :func:`choose_mode` picks — ``"exact"`` (NumPy, or torch on ``args.device``),
+    ``"exact-tiled"`` or ``"approx"``. Each backend is called as ``backend(src, args, acc)``
+    (the Dask one with its ``client`` too), ``acc`` the
+    :class:`~aria_tda.diagnostics.concentration.TopKAccumulator` of ``args.topk`` (``None``
+    when off) that its first pass feeds. For the exact and approximate passes under a memory
+    budget (``args.memory``, or an address-space limit) ``args.chunk_rows`` is set to rows
+    that fit it first.
+
+    Parameters
+    ----------
+    src : ScoreSource or dask.array.Array
+        The opened matrix ``(M, T)`` (a dask array only with ``client``).
+    args : DiagnoseArgs
+        The options.
+    client : dask.distributed.Client, optional
+        Run the Dask backend on it.
+    room : int, optional
+        The headroom under an address-space limit when the call began
+        (:func:`aria_tda._memory.headroom`; ``None``: no limit).
+
+    Returns
+    -------
+    Diagnostics
+    """
+    if client is not None:
+        acc = TopKAccumulator(src.shape[1], args.topk, n_rows=src.shape[0]) if args.topk else None
+        return _diagnose_dask(src, args, acc, client)
+    mode, _ = choose_mode(src.n_cols, mode=args.mode, memory=args.memory)
     with out_of_memory(f"the {mode} pass over {src.n_rows} x {src.n_cols} scores",
                        _smaller(mode, room)):
-        acc = TopKAccumulator(src.n_cols, ks, n_rows=src.n_rows) if ks else None
-        if mode == "exact-tiled":
-            return _diagnose_tiled(
-                src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress,
-                memory, spill_dir, seed, acc,
-            )
-        if chunk_rows is None and (memory is not None or room is not None):
-            chunk_rows = _budget_rows(src, mode, memory, compute_dtype, acc)
-        if mode == "approx":
-            opts = approx if approx is not None else ApproxOptions()
-            return _diagnose_approx(
-                src, n_energy, with_u1, chunk_rows, compute_dtype, n_threads, progress, seed,
-                opts, acc,
-            )
-        return _diagnose_exact(src, n_energy, with_u1, chunk_rows, compute_dtype, device,
-                               n_threads, progress, acc)
+        acc = TopKAccumulator(src.n_cols, args.topk, n_rows=src.n_rows) if args.topk else None
+        if (mode != "exact-tiled" and args.chunk_rows is None
+                and (args.memory is not None or room is not None)):
+            args = args.replace(
+                chunk_rows=_budget_rows(src, mode, args.memory, args.compute_dtype, acc))
+        return _BACKENDS[mode](src, args, acc)
 
 
 def _smaller(mode: str, room: int | None) -> str:
@@ -208,78 +204,54 @@ def _budget_rows(src: Any, mode: str, memory: Any, compute_dtype: str | None,
     return pass_rows(src, max(2**20, rest), compute_dtype=compute_dtype)
 
 
-def _diagnose_exact(
-    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None, compute_dtype: str | None,
-    device: Any, n_threads: int | None, progress: bool | None, acc: Any,
-) -> Diagnostics:
-    """:func:`diagnose` in mode ``"exact"``: one pass summing the in-memory Gram."""
+def _diagnose_exact(src: Any, args: DiagnoseArgs, acc: TopKAccumulator | None) -> Diagnostics:
+    """:func:`diagnose` in mode ``"exact"``: one pass summing the in-memory Gram (NumPy, or
+    torch on ``args.device``), which also feeds ``acc``."""
     stats = stream_stats(
         src,
-        chunk_rows=chunk_rows,
-        compute_dtype=compute_dtype,
-        device=device,
-        n_threads=n_threads,
-        progress=progress,
+        chunk_rows=args.chunk_rows,
+        compute_dtype=args.compute_dtype,
+        device=args.device,
+        n_threads=args.n_threads,
+        progress=args.progress,
         observers=() if acc is None else (acc,),
     )
-    d = diagnostics_from_stats(stats, n_energy=n_energy, device=device)
+    d = diagnostics_from_stats(stats, n_energy=args.n_energy, device=args.device)
     if acc is not None:
         d = replace(d, concentration=acc.result())
-    if with_u1:
-        u1 = stream_matvec(src, d.v1, chunk_rows=chunk_rows, device=device, progress=progress)
+    if args.with_u1:
+        u1 = stream_matvec(src, d.v1, chunk_rows=args.chunk_rows, device=args.device,
+                           progress=args.progress)
         d = replace(d, u1=u1 / d.sigma1)
     return d
 
 
-
 def _diagnose_dask(
-    scores: Any,
-    *,
-    client: Any,
-    chunk_rows: int | None,
-    n_energy: int,
-    with_u1: bool,
-    key: str | None,
-    compute_dtype: str | None,
-    transpose: bool,
-    topk: tuple[int, ...] = (),
+    src: Any, args: DiagnoseArgs, acc: TopKAccumulator | None, client: Any
 ) -> Diagnostics:
-    """:func:`diagnose` with its passes run by the Dask kernels
-    (:mod:`aria_tda.diagnostics.distributed`)."""
+    """:func:`diagnose` with its passes run as Dask tasks on ``client``
+    (:mod:`aria_tda.diagnostics.distributed`); the tasks' top-K, merged, go into ``acc``."""
     from aria_tda.diagnostics.distributed import matvec_dask, stats_topk_dask
 
-    if type(scores).__module__.startswith("dask"):
-        data: Any = scores.T if transpose else scores
-    else:
-        data = as_source(scores, key=key, transpose=transpose)
-    _check_dims(*data.shape)
-    _warn_orientation(*data.shape, transposed=transpose, fmt=getattr(data, "format", None))
-    stats, acc = stats_topk_dask(
-        data, client=client, chunk_rows=chunk_rows, key=key, compute_dtype=compute_dtype,
-        topk=topk,
+    stats, parts = stats_topk_dask(
+        src, client=client, chunk_rows=args.chunk_rows, key=args.key,
+        compute_dtype=args.compute_dtype, topk=args.topk,
     )
-    d = diagnostics_from_stats(stats, n_energy=n_energy)
-    if acc is not None:
-        d = replace(d, concentration=acc.result())
-    if with_u1:
-        u = matvec_dask(data, d.v1, client=client, chunk_rows=chunk_rows, key=key)
+    d = diagnostics_from_stats(stats, n_energy=args.n_energy)
+    if acc is not None and parts is not None:
+        d = replace(d, concentration=acc.merge(parts).result())
+    if args.with_u1:
+        u = matvec_dask(src, d.v1, client=client, chunk_rows=args.chunk_rows, key=args.key)
         d = replace(d, u1=u / d.sigma1)
     return d
 
 
-def _check_topk(topk: Any) -> tuple[int, ...]:
-    """The validated ``topk`` of :func:`diagnose` (``()`` when off)."""
-    if topk is None:
-        return ()
-    if isinstance(topk, int | np.integer) and not isinstance(topk, bool):
-        topk = (topk,)
-    try:
-        items = list(topk)
-    except TypeError:
-        raise ParameterError(expected_text("topk", "a sequence of positive K", topk)) from None
-    if not items:
-        return ()
-    return tuple(check_int_list("topk", items, min_value=1))
+#: The local backends of :func:`run_passes`, by mode.
+_BACKENDS: dict[str, Callable[[Any, DiagnoseArgs, TopKAccumulator | None], Diagnostics]] = {
+    "exact": _diagnose_exact,
+    "exact-tiled": _diagnose_tiled,
+    "approx": _diagnose_approx,
+}
 
 
 def _warn_orientation(m: int, t: int, *, transposed: bool, fmt: str | None = None) -> None:
@@ -298,24 +270,7 @@ def _warn_orientation(m: int, t: int, *, transposed: bool, fmt: str | None = Non
 
 
 def diagnose_reference(
-    scores: Any,
-    *,
-    chunk_rows: int | None = None,
-    n_energy: int = 10,
-    with_u1: bool = False,
-    key: str | None = None,
-    compute_dtype: str | None = None,
-    device: Any = None,
-    n_threads: int | None = None,
-    client: Any = None,
-    progress: bool | None = None,
-    transpose: bool = False,
-    mode: str = "auto",
-    memory: Any = None,
-    spill_dir: Any = None,
-    seed: int = 0,
-    approx: ApproxOptions | None = None,
-    topk: Sequence[int] | None = (1, 10),
+    scores: Any, args: DiagnoseArgs | None = None, *, client: Any = None, **options: Any
 ) -> Diagnostics:
     r"""In-memory reference of :func:`diagnose`: ``np.corrcoef`` for κ, ``np.linalg.svd`` for r_i.
 
@@ -327,43 +282,20 @@ def diagnose_reference(
     ----------
     scores : array-like, torch.Tensor, ScoreSource or path
         ``(M, T)``, read whole.
-    chunk_rows : int, optional
-        Ignored (no streaming).
-    n_energy : int
-        How many energy ratios to report.
-    with_u1 : bool
-        Also return :math:`u_1` (from the SVD).
-    key : str, optional
-        Array of a file with several.
-    compute_dtype : str, optional
-        Ignored.
-    device : str, optional
-        Ignored.
-    n_threads : int, optional
-        Ignored.
+    args : DiagnoseArgs, optional
+        The options (or give them as keywords, not both). Of them ``n_energy``, ``with_u1``
+        (:math:`u_1` from the SVD), ``key``, ``transpose`` and ``topk`` (from
+        :func:`~aria_tda.diagnostics.concentration.topk_concentration_reference`) are used;
+        the others only say how :func:`diagnose` computes (no streaming, always exact).
     client : dask.distributed.Client, optional
         Ignored.
-    progress : bool, optional
-        Ignored.
-    transpose : bool
-        Diagnose the transpose of ``scores``.
-    mode : str
-        Ignored (always exact).
-    memory : str or int, optional
-        Ignored.
-    spill_dir : path, optional
-        Ignored.
-    seed : int
-        Ignored.
-    approx : ApproxOptions, optional
-        Ignored.
-    topk : sequence of int, optional
-        The top-K concentration, from
-        :func:`~aria_tda.diagnostics.concentration.topk_concentration_reference`.
+    **options : Any
+        The fields of :class:`~aria_tda.diagnostics.args.DiagnoseArgs` as keywords.
     """
-    n_energy = check_int("n_energy", n_energy, min_value=1)
-    ks = _check_topk(topk)
-    s = np.asarray(as_source(scores, key=key, transpose=transpose).to_numpy(), dtype=np.float64)
+    a = resolve_diagnose_args(args, options)
+    n_energy, ks = a.n_energy, a.topk
+    s = np.asarray(as_source(scores, key=a.key, transpose=a.transpose).to_numpy(),
+                   dtype=np.float64)
     m, t = s.shape
     _check_dims(m, t)
     if not np.isfinite(s).all():
@@ -408,6 +340,6 @@ def diagnose_reference(
         v1_constancy=float(abs(v1.sum()) / math.sqrt(t)),
         constant_columns=int(const_idx.size),
         constant_indices=const_idx,
-        u1=(u[:, 0].astype(np.float64) * sign) if with_u1 else None,
+        u1=(u[:, 0].astype(np.float64) * sign) if a.with_u1 else None,
         concentration=topk_concentration_reference(s, ks) if ks else None,
     )

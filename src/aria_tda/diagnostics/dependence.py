@@ -297,16 +297,12 @@ def find_hubs(ranked: np.ndarray, k: int, n_rows: int,
     ids : np.ndarray, optional
         Names of the rows (track ids) to report instead of their index.
     """
-    from scipy.special import betainc  # (scipy.stats would cost 0.3 s to import)
-
     t = ranked.shape[0]
     rows, counts = np.unique(ranked[:, :k], return_counts=True)
     c = min(1.0, k / n_rows)
     if c >= 1.0 or t < 3:
         return (), 0
-    # P(X >= count) for X ~ Binomial(t, c): the regularized incomplete beta I_c(count, t-count+1)
-    tail = betainc(counts.astype(np.float64), t - counts + 1.0, c)
-    hit = (counts >= 3) & (tail <= HUB_ALPHA / n_rows)
+    hit = (counts >= 3) & binomial_tail_below(counts, t, c, HUB_ALPHA / n_rows)
     idx = np.flatnonzero(hit)
     order = idx[np.lexsort((rows[idx], -counts[idx]))][:MAX_HUBS]
     hubs = tuple(
@@ -315,6 +311,47 @@ def find_hubs(ranked: np.ndarray, k: int, n_rows: int,
         for i in order
     )
     return hubs, int(idx.size)
+
+
+def binomial_tail_below(counts: np.ndarray, n: int, p: float, level: float) -> np.ndarray:
+    r"""Whether :math:`P(X \ge c) \le` ``level`` for each ``c`` of ``counts``,
+    :math:`X \sim \mathrm{Binomial}(n, p)`.
+
+    For ``c`` above the mean the tail is summed from ``c`` up (the terms fall from there on;
+    the first from :func:`math.lgamma`, the next by the ratio of successive terms) until they
+    no longer change it; ``c`` at most the mean has a tail of at least 1/2 (the binomial
+    median is :math:`\lfloor np \rfloor` or :math:`\lceil np \rceil`), above any
+    ``level < 1/2``. The same decisions as SciPy's regularised incomplete beta
+    :math:`I_p(c, n - c + 1)`, without loading SciPy's special functions for it.
+
+    Parameters
+    ----------
+    counts : np.ndarray of int
+        The ``c``.
+    n : int
+        Trials.
+    p : float
+        Success probability, ``0 < p < 1``.
+    level : float
+        The level, ``< 1/2``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    out = np.zeros(counts.shape, dtype=bool)
+    lp, lq, ratio = math.log(p), math.log1p(-p), p / (1.0 - p)
+    for c in np.unique(counts):
+        c = int(c)
+        if c <= n * p or c > n:
+            out[counts == c] = c > n  # P(X > n) = 0
+            continue
+        term = math.exp(math.lgamma(n + 1) - math.lgamma(c + 1) - math.lgamma(n - c + 1)
+                        + c * lp + (n - c) * lq)
+        tail, x = term, c
+        while x < n and term > tail * 1e-17:
+            term *= (n - x) / (x + 1) * ratio
+            tail += term
+            x += 1
+        out[counts == c] = tail <= level
+    return out
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:
@@ -438,13 +475,18 @@ def dependence_from_top(ranked: np.ndarray, sample: np.ndarray, cols: np.ndarray
 
 def _pair_overlaps(top: np.ndarray, n_rows: int) -> np.ndarray:
     """``|A(j) & A(j')| / K`` for every pair of the rows' top-K sets ``top`` ``(Q, K)``
-    (a sparse one-hot product: exact counts)."""
-    from scipy.sparse import csr_matrix
-
+    (a one-hot product over the distinct rows, in slices of columns: exact counts)."""
     q, k = top.shape
-    onehot = csr_matrix((np.ones(q * k), top.ravel().astype(np.int64),
-                         np.arange(0, q * k + 1, k)), shape=(q, max(n_rows, int(top.max()) + 1)))
-    return np.asarray((onehot @ onehot.T).toarray(), dtype=np.float64) / k
+    distinct, codes = np.unique(top.ravel(), return_inverse=True)
+    codes = codes.reshape(q, k)
+    counts = np.zeros((q, q))
+    step = max(1, 2**16 // max(1, q))  # a (Q, step) one-hot slice at a time
+    for lo in range(0, distinct.size, step):
+        onehot = np.zeros((q, min(step, distinct.size - lo)))
+        j, i = np.nonzero((codes >= lo) & (codes < lo + step))
+        onehot[j, codes[j, i] - lo] = 1.0  # a row appears once in a top-K set
+        counts += onehot @ onehot.T
+    return counts / k
 
 
 def query_dependence(scores: Any, k: int, *, ids: np.ndarray | None = None,
@@ -465,15 +507,14 @@ def query_dependence(scores: Any, k: int, *, ids: np.ndarray | None = None,
     ks : sequence of int, optional
         The ``K`` of the unlike-query overlap (default ``(k,)``).
     """
-    import aria_tda._simkernels as _k
+    from aria_tda.diagnostics.topk_update import topk_update
 
     s = np.asarray(scores, dtype=np.float64)
     pool = np.arange(s.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
     t = s.shape[1]
     k_max = min(max(int(k), *(int(q) for q in (ks if ks is not None else (k,)))), pool.size)
     hv, hi = np.full((t, k_max), -np.inf), np.full((t, k_max), -1, dtype=np.int64)
-    _k.topk_stream_update(np.ascontiguousarray(s[pool]), 0, np.ones(pool.size, dtype=bool), hv,
-                          hi, np.zeros(t, dtype=np.int64), np.zeros(t, dtype=np.int64))
+    topk_update(s[pool], 0, hv, hi, np.zeros(t, dtype=np.int64), np.zeros(t, dtype=np.int64))
     ranked = pool[np.take_along_axis(hi, np.lexsort((hi, -hv, hi < 0), axis=1), axis=1)]
     cols = sample_indices(t, SAMPLE_QUERIES, salt=1)
     sample = sample_scores(s, pool[sample_indices(pool.size, SAMPLE_ROWS, salt=0)], cols)

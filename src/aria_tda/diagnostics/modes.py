@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from aria_tda._checks import check_choice
 from aria_tda._memory import HEADROOM_SHARE, headroom, limit_error, size_text
 from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_sum
 from aria_tda.diagnostics.result import CONST_ULPS, MODES, ApproxOptions, Diagnostics
+
+if TYPE_CHECKING:
+    from aria_tda.diagnostics.args import DiagnoseArgs
 from aria_tda.errors import DataError, ParameterError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.source import ScoreSource, expected_text
@@ -151,11 +154,7 @@ def _tiled_budget(
     return tiles, chunk_rows, blk, dim
 
 
-def _diagnose_tiled(
-    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
-    compute_dtype: str | None, n_threads: int | None, progress: bool | None,
-    memory: Any, spill_dir: Any, seed: int, acc: Any = None,
-) -> Diagnostics:
+def _diagnose_tiled(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnostics:
     """:func:`diagnose` with the Gram in column panels spilled to disk (exact); ``acc`` (a
     :class:`~aria_tda.diagnostics.concentration.TopKAccumulator`) sees the first panel's pass.
 
@@ -166,16 +165,16 @@ def _diagnose_tiled(
     from aria_tda.diagnostics.krylov import block_krylov_eigs
     from aria_tda.diagnostics.tiled import parse_memory, tiled_gram
 
-    t = src.n_cols
+    t, n_energy, memory, compute_dtype = src.n_cols, args.n_energy, args.memory, args.compute_dtype
     total = parse_memory(_default_memory() if memory is None else memory)
     if acc is not None:
         src = observe_first_pass(src, (acc,))
-    plan = _tiled_budget(src, n_energy, total, acc, compute_dtype, chunk_rows)
+    plan = _tiled_budget(src, n_energy, total, acc, compute_dtype, args.chunk_rows)
     if plan is None:
         least = total
         while plan is None and least < 2**50:
             least = int(least * 1.05) + 1
-            plan = _tiled_budget(src, n_energy, least, acc, compute_dtype, chunk_rows)
+            plan = _tiled_budget(src, n_energy, least, acc, compute_dtype, args.chunk_rows)
         if memory is None and headroom() is not None:  # the default budget, under a limit
             raise limit_error(int(least / HEADROOM_SHARE), what=(
                 f"the exact-tiled pass of {t} columns (a budget of {size_text(least)} for the "
@@ -187,8 +186,9 @@ def _diagnose_tiled(
             f"{total / 2**20:.2f} MB"))
     tiles, chunk_rows, blk, dim = plan
     with tiled_gram(
-        src, memory=tiles, spill_dir=spill_dir, chunk_rows=chunk_rows,
-        compute_dtype=compute_dtype, n_threads=n_threads, progress=progress, ulps=CONST_ULPS,
+        src, memory=tiles, spill_dir=args.spill_dir, chunk_rows=chunk_rows,
+        compute_dtype=compute_dtype, n_threads=args.n_threads, progress=args.progress,
+        ulps=CONST_ULPS,
     ) as tg:
         st = tg.stats
         frob2 = float(st.sum_squares.sum())
@@ -201,7 +201,7 @@ def _diagnose_tiled(
         k = t - int(const_idx.size)
         kappa = kappa_from_sum(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
         ritz = block_krylov_eigs(
-            tg.matmat, t, n_energy, trace=frob2, block=blk, max_products=400, seed=seed,
+            tg.matmat, t, n_energy, trace=frob2, block=blk, max_products=400, seed=args.seed,
             max_dim=dim,
             stop=lambda r: bool(np.all(r.residuals <= 1e-11 * max(r.values[0], 1e-300))),
         )
@@ -210,8 +210,9 @@ def _diagnose_tiled(
                    "max_residual": float(ritz.residuals.max() / max(ritz.values[0], 1e-300))}
     sources = {"kappa": "exact (tiled Gram)", "r": "exact (block Krylov on the tiled Gram)",
                "p": "exact", "v1": "exact (block Krylov on the tiled Gram)"}
-    d = _finish(src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1,
-                chunk_rows, progress, mode="exact-tiled", sources=sources, details=details)
+    d = _finish(src, args.replace(chunk_rows=chunk_rows), st, kappa, ritz.values,
+                ritz.vectors[:, 0], const_idx, mode="exact-tiled", sources=sources,
+                details=details)
     return _with_concentration(d, src, acc)
 
 
@@ -225,11 +226,11 @@ def _with_concentration(d: Diagnostics, src: Any, acc: Any) -> Diagnostics:
 
 
 def _finish(
-    src: Any, st: BlockStats, kappa: float, values: np.ndarray, v1: np.ndarray,
-    const_idx: np.ndarray, with_u1: bool, chunk_rows: int | None, progress: bool | None,
-    **extra: Any,
+    src: Any, args: DiagnoseArgs, st: BlockStats, kappa: float, values: np.ndarray,
+    v1: np.ndarray, const_idx: np.ndarray, **extra: Any,
 ) -> Diagnostics:
-    """A :class:`Diagnostics` from column sums, κ and the top eigenvalues (non-default modes)."""
+    """A :class:`Diagnostics` from column sums, κ and the top eigenvalues (non-default modes);
+    the second pass for :math:`u_1` in blocks of ``args.chunk_rows`` when ``args.with_u1``."""
     m, t = src.shape
     sumsq = st.sum_squares
     frob2 = float(sumsq.sum())
@@ -240,8 +241,8 @@ def _finish(
     nz = sumsq > 0
     p = float(np.mean(np.clip(colsum[nz] ** 2 / (m * sumsq[nz]), 0.0, 1.0)))
     u1 = None
-    if with_u1:
-        u1 = stream_matvec(src, v1, chunk_rows=chunk_rows, progress=progress) / sigma1
+    if args.with_u1:
+        u1 = stream_matvec(src, v1, chunk_rows=args.chunk_rows, progress=args.progress) / sigma1
     return Diagnostics(
         n_train=m, n_queries=t, kappa=kappa, r1=float(ratios[0]),
         r2_5=float(ratios[1:5].sum()), p=p, energy_ratios=tuple(float(r) for r in ratios),
@@ -251,24 +252,21 @@ def _finish(
     )
 
 
-def _diagnose_approx(
-    src: Any, n_energy: int, with_u1: bool, chunk_rows: int | None,
-    compute_dtype: str | None, n_threads: int | None, progress: bool | None, seed: int,
-    opts: ApproxOptions, acc: Any = None,
-) -> Diagnostics:
+def _diagnose_approx(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnostics:
     """:func:`diagnose` in a few passes: block Krylov r_i, sampled κ, exact p; ``acc`` sees
     the first pass."""
     from aria_tda.diagnostics.kappa import abs_correlations, kappa_estimate
     from aria_tda.diagnostics.sketch import sketch_passes
 
-    t = src.n_cols
+    t, seed = src.n_cols, args.seed
+    opts = args.approx if args.approx is not None else ApproxOptions()
     if acc is not None:
         src = observe_first_pass(src, (acc,))
     sk = sketch_passes(
-        src, n_energy=n_energy, max_passes=opts.max_passes, rtol=opts.rtol,
+        src, n_energy=args.n_energy, max_passes=opts.max_passes, rtol=opts.rtol,
         block=opts.block or None, sample_columns=opts.sample_columns, seed=seed,
-        chunk_rows=chunk_rows, compute_dtype=compute_dtype, n_threads=n_threads,
-        progress=progress,
+        chunk_rows=args.chunk_rows, compute_dtype=args.compute_dtype, n_threads=args.n_threads,
+        progress=args.progress,
     )
     st, ritz = sk.stats, sk.ritz
     frob2 = float(st.sum_squares.sum())
@@ -305,8 +303,8 @@ def _diagnose_approx(
                  "with a trace-certified gap, else Weyl (deterministic)",
     }
     d = _finish(
-        src, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx, with_u1, chunk_rows,
-        progress, mode="approx", sources=sources, details=details,
+        src, args, st, kappa, ritz.values, ritz.vectors[:, 0], const_idx,
+        mode="approx", sources=sources, details=details,
         r1_interval=(float(lo[0]), float(hi[0])),
         r2_5_interval=(float(lo[1:5].sum()), float(min(1.0, hi[1:5].sum()))),
         energy_intervals=tuple((float(a), float(b)) for a, b in zip(lo, hi, strict=True)),

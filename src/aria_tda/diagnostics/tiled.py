@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda._fingerprint import cache_dir
 from aria_tda._io import (
     as_disk_full,
     check_space,
@@ -47,7 +46,7 @@ from aria_tda.diagnostics.kappa import abs_corr_block
 from aria_tda.errors import DataError, ParameterError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.readers import as_source
-from aria_tda.scores.source import ScoreSource, expected_text
+from aria_tda.scores.source import PREFETCH_BUFFERS, ScoreSource, expected_text
 from aria_tda.scores.stats import (
     _checked,
     _finish_scaled,
@@ -114,8 +113,9 @@ def gram_bytes(t: int) -> int:
 
 def default_spill_dir() -> Path:
     """``$ARIA_CACHE_DIR/tiles`` (default ``~/.cache/aria/tiles``): where tiles are spilled."""
-    base = cache_dir()
-    return base / "tiles"
+    from aria_tda._fingerprint import cache_dir  # here: it loads sqlite3
+
+    return cache_dir() / "tiles"
 
 
 def check_spill_dir(spill_dir: Any, *, name: str = "spill_dir") -> Path:
@@ -235,8 +235,8 @@ def _compute_dtype(src: ScoreSource, compute_dtype: str | None) -> np.dtype[Any]
 
 
 def _pass_row_bytes(src: ScoreSource, cdt: np.dtype[Any]) -> int:
-    """Bytes per block row of a pass: three prefetch buffers and the work rows."""
-    return src.n_cols * (3 * src.block_dtype.itemsize + cdt.itemsize)
+    """Bytes per block row of a pass: the prefetch buffers and the work rows."""
+    return src.n_cols * (PREFETCH_BUFFERS * src.block_dtype.itemsize + cdt.itemsize)
 
 
 def _fixed_bytes(t: int, budget: int) -> int:

@@ -18,19 +18,33 @@ Dask task runner and row ranges), :mod:`~aria_tda.scores.distributed_aggregate`,
 
 from __future__ import annotations
 
-from aria_tda.scores.aggregation import aggregate, segment_codes
-from aria_tda.scores.blockstats import BlockStats
-from aria_tda.scores.lowrank import Rank1, ResidualSource, rank1, residual
-from aria_tda.scores.normalization import (
-    NORMALIZATIONS,
-    choose_normalization,
-    column_moments,
-    normalize,
-)
-from aria_tda.scores.readers import as_source, open_scores
-from aria_tda.scores.source import ArraySource, ScoreSource
-from aria_tda.scores.stats import block_stats, stream_matvec, stream_stats
-from aria_tda.scores.writers import ScoreWriter, save_scores
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: Public name -> the module that defines it, imported on first use: reading a small matrix
+#: does not load the aggregation, normalisation or writer modules (nor what they import).
+_LAZY = {
+    "NORMALIZATIONS": "aria_tda.scores.normalization",
+    "ArraySource": "aria_tda.scores.source",
+    "BlockStats": "aria_tda.scores.blockstats",
+    "Rank1": "aria_tda.scores.lowrank",
+    "ResidualSource": "aria_tda.scores.lowrank",
+    "ScoreSource": "aria_tda.scores.source",
+    "ScoreWriter": "aria_tda.scores.writers",
+    "aggregate": "aria_tda.scores.aggregation",
+    "as_source": "aria_tda.scores.readers",
+    "block_stats": "aria_tda.scores.stats",
+    "choose_normalization": "aria_tda.scores.normalization",
+    "column_moments": "aria_tda.scores.normalization",
+    "normalize": "aria_tda.scores.normalization",
+    "open_scores": "aria_tda.scores.readers",
+    "rank1": "aria_tda.scores.lowrank",
+    "residual": "aria_tda.scores.lowrank",
+    "save_scores": "aria_tda.scores.writers",
+    "segment_codes": "aria_tda.scores.aggregation",
+    "stream_matvec": "aria_tda.scores.stats",
+    "stream_stats": "aria_tda.scores.stats",
+}
 
 __all__ = [
     "NORMALIZATIONS",
@@ -54,3 +68,30 @@ __all__ = [
     "stream_matvec",
     "stream_stats",
 ]
+
+if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load on first use
+    from aria_tda.scores.aggregation import aggregate, segment_codes
+    from aria_tda.scores.blockstats import BlockStats
+    from aria_tda.scores.lowrank import Rank1, ResidualSource, rank1, residual
+    from aria_tda.scores.normalization import (
+        NORMALIZATIONS,
+        choose_normalization,
+        column_moments,
+        normalize,
+    )
+    from aria_tda.scores.readers import as_source, open_scores
+    from aria_tda.scores.source import ArraySource, ScoreSource
+    from aria_tda.scores.stats import block_stats, stream_matvec, stream_stats
+    from aria_tda.scores.writers import ScoreWriter, save_scores
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'aria_tda.scores' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

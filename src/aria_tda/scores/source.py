@@ -14,8 +14,8 @@ Conventions
   manifest (see :mod:`aria_tda.manifest`).
 
 :meth:`ScoreSource.iter_chunks` hands out a new array per block (or a read-only view of an
-in-memory array); the streaming passes ask for ``reuse_buffers=True`` (three rotating buffers,
-each block valid until the next step) so memory stays flat.
+in-memory array); the streaming passes ask for ``reuse_buffers=True`` (:data:`PREFETCH_BUFFERS`
+buffers taking turns, each block valid until the next step) so memory stays flat.
 
 The file formats live in :mod:`aria_tda.scores.formats`; :func:`aria_tda.scores.readers.open_scores`
 and :func:`~aria_tda.scores.readers.as_source` pick one.
@@ -49,9 +49,12 @@ __all__ = [
     "transpose_source",
 ]
 
-#: Target size of one streamed block (bytes). Big enough that BLAS runs near its peak on the
-#: block's Gram, small enough that three buffers plus the T x T accumulator stay well under 1 GB.
+#: Largest target size of one streamed block (bytes). Big enough that BLAS runs near its peak on
+#: the block's Gram, small enough that the buffers plus the T x T accumulator stay well under 1 GB.
 TARGET_BLOCK_BYTES = 64 * 2**20
+#: Blocks a pass has at least (of >= ``T/2`` rows): a smaller matrix is read in smaller blocks.
+MIN_BLOCKS = 16
+PREFETCH_BUFFERS = 2  #: buffers of a prefetched pass (``reuse_buffers=True``): caller, reader
 
 
 # ----------------------------------------------------------------------------------------
@@ -128,7 +131,7 @@ def check_matrix_shape(shape: Sequence[int], *, name: str = "scores") -> tuple[i
 
 
 def default_chunk_rows(shape: Sequence[int], dtype: Any) -> int:
-    r"""Rows per streamed block: about ``TARGET_BLOCK_BYTES`` and at least ``T/2`` rows.
+    r"""Rows per streamed block: ``TARGET_BLOCK_BYTES`` (:data:`MIN_BLOCKS`), >= ``T/2`` rows.
 
     At least ``T/2`` rows keeps the per-block float64 accumulation of the ``T x T`` Gram a few
     percent of the block's :math:`2 R T^2` flops.
@@ -142,7 +145,8 @@ def default_chunk_rows(shape: Sequence[int], dtype: Any) -> int:
     """
     m, t = int(shape[0]), int(shape[1])
     itemsize = block_dtype_for(dtype).itemsize
-    rows = max(TARGET_BLOCK_BYTES // max(1, t * itemsize), (t + 1) // 2, 256)
+    row_bytes = max(1, t * itemsize)
+    rows = max(min(TARGET_BLOCK_BYTES, m * row_bytes // MIN_BLOCKS) // row_bytes, (t + 1) // 2, 256)
     return int(min(m, rows))
 
 
@@ -498,8 +502,7 @@ class ScoreSource(abc.ABC):
         return self.describe()
 
 
-class _Stop(Exception):
-    pass
+_STOP = object()  # the reader's last item
 
 
 def _prefetched(
@@ -507,38 +510,37 @@ def _prefetched(
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Read ``ranges`` one block ahead in a thread (one-deep queue).
 
-    With ``reuse``, three buffers rotate (the consumer holds one, the queue one, the reader
-    fills one) and blocks are read-only; otherwise each block is a new array.
+    With ``reuse``, :data:`PREFETCH_BUFFERS` buffers take turns (the consumer puts its block back
+    in ``free`` when it asks for the next) and are read-only; else each block is a new array.
     """
-    n_buf = 3
-    bufs = (
-        [np.empty((rows, src.n_cols), dtype=src.block_dtype) for _ in range(n_buf)] if reuse else []
-    )
+    free: queue.Queue[np.ndarray] = queue.Queue()
+    for _ in range(PREFETCH_BUFFERS if reuse else 0):
+        free.put(np.empty((rows, src.n_cols), dtype=src.block_dtype))
     q: queue.Queue[Any] = queue.Queue(maxsize=1)
     stop_event = threading.Event()
 
+    def hand_over(item: Any) -> bool:  # False: the consumer left
+        while not stop_event.is_set():
+            with contextlib.suppress(queue.Full):
+                q.put(item, timeout=0.1)
+                return True
+        return False
+
     def reader() -> None:
         try:
-            for i, (s, e) in enumerate(ranges):
+            for s, e in ranges:
+                buf = None
+                while reuse and buf is None and not stop_event.is_set():
+                    with contextlib.suppress(queue.Empty):
+                        buf = free.get(timeout=0.1)
                 if stop_event.is_set():
                     return
-                target = bufs[i % n_buf][: e - s] if reuse else src._new_block(e - s)
-                block = src._read_into(s, e, target)
-                while not stop_event.is_set():
-                    try:
-                        q.put((s, block), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-            q.put(_Stop())
+                target = src._new_block(e - s) if buf is None else buf[: e - s]
+                if not hand_over((s, src._read_into(s, e, target), buf)):
+                    return
+            hand_over(_STOP)
         except BaseException as exc:  # handed to the consumer
-            with contextlib.suppress(queue.Full):
-                while not stop_event.is_set():
-                    try:
-                        q.put(exc, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+            hand_over(exc)
 
     thread = threading.Thread(target=reader, name="aria-prefetch", daemon=True)
     thread.start()
@@ -556,16 +558,17 @@ def _prefetched(
                         f"the reader thread of {src.describe()} ended without handing over "
                         "its blocks or its error (out of memory?)"
                     ) from None
-            if isinstance(item, _Stop):
+            if item is _STOP:
                 return
             if isinstance(item, BaseException):
                 raise item
-            s, block = item
+            s, block, buf = item
             if reuse:
                 block.flags.writeable = False
             yield s, block
-            if reuse:
+            if buf is not None:
                 block.flags.writeable = True
+                free.put(buf)  # the reader may fill it now
     finally:
         stop_event.set()
         with contextlib.suppress(queue.Empty):
