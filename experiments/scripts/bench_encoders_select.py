@@ -140,7 +140,7 @@ def features(preset: str, seed: int, val_versions: tuple[int, ...] = VALIDATION_
              extra_works: int = 0, versions: int | None = None,
              match_families: bool = False) -> Path:
     """CQT magnitudes (clews-style's default CQT) of every track of the validation split."""
-    from aria_tda_experiments.audio.encoders import _load
+    from aria_tda_experiments.audio.encoders import load_clips
     from aria_tda_experiments.encoders import ClewsStyleConfig
     from aria_tda_experiments.encoders.frontends import cqt
 
@@ -152,7 +152,7 @@ def features(preset: str, seed: int, val_versions: tuple[int, ...] = VALIDATION_
     parts = {k: s[k] for k in ("train", "val", "gallery")}
     mags, ids = {}, []
     for rows in parts.values():
-        for tid, y in zip(rows["track_id"], _load(s["ext"], rows, c.sample_rate), strict=True):
+        for tid, y in zip(rows["track_id"], load_clips(s["ext"], rows, c.sample_rate), strict=True):
             if tid not in mags:
                 mags[tid] = cqt(y, sr=c.sample_rate, hop=c.hop, fmin=c.fmin, n_bins=c.n_bins,
                                 bins_per_octave=c.bins_per_octave).astype(np.float32)

@@ -38,24 +38,33 @@ import dataclasses
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from aria_tda._checks import check_choice, check_float, check_int, check_int_list
-from aria_tda._io import remove_path, write_text
-from aria_tda._steps import Step, params_digest
+from aria_tda._io import write_text
+from aria_tda._steps import Step
 from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda.results import DEFAULT_KS, default_k_report
+from aria_tda_experiments.stage_runner import StageRunner
 from aria_tda_experiments.validation import DIAGNOSTICS, PAPER_METHODS, agreement_table
 
 if TYPE_CHECKING:
     from aria_tda_experiments.presets import BenchPreset
 
-__all__ = ["DEMO_METHODS", "DIAGNOSTICS", "PAPER_METHODS", "STAGES", "DemoSettings",
-           "agreement_table", "run_demo"]
+__all__ = [
+    "DEMO_METHODS",
+    "DIAGNOSTICS",
+    "PAPER_METHODS",
+    "STAGES",
+    "DemoSettings",
+    "agreement_table",
+    "corpus_stage",
+    "run_demo",
+]
 
 #: The demo's stages, in order (``until`` stops after one of them).
 STAGES: tuple[str, ...] = ("corpus", "models", "queries", "attribution", "lds", "features")
@@ -138,60 +147,6 @@ class DemoSettings:
 def _log(msg: str, quiet: bool) -> None:
     if not quiet:
         print(f"[aria-tda demo] {msg}", flush=True)
-
-
-class _Runner:
-    """Runs the demo's stages in order, each resumable, timing each one."""
-
-    def __init__(self, root: Path, quiet: bool, name: str = "aria-tda demo") -> None:
-        self.root = root
-        self.quiet = quiet
-        self.name = name
-        self.timings: dict[str, float] = {}
-        self.digests: dict[str, str] = {}
-
-    def _log(self, msg: str) -> None:
-        if not self.quiet:
-            print(f"[{self.name}] {msg}", flush=True)
-
-    def stage(
-        self, name: str, params: dict[str, Any], after: Sequence[str],
-        body: Callable[[Path], Any], *, resumable: bool = False,
-    ) -> Path:
-        """Run ``body(stage_dir)`` unless a finished stage with the same inputs exists.
-
-        ``resumable`` stages keep what an interrupted run left (their body reuses finished
-        models after checking their settings); others start from an empty folder. A
-        resumable body checks its own work's settings (model/train config, seed, row indices;
-        a feature store's track ids), never the upstream data: so when an ``after`` stage's
-        digest differs from the one recorded (finished or interrupted), the folder is
-        cleared first — else models trained on other data, or features of other audio under
-        the same ids, would be reused.
-        """
-        upstream = {a: self.digests[a] for a in after}
-        full = {"params": params, "after": upstream}
-        if resumable and after:
-            rec = Step(self.root, name).record() or {}
-            old = (rec.get("params") or {}).get("after")
-            if old is not None and old != upstream:
-                remove_path(self.root / name)
-        st = Step(self.root, name, full)
-        self.digests[name] = params_digest(full)
-        if st.is_complete():
-            rec = st.record() or {}
-            self.timings[name] = float(rec.get("seconds") or 0.0)
-            self._log(f"{name}: reusing finished stage ({st.path})")
-            return st.path
-        reason = st.stale_reason()
-        self._log(f"{name}: running" + (f" ({reason})" if reason else ""))
-        t0 = time.perf_counter()
-        # whatever the body raises, the stage is not left marked "running"
-        with st.running(clear=not resumable) as work:
-            summary = body(work) or {}
-            st.complete(**summary)
-        self.timings[name] = round(time.perf_counter() - t0, 2)
-        self._log(f"{name}: done in {self.timings[name]:.1f} s")
-        return st.path
 
 
 def run_demo(
@@ -286,7 +241,7 @@ def run_demo(
 
     list_work_files(corpus_cfg.collections)
     root.mkdir(parents=True, exist_ok=True)
-    run = _Runner(root, quiet)
+    run = StageRunner(root, quiet)
     t_start = time.perf_counter()
     _log(f"preset {name!r}, seed {seed}, {n_threads} thread(s), folder {root}", quiet)
     _log(f"sizes: {p.to_dict()}", quiet)
@@ -296,7 +251,7 @@ def run_demo(
     from aria_tda_experiments.corpus import load_corpus
 
     corpus_dir = run.stage("corpus", {"corpus": corpus_cfg.to_dict()}, [],
-                           lambda d: _corpus(d, corpus_cfg, progress, n_threads))
+                           lambda d: corpus_stage(d, corpus_cfg, progress, n_threads))
     if settings.until == "corpus":
         return _stopped(corpus_dir, "corpus", quiet)
     corpus = load_corpus(corpus_dir / "corpus")
@@ -598,7 +553,25 @@ def _trak_ks(settings: DemoSettings, methods: Sequence[str], p: BenchPreset) -> 
     return [k for k in ks if k < n_ensemble]
 
 
-def _corpus(d: Path, cfg: Any, progress: bool | None, n_jobs: int) -> dict[str, Any]:
+def corpus_stage(d: Path, cfg: Any, progress: bool | None, n_jobs: int) -> dict[str, Any]:
+    """The body of the demo's corpus stage: the corpus built into ``d / "corpus"``.
+
+    Parameters
+    ----------
+    d : pathlib.Path
+        The stage's folder.
+    cfg : CorpusConfig
+        The corpus settings.
+    progress : bool or None
+        Draw progress bars.
+    n_jobs : int
+        Worker processes.
+
+    Returns
+    -------
+    dict
+        The stage's summary: ``n_train`` windows and ``n_failed`` works.
+    """
     from aria_tda_experiments.corpus import build_corpus
 
     c = build_corpus(d / "corpus", config=cfg, progress_bar=progress, n_jobs=n_jobs)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from aria_tda_experiments.demo import _Runner
+from aria_tda_experiments.stage_runner import StageRunner
 
 
 def _upstream(root, value):
-    run = _Runner(root, quiet=True)
+    run = StageRunner(root, quiet=True)
     run.stage("tokens", {"v": value}, [], lambda d: None)
     return run
 

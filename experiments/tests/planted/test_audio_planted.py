@@ -431,11 +431,11 @@ def test_render_planted_writes_a_normalised_wav(tmp_path):
 def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path, plants):
     pytest.importorskip("music21")
     from aria_tda.scores import open_scores
-    from aria_tda_experiments.demo import _Runner
     from aria_tda_experiments.planted.audio import AUDIO_PLANTED_METHODS, run_audio_planted
     from aria_tda_experiments.planted.data import COUNTERFACTUAL_COLUMNS, LEARNED_COLUMNS
+    from aria_tda_experiments.stage_runner import StageRunner
 
-    runner = _Runner(tmp_path, True, "test")
+    runner = StageRunner(tmp_path, True, "test")
     data = run_audio_planted(tmp_path, runner, quick=False, seed=0, threads=1, progress=False,
                              quiet=True, preset="tiny", plants=plants)
     assert data.modality == "audio" and data.aspects == ap.AUDIO_ASPECTS
@@ -495,7 +495,7 @@ def test_tiny_audio_planted_run_gives_consistent_planted_data(tmp_path, plants):
     assert len(data.counterfactual) == 4 and np.isfinite(data.counterfactual["effect"]).all()
     assert all(k.startswith("audio-") for k in data.stage_seconds)
     # a rerun reuses every stage
-    again = run_audio_planted(tmp_path, _Runner(tmp_path, True, "test"), quick=False, seed=0,
+    again = run_audio_planted(tmp_path, StageRunner(tmp_path, True, "test"), quick=False, seed=0,
                               threads=1, progress=False, quiet=True, preset="tiny",
                               plants=plants)
     pd.testing.assert_frame_equal(again.learned, data.learned)

@@ -131,13 +131,13 @@ def test_no_stage_after_the_plants_is_reused_across_families(tmp_path):
     """The family is in the plants stage's key only; every later stage's key holds the
     plants stage's digest, so a run of B in A's folder recomputes models, queries and the rest
     (and a rerun of A after it recomputes them again)."""
-    from aria_tda_experiments.demo import _Runner
     from aria_tda_experiments.planted.symbolic import SYMBOLIC_SIZES, plants_stage_params
+    from aria_tda_experiments.stage_runner import StageRunner
 
     ran: list[str] = []
 
     def run(family):
-        r = _Runner(tmp_path, True, "test")
+        r = StageRunner(tmp_path, True, "test")
         r.stage("symbolic-corpus", {"c": 1}, [], lambda d: ran.append("corpus"))
         r.stage("symbolic-plants", plants_stage_params(SYMBOLIC_SIZES["tiny"], 0, family),
                 ["symbolic-corpus"], lambda d: ran.append("plants"))

@@ -1,7 +1,7 @@
 r"""The embedding-retrieval baselines of ``aria-tda demo audio`` (paper §4.3, Tables 2 and 3).
 
-Three resumable demo stages (:class:`aria_tda_experiments.demo._Runner`) between the features and
-the study:
+Three resumable demo stages (:class:`aria_tda_experiments.stage_runner.StageRunner`) between the
+features and the study:
 
 1. ``encoders`` — :func:`aria_tda_experiments.audio.encoders.train_demo_encoders` trains the
    encoders
@@ -33,9 +33,15 @@ from aria_tda._checks import check_choice
 from aria_tda._io import write_text
 from aria_tda.errors import ParameterError, expected
 from aria_tda_experiments.audio.listing import paths_for_listing
-from aria_tda_experiments.demo import _Runner
+from aria_tda_experiments.stage_runner import StageRunner
 
-__all__ = ["EMBEDDING_BASELINES", "query_audio_stage"]
+__all__ = [
+    "EMBEDDING_BASELINES",
+    "check_encoders",
+    "embedding_stages",
+    "query_audio_stage",
+    "row_ids",
+]
 
 #: The paper's three embedding baselines (Table 3 order); each runs as its demo-trained
 #: ``<name>-style`` encoder unless a published checkpoint is given (``encoders=``).
@@ -47,7 +53,23 @@ def _log(msg: str, quiet: bool) -> None:
         print(f"[aria-tda demo audio] {msg}", flush=True)
 
 
-def _row_ids(path: Path) -> list[str]:
+def row_ids(path: Path) -> list[str]:
+    """The training track ids of an embedding score matrix (its row ids).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The scores.
+
+    Returns
+    -------
+    list of str
+
+    Raises
+    ------
+    FileFormatError
+        Scores without row ids.
+    """
     from aria_tda.errors import FileFormatError
     from aria_tda.scores import open_scores
 
@@ -57,8 +79,27 @@ def _row_ids(path: Path) -> list[str]:
     return [str(t) for t in ids]
 
 
-def _check_encoders(encoders: Mapping[str, Any] | None, embeddings: bool) -> dict[str, Path]:
-    """Validate ``encoders=`` (baseline name -> existing checkpoint path)."""
+def check_encoders(encoders: Mapping[str, Any] | None, embeddings: bool) -> dict[str, Path]:
+    """Validate ``encoders=`` (baseline name -> existing checkpoint path).
+
+    Parameters
+    ----------
+    encoders : mapping or None
+        Baseline name (one of ``EMBEDDING_BASELINES``) to a published checkpoint file or folder.
+    embeddings : bool
+        Whether the demo runs the embedding baselines (without them, ``encoders`` must be
+        empty).
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        Absolute paths.
+
+    Raises
+    ------
+    ParameterError
+        Not a mapping, an unknown baseline, a missing path, or encoders without embeddings.
+    """
     if encoders is None:
         return {}
     if not isinstance(encoders, Mapping):
@@ -86,7 +127,7 @@ def _fingerprint(path: Path) -> dict[str, Any]:
                                          for f in files]}
 
 
-def query_audio_stage(run: _Runner, p: Any, tokens_dir: Path, queries: Any, seed: int,
+def query_audio_stage(run: StageRunner, p: Any, tokens_dir: Path, queries: Any, seed: int,
                       progress: bool | None) -> Path:
     """The ``query_audio`` stage: one WAV per generated query; returns the stage folder.
 
@@ -95,7 +136,7 @@ def query_audio_stage(run: _Runner, p: Any, tokens_dir: Path, queries: Any, seed
 
     Parameters
     ----------
-    run : aria_tda_experiments.demo._Runner
+    run : aria_tda_experiments.stage_runner.StageRunner
         Runs the stage resumably.
     p : AudioPreset
         Sizes (``query_audio_iters``: Griffin–Lim iterations).
@@ -124,13 +165,45 @@ def query_audio_stage(run: _Runner, p: Any, tokens_dir: Path, queries: Any, seed
     return run.stage("query_audio", qa_cfg, ["tokens", "queries"], _query_audio)
 
 
-def _embedding_stages(run: _Runner, p: Any, corpus: Any, train: Any, tokens_dir: Path,
-                      queries: Any, query_ids: list[str], published: Mapping[str, Path],
-                      seed: int, n_threads: int, progress: bool | None,
-                      quiet: bool, qa_dir: Path) -> dict[str, tuple[str, Path]]:
+def embedding_stages(run: StageRunner, p: Any, corpus: Any, train: Any, tokens_dir: Path,
+                     queries: Any, query_ids: list[str], published: Mapping[str, Path],
+                     seed: int, n_threads: int, progress: bool | None,
+                     quiet: bool, qa_dir: Path) -> dict[str, tuple[str, Path]]:
     """Encoders, embeddings and cosine scores; baseline -> (encoder, scores).
 
-    ``qa_dir``: the ``query_audio`` stage (:func:`query_audio_stage`).
+    Parameters
+    ----------
+    run : StageRunner
+        The demo's stage runner.
+    p : AudioPreset
+        The sizes (encoder steps and batch).
+    corpus : AudioCorpus
+        The corpus.
+    train : pandas.DataFrame
+        The training tracks.
+    tokens_dir : pathlib.Path
+        The tokens stage (its tokenizers feed the trained encoders).
+    queries : pandas.DataFrame
+        The queries.
+    query_ids : list of str
+        The queries' ids, in score-column order.
+    published : mapping of str to pathlib.Path
+        Baselines with a published checkpoint (the others are trained here).
+    seed : int
+        The demo's seed.
+    n_threads : int
+        Threads.
+    progress : bool or None
+        Draw progress bars.
+    quiet : bool
+        Print nothing.
+    qa_dir : pathlib.Path
+        The ``query_audio`` stage (:func:`query_audio_stage`).
+
+    Returns
+    -------
+    dict
+        Baseline name to ``(encoder label, scores path)``.
     """
 
     from aria_tda_experiments.audio.tokenizers import load_tokenizers

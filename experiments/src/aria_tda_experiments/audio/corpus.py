@@ -96,12 +96,21 @@ from aria_tda_experiments import corpus as symbolic
 from aria_tda_experiments.audio.versions import (
     TRACK_COLUMNS,
     AudioCorpusConfig,
-    _rng,
     make_version_midi,
     plan_versions,
+    version_rng,
 )
 
-__all__ = ["AudioCorpus", "build_audio_corpus", "load_audio_corpus"]
+__all__ = [
+    "AudioCorpus",
+    "build_audio_corpus",
+    "collect_works",
+    "load_audio_corpus",
+    "pool_map",
+    "soundfont_id",
+    "wav_ok",
+    "worker_pool",
+]
 
 KIND = "aria_tda_experiments.audio.corpus"
 RENDER_VERSION = 2  # bump when the rendering of a version changes
@@ -230,7 +239,18 @@ def _render_safe(job: dict[str, Any]) -> tuple[float, str]:
         return 0.0, f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
 
 
-def _pool(n_jobs: int) -> Any:
+def worker_pool(n_jobs: int) -> Any:
+    """A spawn-based process pool of ``n_jobs`` workers (``None`` for one: work in process).
+
+    Parameters
+    ----------
+    n_jobs : int
+        Worker processes.
+
+    Returns
+    -------
+    concurrent.futures.ProcessPoolExecutor or None
+    """
     if n_jobs <= 1:
         return None
     import multiprocessing as mp
@@ -241,25 +261,59 @@ def _pool(n_jobs: int) -> Any:
     return ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"))
 
 
-def _map(pool: Any, fn: Any, items: Sequence[Any]) -> Any:
+def pool_map(pool: Any, fn: Any, items: Sequence[Any]) -> Any:
+    """``fn`` over ``items`` in order, on ``pool`` when there is one (:func:`worker_pool`).
+
+    Parameters
+    ----------
+    pool : ProcessPoolExecutor or None
+        The pool.
+    fn : callable
+        A picklable function of one item.
+    items : sequence
+        The items.
+
+    Returns
+    -------
+    iterator
+        The results, in item order.
+    """
     return pool.map(fn, items) if pool is not None else map(fn, items)
 
 
-def _collect_works(cfg: AudioCorpusConfig, cache: Path, pool: Any, n_jobs: int
+def collect_works(cfg: AudioCorpusConfig, cache: Path, pool: Any, n_jobs: int
                    ) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """Convert works collection by collection until each has ``works_per_collection``."""
+    """Convert works collection by collection until each has ``works_per_collection``.
+
+    Parameters
+    ----------
+    cfg : AudioCorpusConfig
+        The corpus settings (collections, works per collection, seed).
+    cache : pathlib.Path
+        Where converted MIDI files are cached.
+    pool : ProcessPoolExecutor or None
+        Workers (:func:`worker_pool`).
+    n_jobs : int
+        Files converted per round (at least).
+
+    Returns
+    -------
+    tuple of (list of dict, list of dict)
+        The works (``work_id``, ``collection``, ``midi`` bytes) and the failures
+        (``work_id``, ``track_id``, ``stage``, ``error``).
+    """
     root = symbolic.corpus_root()
     works: list[dict[str, Any]] = []
     failures: list[dict[str, str]] = []
     for coll in cfg.collections:
         files = symbolic.list_work_files([coll])
-        order = _rng(cfg.seed, 0, coll).permutation(len(files))
+        order = version_rng(cfg.seed, 0, coll).permutation(len(files))
         n_ok, pos = 0, 0
         while n_ok < cfg.works_per_collection and pos < len(files):
             batch = [files[i] for i in order[pos : pos + max(n_jobs, cfg.works_per_collection
                                                                - n_ok)]]
             pos += len(batch)
-            results = _map(pool, _convert_file, [(str(f), str(cache)) for f in batch])
+            results = pool_map(pool, _convert_file, [(str(f), str(cache)) for f in batch])
             for f, res in zip(batch, results, strict=True):
                 rel = f.relative_to(root).as_posix()
                 for w in res:
@@ -277,7 +331,18 @@ def _collect_works(cfg: AudioCorpusConfig, cache: Path, pool: Any, n_jobs: int
     return works, failures
 
 
-def _soundfont_id(path: Path) -> str:
+def soundfont_id(path: Path) -> str:
+    """A soundfont's identity for the rendering's cache key: its name and size.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The ``.sf2`` file.
+
+    Returns
+    -------
+    str
+    """
     return f"{path.name}:{path.stat().st_size}"
 
 
@@ -289,7 +354,20 @@ def _wav_name(row: dict[str, Any], midi_digest: str, cfg: AudioCorpusConfig, sf_
     return f"audio/{safe}-{digest}.wav"
 
 
-def _wav_ok(path: Path, cfg: AudioCorpusConfig) -> bool:
+def wav_ok(path: Path, cfg: AudioCorpusConfig) -> bool:
+    """True when ``path`` is a readable mono WAV of the corpus's rate and length.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A rendered track.
+    cfg : AudioCorpusConfig
+        The corpus settings (``sr``, ``n_samples``).
+
+    Returns
+    -------
+    bool
+    """
     import soundfile as sf
 
     try:
@@ -351,7 +429,7 @@ def build_audio_corpus(
     n_jobs = check_int("n_jobs", n_jobs, min_value=1)
     out = Path(out_dir)
     sf_path = find_soundfont(soundfont)
-    sf_id = _soundfont_id(sf_path)
+    sf_id = soundfont_id(sf_path)
     try:
         man = read_manifest(out)
     except FileFormatError:
@@ -369,9 +447,9 @@ def build_audio_corpus(
         remove_path(out / "aria-manifest.json")
     cache = Path(work_cache) if work_cache is not None else symbolic.default_work_cache()
     cache.mkdir(parents=True, exist_ok=True)
-    pool = _pool(n_jobs)
+    pool = worker_pool(n_jobs)
     try:
-        works, failures = _collect_works(cfg, cache, pool, n_jobs)
+        works, failures = collect_works(cfg, cache, pool, n_jobs)
         if not works:
             raise DataError(f"audio corpus: no work of {list(cfg.collections)} converted")
         plan = plan_versions(pd.DataFrame(works), config=cfg)
@@ -382,7 +460,7 @@ def build_audio_corpus(
         for row in rows:
             row["path"] = _wav_name(row, digest_of[row["work_id"]], cfg, sf_id)
             row["duration"] = cfg.n_samples / cfg.sr
-            if not _wav_ok(out / row["path"], cfg):
+            if not wav_ok(out / row["path"], cfg):
                 todo.append({**{k: row[k] for k in ("track_id", "work_id", "split", "program",
                                                     "tempo_scale", "transpose")},
                              "midi": midi_of[row["work_id"]], "seconds": cfg.track_seconds,
@@ -393,7 +471,7 @@ def build_audio_corpus(
         times: list[float] = []
         failed: set[str] = set()
         try:
-            for job, (secs, error) in zip(todo, _map(pool, _render_safe, todo), strict=True):
+            for job, (secs, error) in zip(todo, pool_map(pool, _render_safe, todo), strict=True):
                 if error:
                     failed.add(job["track_id"])
                     failures.append({"work_id": job["work_id"], "track_id": job["track_id"],
@@ -476,7 +554,7 @@ def load_audio_corpus(
     if config is not None:
         wanted["config"] = config.to_dict()
     if soundfont is not None:
-        wanted["soundfont"] = _soundfont_id(Path(soundfont))
+        wanted["soundfont"] = soundfont_id(Path(soundfont))
     check_manifest(root, wanted)
     cfg = AudioCorpusConfig.from_mapping(man["config"], what="audio corpus manifest")
     tracks = pd.read_csv(root / "tracks.csv", dtype=str, keep_default_na=False)

@@ -59,15 +59,15 @@ from aria_tda._io import write_text
 from aria_tda.errors import ParameterError, expected
 from aria_tda_experiments.audio.baselines import (
     EMBEDDING_BASELINES,
-    _check_encoders,
-    _embedding_stages,
-    _row_ids,
+    check_encoders,
+    embedding_stages,
     query_audio_stage,
+    row_ids,
 )
 from aria_tda_experiments.audio.listing import paths_for_listing
-from aria_tda_experiments.audio.tables import _required, table2_text, table3_text
-from aria_tda_experiments.demo import _Runner
+from aria_tda_experiments.audio.tables import required_table, table2_text, table3_text
 from aria_tda_experiments.demo_media import query_media
+from aria_tda_experiments.stage_runner import StageRunner
 
 __all__ = ["AUDIO_DEMO_METHODS", "EMBEDDING_BASELINES", "STAGE_ORDER", "run_audio_demo",
            "table2_text", "table3_text"]
@@ -150,12 +150,12 @@ def run_audio_demo(
     methods = tuple(check_choice("methods[]", m, AUDIO_DEMO_METHODS) for m in methods)
     if not methods:
         raise ParameterError(expected("methods", "at least one method", "none"))
-    published = _check_encoders(encoders, embeddings)
+    published = check_encoders(encoders, embeddings)
     root = Path(out).absolute()  # one meaning for a relative --out in every stage
     if root.exists() and not root.is_dir():
         raise ParameterError(f"out: expected a working folder, got a file: {str(root)!r}")
     root.mkdir(parents=True, exist_ok=True)
-    run = _Runner(root, quiet, "aria-tda demo audio")
+    run = StageRunner(root, quiet, "aria-tda demo audio")
     t_start = time.perf_counter()
     _log(f"preset {name!r}, seed {seed}, {n_threads} thread(s), folder {root}", quiet)
     _log(f"sizes: {p.to_dict()}", quiet)
@@ -309,8 +309,8 @@ def run_audio_demo(
     qa_dir = query_audio_stage(run, p, tokens_dir, queries, seed, progress)
     emb: dict[str, tuple[str, Path]] = {}
     if embeddings:
-        emb = _embedding_stages(run, p, corpus, train, tokens_dir, queries, query_ids,
-                                published, seed, n_threads, progress, quiet, qa_dir)
+        emb = embedding_stages(run, p, corpus, train, tokens_dir, queries, query_ids,
+                               published, seed, n_threads, progress, quiet, qa_dir)
 
     # 9. ARIA -----------------------------------------------------------------------------
     from aria_tda.study import run_study
@@ -369,7 +369,7 @@ def run_audio_demo(
     from aria_tda.results import read_results_meta, write_results_meta, write_table
 
     rows_of = {(m, st): (path, list(data[st].track_ids)) for (m, st), path in scores.items()}
-    rows_of.update({(enc, "-"): (path, _row_ids(path)) for enc, path in emb.values()})
+    rows_of.update({(enc, "-"): (path, row_ids(path)) for enc, path in emb.values()})
     planted = _planted_table(corpus, rows_of, qmeta, ks)
     write_table(results, "planted", planted)
     if lds_tables:
@@ -443,7 +443,7 @@ def run_audio_demo(
 
 
 def _stage_lds(
-    run: _Runner,
+    run: StageRunner,
     p: Any,
     data: dict[str, Any],
     queries: Any,
@@ -524,7 +524,7 @@ def _agreement(
 
     from aria_tda_experiments.demo import DIAGNOSTICS, agreement_table
 
-    rel = _required(results, "reliability").set_index("setting")
+    rel = required_table(results, "reliability").set_index("setting")
     parts = []
     for st in STAGE_ORDER:
         rows = [r for r in lds_rows if r["stage"] == st]

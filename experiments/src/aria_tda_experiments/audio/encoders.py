@@ -75,9 +75,19 @@ from aria_tda_experiments.encoders.train import (
     train_version_contrastive,
 )
 
-__all__ = ["CLEWS_EXTRA_WORKS", "CLEWS_VERSIONS", "DEMO_ENCODERS", "caption",
-           "clews_training_tracks", "demo_encoder_configs", "encoder_split",
-           "train_demo_encoders", "version_retrieval", "versions_corpus"]
+__all__ = [
+    "CLEWS_EXTRA_WORKS",
+    "CLEWS_VERSIONS",
+    "DEMO_ENCODERS",
+    "caption",
+    "clews_training_tracks",
+    "demo_encoder_configs",
+    "encoder_split",
+    "load_clips",
+    "train_demo_encoders",
+    "version_retrieval",
+    "versions_corpus",
+]
 
 #: Versions per training work rendered for the clews-style encoder (the query versions left
 #: out): a work-contrastive encoder needs several renderings of a work, with different
@@ -251,7 +261,22 @@ def clews_training_tracks(corpus: Any, extended: Any, holdout_versions: int | No
     return rows
 
 
-def _load(corpus: Any, rows: pd.DataFrame, sr: int) -> list[np.ndarray]:
+def load_clips(corpus: Any, rows: pd.DataFrame, sr: int) -> list[np.ndarray]:
+    """The corpus tracks of ``rows`` as mono float32 audio at ``sr``.
+
+    Parameters
+    ----------
+    corpus : AudioCorpus
+        The corpus (its ``root`` folder).
+    rows : pandas.DataFrame
+        Tracks, with a ``path`` column relative to the corpus root.
+    sr : int
+        The sample rate wanted (resampled when the file's differs).
+
+    Returns
+    -------
+    list of numpy.ndarray
+    """
     import soundfile as sf
     from scipy.signal import resample_poly
 
@@ -365,7 +390,7 @@ def train_demo_encoders(
 
     def signals(sr: int) -> list[np.ndarray]:
         if sr not in audio:
-            audio[sr] = _load(corpus, fit, sr)
+            audio[sr] = load_clips(corpus, fit, sr)
         return audio[sr]
 
     paths: dict[str, Path] = {}
@@ -396,8 +421,9 @@ def train_demo_encoders(
             paths[name] = path
             continue
         t0 = time.perf_counter()
-        feats = [front_end(y, cfg) for y in (
-            _load(src, rows, cfg.sample_rate) if src is not corpus else signals(cfg.sample_rate))]
+        clips = (load_clips(src, rows, cfg.sample_rate) if src is not corpus
+                 else signals(cfg.sample_rate))
+        feats = [front_end(y, cfg) for y in clips]
         t_front = time.perf_counter() - t0
         if isinstance(cfg, ClewsStyleConfig):
             groups = pd.factorize(rows["work_id"])[0]
@@ -448,7 +474,7 @@ def _mert_tokenizers(tokenizers: Any, fit: pd.DataFrame, corpus: Any, cfg: MertS
 
 
 def _embed_rows(encoder: Encoder, corpus: Any, rows: pd.DataFrame) -> np.ndarray:
-    ys = _load(corpus, rows, int(encoder.sample_rate))
+    ys = load_clips(corpus, rows, int(encoder.sample_rate))
     e = np.stack([encoder.embed(y) for y in ys])
     return e / np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
 

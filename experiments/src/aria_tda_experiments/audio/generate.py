@@ -50,8 +50,8 @@ from aria_tda_experiments.audio.stages import (
     StageLayout,
     StageSpec,
     TrackTokensLike,
-    _track_arrays,
     stage_layout,
+    track_arrays,
 )
 from aria_tda_experiments.train import torch_threads
 
@@ -222,7 +222,7 @@ def generate_queries(
     ids = [str(t) for t in test_tokens]
     if not ids:
         raise ParameterError(expected("test_tokens", "at least one held-out track", 0))
-    arrays = [_track_arrays(test_tokens[t], spec) for t in ids]
+    arrays = [track_arrays(test_tokens[t], spec) for t in ids]
     short = [t for t, a in zip(ids, arrays, strict=True) if a[0].shape[0] < prompt]
     if short:
         raise ParameterError(expected("test_tokens", f">= {prompt} frames per track", short))

@@ -49,7 +49,7 @@ import numpy as np
 from aria_tda._checks import check_float, check_int
 from aria_tda._io import atomic_path, write_text
 from aria_tda.errors import DataError, ParameterError, expected
-from aria_tda_experiments.audio.vq import _one_blas_thread
+from aria_tda_experiments.audio.vq import one_blas_thread
 
 __all__ = ["griffin_lim", "invert_log_mel", "query_log_mel", "write_query_audio"]
 
@@ -312,7 +312,7 @@ def invert_log_mel(
         raise DataError(expected("log_mel", "finite values", "NaN or inf"))
     n = lm.shape[0]
     centres, pos = _centres(n, hop, oversample)
-    with _one_blas_thread():  # thread-count-independent numbers; faster on a busy machine
+    with one_blas_thread():  # thread-count-independent numbers; faster on a busy machine
         power = _nnls_power(10.0 ** (lm / 10.0), mel_fb, check_int("nnls_iter", nnls_iter,
                                                                     min_value=0))
     # log-magnitude interpolated linearly between the token frames' centres (held at the ends)

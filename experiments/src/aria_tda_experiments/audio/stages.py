@@ -63,6 +63,7 @@ __all__ = [
     "load_stage_data",
     "save_stage_data",
     "stage_layout",
+    "track_arrays",
 ]
 
 STAGES = ("semantic", "coarse", "fine")
@@ -241,7 +242,7 @@ class StageLayout:
         start_frame : int
             First frame of the window (the window must fit in the track).
         """
-        sem, ac, cond = _track_arrays(tokens, self.spec)
+        sem, ac, cond = track_arrays(tokens, self.spec)
         n = self.spec.frames(self.stage)
         if start_frame < 0 or start_frame + n > sem.shape[0]:
             raise DataError(expected("start_frame", f"a window of {n} frames inside the "
@@ -290,8 +291,27 @@ def stage_layout(stage: str, spec: StageSpec | None = None) -> StageLayout:
                        length=start + predicted, vocab_size=off)
 
 
-def _track_arrays(tokens: Any, spec: StageSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(semantic (n,), acoustic (n, levels), cond (C,))`` int64, shapes and ranges checked."""
+def track_arrays(tokens: Any, spec: StageSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(semantic (n,), acoustic (n, levels), cond (C,))`` int64, shapes and ranges checked.
+
+    Parameters
+    ----------
+    tokens : TrackTokens
+        A track's tokens (``semantic``, ``acoustic`` and ``cond`` arrays).
+    spec : StageSpec
+        The vocabulary sizes and shapes.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+
+    Raises
+    ------
+    ParameterError
+        An object without the three arrays.
+    DataError
+        A wrong shape or an id out of its vocabulary.
+    """
     try:
         sem = np.asarray(tokens.semantic, dtype=np.int64)
         ac = np.asarray(tokens.acoustic, dtype=np.int64)

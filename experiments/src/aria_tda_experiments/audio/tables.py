@@ -18,13 +18,31 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["embedding_settings", "table2_text", "table3_text"]
+__all__ = ["embedding_settings", "required_table", "table2_text", "table3_text"]
 
 #: Channels of the audio study, in table order.
 AUDIO_CHANNELS: tuple[str, ...] = ("rhythm", "harmony", "timbre")
 
 
-def _required(results: str | os.PathLike[str], name: str) -> Any:
+def required_table(results: str | os.PathLike[str], name: str) -> Any:
+    """A results table that must be there.
+
+    Parameters
+    ----------
+    results : path
+        The results folder.
+    name : str
+        The table.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    FileFormatError
+        The table is missing.
+    """
     from aria_tda.errors import FileFormatError
     from aria_tda.results import read_table
 
@@ -75,8 +93,8 @@ def table2_text(results: str | os.PathLike[str], k: int, *, variant: str = "orig
     """
     from aria_tda.results import read_table
 
-    rel = _required(results, "reliability").set_index("setting")
-    hom = _required(results, "homogeneity")
+    rel = required_table(results, "reliability").set_index("setting")
+    hom = required_table(results, "homogeneity")
     hom = hom[(hom["variant"] == variant) & (hom["K"] == k)].set_index(["setting", "channel"])
     planted = lds = None
     if variant == "original":
@@ -125,7 +143,7 @@ def table3_text(results: str | os.PathLike[str], *,
     settings : sequence of str, optional
         Which settings (default: :func:`embedding_settings`, else every setting).
     """
-    al = _required(results, "alignment")
+    al = required_table(results, "alignment")
     chosen = list(settings) if settings is not None else embedding_settings(results)
     if not chosen:
         chosen = list(dict.fromkeys(al["setting"].astype(str)))

@@ -87,7 +87,7 @@ from aria_tda._progress import progress
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 from aria_tda.manifest import make_manifest, read_manifest, write_manifest
 from aria_tda_experiments.audio.vq import (  # noqa: F401 - re-exported
-    _as_points,
+    as_points,
     assign,
     assign_reference,
     kmeans,
@@ -440,7 +440,7 @@ class Tokenizers:
             Log-mel frames in dB (``features(y).log_mel``).
         """
         a = self.arrays
-        z = (_as_points("frames", frames) - a["mel_mean"]) / a["mel_std"]
+        z = (as_points("frames", frames) - a["mel_mean"]) / a["mel_std"]
         codes = rvq_encode(z, a["rvq_codebooks"])
         recon = np.cumsum(a["rvq_codebooks"][np.arange(codes.shape[1]), codes], axis=1)
         return np.square(z[:, None, :] - recon).mean(axis=(0, 2))

@@ -50,6 +50,7 @@ __all__ = [
     "AudioCorpusConfig",
     "make_version_midi",
     "plan_versions",
+    "version_rng",
 ]
 
 SR = 24_000
@@ -170,13 +171,28 @@ def _genre(collection: str) -> str:
     return GENRES.get(collection, collection)
 
 
-def _rng(seed: int, stream: int, key: str) -> np.random.Generator:
+def version_rng(seed: int, stream: int, key: str) -> np.random.Generator:
+    """An independent generator per ``(seed, stream, key)`` (the key hashed with CRC-32).
+
+    Parameters
+    ----------
+    seed : int
+        The corpus's seed.
+    stream : int
+        What the draws are for (one number per use).
+    key : str
+        Whose draws they are (a collection, a work).
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
     return np.random.default_rng([seed, stream, zlib.crc32(key.encode())])
 
 
 def _version_draws(work_id: str, config: AudioCorpusConfig) -> list[dict[str, Any]]:
     """One draw per instrument family (version k = draw k), independent of the other works."""
-    rng = _rng(config.seed, 2, work_id)
+    rng = version_rng(config.seed, 2, work_id)
     n = len(_FAMILIES)
     fams = rng.permutation(n)
     picks = rng.integers(0, 1 << 16, size=n)
@@ -221,7 +237,7 @@ def plan_versions(works: pd.DataFrame, *, config: AudioCorpusConfig) -> pd.DataF
     for coll, ids in by_coll.items():
         n = len(ids)
         n_test = 0 if n < 2 else min(n - 1, max(1, round(config.test_fraction * n)))
-        perm = _rng(config.seed, 1, coll).permutation(n)
+        perm = version_rng(config.seed, 1, coll).permutation(n)
         for rank, i in enumerate(perm):
             split[ids[i]] = "test" if rank < n_test else "train"
         train_by_coll[coll] = [ids[i] for i in perm[n_test:]]
@@ -231,7 +247,8 @@ def plan_versions(works: pd.DataFrame, *, config: AudioCorpusConfig) -> pd.DataF
                         f"{'no training' if n_train == 0 else 'no test'} work; use more works "
                         "(at least 2 in some collection)")
     # planted: round-robin over collections (in a seeded order), each in its seeded order
-    colls = [sorted(train_by_coll)[i] for i in _rng(config.seed, 3, "").permutation(len(by_coll))]
+    order = version_rng(config.seed, 3, "").permutation(len(by_coll))
+    colls = [sorted(train_by_coll)[i] for i in order]
     queue = [train_by_coll[c][r] for r in range(max(map(len, train_by_coll.values())))
              for c in colls if r < len(train_by_coll[c])]
     planted = set(queue[: config.planted_works])

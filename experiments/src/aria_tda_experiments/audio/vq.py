@@ -19,7 +19,15 @@ import numpy as np
 from aria_tda._checks import check_int
 from aria_tda.errors import DataError, expected
 
-__all__ = ["assign", "kmeans", "rvq_decode", "rvq_encode", "rvq_fit"]
+__all__ = [
+    "as_points",
+    "assign",
+    "kmeans",
+    "one_blas_thread",
+    "rvq_decode",
+    "rvq_encode",
+    "rvq_fit",
+]
 
 # ------------------------------------------------------------------------------------------
 # k-means and residual VQ (numpy, float64)
@@ -33,13 +41,31 @@ def _controller() -> Any:
     return ThreadpoolController()
 
 
-def _one_blas_thread() -> Any:
+def one_blas_thread() -> Any:
     """BLAS on one thread: faster for these shapes on a busy 2-core machine (tracks run in
     parallel instead), and float results that do not depend on the machine's thread count."""
     return _controller().limit(limits=1, user_api="blas")
 
 
-def _as_points(name: str, x: Any) -> np.ndarray:
+def as_points(name: str, x: Any) -> np.ndarray:
+    """Points as a finite float64 ``(points, dims)`` array.
+
+    Parameters
+    ----------
+    name : str
+        Their name, for the message.
+    x : array_like
+        The points.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    DataError
+        Not 2-D, or not finite.
+    """
     a = np.asarray(x, dtype=np.float64)
     if a.ndim != 2 or not np.isfinite(a).all():
         raise DataError(expected(name, "a finite 2-D array (points, dims)", f"shape {a.shape}"))
@@ -68,12 +94,12 @@ def assign(
     -------
     (labels, d2) : (ndarray of int64 (n,), ndarray of float64 (n,))
     """
-    x, c = _as_points("x", x), _as_points("centroids", centroids)
+    x, c = as_points("x", x), as_points("centroids", centroids)
     chunk_rows = check_int("chunk_rows", chunk_rows, min_value=1)
     c2 = np.einsum("kd,kd->k", c, c)
     labels = np.empty(len(x), dtype=np.int64)
     d2 = np.einsum("nd,nd->n", x, x)
-    with _one_blas_thread():
+    with one_blas_thread():
         for s in range(0, len(x), chunk_rows):
             d = x[s : s + chunk_rows] @ c.T
             d *= -2.0
@@ -98,7 +124,7 @@ def assign_reference(
     chunk_rows : int
         Ignored (performance only).
     """
-    x, c = _as_points("x", x), _as_points("centroids", centroids)
+    x, c = as_points("x", x), as_points("centroids", centroids)
     labels = np.empty(len(x), dtype=np.int64)
     d2 = np.empty(len(x))
     for i, row in enumerate(x):
@@ -132,11 +158,11 @@ def kmeans(
     chunk_rows : int
         Passed to :func:`assign`.
     """
-    x = _as_points("x", x)
+    x = as_points("x", x)
     k, n_iter = check_int("k", k, min_value=1), check_int("n_iter", n_iter, min_value=1)
     if len(x) == 0:
         raise DataError(expected("x", "at least one point", "none"))
-    with _one_blas_thread():
+    with one_blas_thread():
         return _lloyd(x, _kmeanspp(x, k, np.random.default_rng(seed)), n_iter, chunk_rows)
 
 
@@ -198,7 +224,7 @@ def rvq_fit(
     chunk_rows : int
         Passed to :func:`assign`.
     """
-    r = _as_points("x", x).copy()
+    r = as_points("x", x).copy()
     levels = check_int("levels", levels, min_value=1)
     books = np.empty((levels, k, r.shape[1]))
     base = [int(s) for s in np.atleast_1d(seed)]
@@ -221,7 +247,7 @@ def rvq_encode(x: np.ndarray, codebooks: np.ndarray, *, chunk_rows: int = 4096) 
     chunk_rows : int
         Passed to :func:`assign`.
     """
-    r = _as_points("x", x).copy()
+    r = as_points("x", x).copy()
     codes = np.empty((len(r), len(codebooks)), dtype=np.int64)
     for lvl, book in enumerate(codebooks):
         codes[:, lvl], _ = assign(r, book, chunk_rows=chunk_rows)

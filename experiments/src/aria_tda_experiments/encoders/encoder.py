@@ -36,8 +36,15 @@ from aria_tda_experiments.encoders.models import (
     TextTower,
 )
 
-__all__ = ["OfflineEncoder", "build_model", "clews_input", "frames_per_second", "front_end",
-           "input_bins"]
+__all__ = [
+    "OfflineEncoder",
+    "build_model",
+    "clews_input",
+    "frames_per_second",
+    "front_end",
+    "input_bins",
+    "moving_average",
+]
 
 _CQT_FLOOR = 1e-5
 
@@ -84,7 +91,7 @@ def clews_input(magnitudes: np.ndarray, config: ClewsStyleConfig) -> np.ndarray:
         c = _harmonic_sum(c, config.harmonics, config.bins_per_octave)
     db = 20.0 * np.log10(np.maximum(c, _CQT_FLOOR))
     if config.whiten_bins > 1:
-        db = db - _moving_average(db, config.whiten_bins)
+        db = db - moving_average(db, config.whiten_bins)
     if config.fold_octaves:
         b = config.bins_per_octave
         n_oct = config.n_bins // b
@@ -104,8 +111,20 @@ def _harmonic_sum(c: np.ndarray, n_harmonics: int, bins_per_octave: int) -> np.n
     return out
 
 
-def _moving_average(x: np.ndarray, width: int) -> np.ndarray:
-    """Centred moving average along the last axis (edge-padded), same shape."""
+def moving_average(x: np.ndarray, width: int) -> np.ndarray:
+    """Centred moving average along the last axis (edge-padded), same shape.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        A 2-D array.
+    width : int
+        The window (frames).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
     left = width // 2
     pad = np.pad(x, ((0, 0), (left, width - 1 - left)), mode="edge")
     c = np.cumsum(np.pad(pad, ((0, 0), (1, 0))), axis=1)

@@ -47,10 +47,10 @@ from aria_tda._progress import progress
 from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda_experiments.encoders.config import ClapStyleConfig, ClewsStyleConfig, MertStyleConfig
 from aria_tda_experiments.encoders.encoder import (
-    _moving_average,
     build_model,
     frames_per_second,
     input_bins,
+    moving_average,
 )
 from aria_tda_experiments.encoders.models import EnsembleEncoder
 
@@ -162,7 +162,7 @@ def _register(x: np.ndarray, gains: np.ndarray, bins_per_octave: int,
             out[:off] += g * lin[-off:]
     db = 20.0 * np.log10(out)
     if whiten_bins > 1:
-        db = db - _moving_average(db.T, whiten_bins).T
+        db = db - moving_average(db.T, whiten_bins).T
     return db.astype(np.float32)
 
 

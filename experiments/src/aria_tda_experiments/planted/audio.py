@@ -89,7 +89,7 @@ from aria_tda_experiments.planted.data import PlantedData
 from aria_tda_experiments.planted.plants import PLANT_FAMILIES
 
 if TYPE_CHECKING:
-    from aria_tda_experiments.demo import _Runner
+    from aria_tda_experiments.stage_runner import StageRunner
 
 __all__ = ["AUDIO_PLANTED_METHODS", "AUDIO_PLANTED_PRESETS", "AudioPlantedPreset",
            "plants_stage_params", "run_audio_planted"]
@@ -147,7 +147,7 @@ def _log(msg: str, quiet: bool) -> None:
         print(f"[aria-tda demo planted] audio: {msg}", flush=True)
 
 
-def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, threads: int,
+def run_audio_planted(root: Path, runner: StageRunner, *, quick: bool, seed: int, threads: int,
                       progress: bool | None, quiet: bool,
                       preset: str | AudioPlantedPreset | None = None,
                       plants: str = "A") -> PlantedData:
@@ -157,7 +157,7 @@ def run_audio_planted(root: Path, runner: _Runner, *, quick: bool, seed: int, th
     ----------
     root : pathlib.Path
         Working folder; every stage in ``root/<stage name>``.
-    runner : aria_tda_experiments.demo._Runner
+    runner : aria_tda_experiments.stage_runner.StageRunner
         Runs and times the resumable stages.
     quick : bool
         The ``quick`` preset instead of ``default``.
@@ -341,7 +341,7 @@ def plants_stage_params(p: AudioPlantedPreset, seed: int, family: str = "A") -> 
     return params
 
 
-def _corpus_stages(root: Path, runner: _Runner, p: AudioPlantedPreset, seed: int,
+def _corpus_stages(root: Path, runner: StageRunner, p: AudioPlantedPreset, seed: int,
                    threads: int, progress: bool | None, quiet: bool,
                    family: str) -> pd.DataFrame:
     from aria_tda_experiments.audio.corpus import build_audio_corpus, load_audio_corpus
@@ -379,11 +379,11 @@ def _render_plants(d: Path, corpus: Any, p: AudioPlantedPreset, seed: int, threa
     from aria_tda.features.audio.render import find_soundfont
     from aria_tda_experiments import corpus as symbolic
     from aria_tda_experiments.audio.corpus import (
-        _collect_works,
-        _map,
-        _pool,
-        _soundfont_id,
-        _wav_ok,
+        collect_works,
+        pool_map,
+        soundfont_id,
+        wav_ok,
+        worker_pool,
     )
     from aria_tda_experiments.planted.audio_plants import job_digest, render_planted
 
@@ -393,9 +393,9 @@ def _render_plants(d: Path, corpus: Any, p: AudioPlantedPreset, seed: int, threa
                        family=family)
     todo_rows = items.index[items["path"] == ""]
     sf_path = find_soundfont(None)
-    sf_id = _soundfont_id(sf_path)
+    sf_id = soundfont_id(sf_path)
     cache = symbolic.default_work_cache()
-    works, _ = _collect_works(cfg, cache, None, 1)  # converted works: from the work cache
+    works, _ = collect_works(cfg, cache, None, 1)  # converted works: from the work cache
     midi_of = {w["work_id"]: w["midi"] for w in works}
     jobs = []
     for i in todo_rows:
@@ -408,15 +408,15 @@ def _render_plants(d: Path, corpus: Any, p: AudioPlantedPreset, seed: int, threa
         rel = f"audio/{safe}-{r['plant']}-{job_digest(job, sf_id)}.wav"
         items.loc[i, "path"] = f"{d.name}/{rel}"
         job["out"] = str(d / rel)
-        if not _wav_ok(d / rel, cfg):
+        if not wav_ok(d / rel, cfg):
             jobs.append(job)
     (d / "audio").mkdir(parents=True, exist_ok=True)
-    pool = _pool(threads)
+    pool = worker_pool(threads)
     bar = bar_of(total=len(jobs), desc="planted audio: rendering", unit="track",
                  enabled=progress)
     secs = []
     try:
-        for t in _map(pool, render_planted, jobs):
+        for t in pool_map(pool, render_planted, jobs):
             secs.append(t)
             bar.update(1)
     finally:
@@ -432,7 +432,7 @@ def _render_plants(d: Path, corpus: Any, p: AudioPlantedPreset, seed: int, threa
             "render_seconds": round(float(sum(secs)), 2)}
 
 
-def _token_stage(runner: _Runner, p: AudioPlantedPreset, seed: int, items: pd.DataFrame,
+def _token_stage(runner: StageRunner, p: AudioPlantedPreset, seed: int, items: pd.DataFrame,
                  threads: int, progress: bool | None) -> dict[str, Any]:
     from aria_tda_experiments.audio.tokenizers import (
         fit_tokenizers,

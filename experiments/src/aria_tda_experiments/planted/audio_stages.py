@@ -34,8 +34,8 @@ from aria_tda_experiments.planted.audio_plants import AUDIO_ASPECTS
 from aria_tda_experiments.planted.data import COUNTERFACTUAL_COLUMNS, LEARNED_COLUMNS
 
 if TYPE_CHECKING:
-    from aria_tda_experiments.demo import _Runner
     from aria_tda_experiments.planted.audio import AudioPlantedPreset
+    from aria_tda_experiments.stage_runner import StageRunner
 
 __all__ = ["AUDIO_PLANTED_METHODS", "effect_tables", "equal_steps_config", "model_names",
            "tracin_trajectory"]
@@ -109,12 +109,13 @@ class _Models:
         return self.root / group / f"member-{s - self.seed:02d}"
 
 
-def model_stage(runner: _Runner, p: AudioPlantedPreset, seed: int, train: pd.DataFrame,
+def model_stage(runner: StageRunner, p: AudioPlantedPreset, seed: int, train: pd.DataFrame,
                 tokens: dict[str, Any], threads: int, progress: bool | None) -> _Models:
     from aria_tda_experiments.audio.stages import StageSpec, build_stage_data
     from aria_tda_experiments.audio.training import stage_model_config, stage_train_configs
     from aria_tda_experiments.train import TrainConfig
-    from aria_tda_experiments.train.ensembles import _as_segments, _train_many
+    from aria_tda_experiments.train.config import as_segments
+    from aria_tda_experiments.train.ensembles import train_many
 
     spec = StageSpec.from_config(token_config(p, seed))
     data = build_stage_data(STAGE, {t: tokens[t] for t in train["item_id"]}, spec=spec)
@@ -133,13 +134,13 @@ def model_stage(runner: _Runner, p: AudioPlantedPreset, seed: int, train: pd.Dat
     cfgs = {g: equal_steps_config(tcfg, len(rows["full"]), len(r)) for g, r in rows.items()}
 
     def _models(d: Path) -> dict[str, Any]:
-        seg = _as_segments(data.tokens)
+        seg = as_segments(data.tokens)
         out = []
         for c in dict.fromkeys(cfgs.values()):  # one process pool per training config
             jobs = [(rows[g], s, d / g / f"member-{s - seed:02d}", f"{g} seed {s}")
                     for g, s in model_names(p, seed) if cfgs[g] == c]
-            out += _train_many(seg, jobs, model_config=mcfg, train_config=c, n_jobs=threads,
-                               progress_bar=progress, desc="planted models", device="cpu")
+            out += train_many(seg, jobs, model_config=mcfg, train_config=c, n_jobs=threads,
+                              progress_bar=progress, desc="planted models", device="cpu")
         return {"n_models": len(out), "n_segments": int(data.tokens.shape[0]),
                 "steps": {g: c.total_steps(len(rows[g])) for g, c in cfgs.items()},
                 "final_loss": [round(float(m.losses[-1]), 4) for m in out]}
@@ -153,7 +154,7 @@ def model_stage(runner: _Runner, p: AudioPlantedPreset, seed: int, train: pd.Dat
     return _Models(root=mdir, data=data, query_start=start, seed=seed)
 
 
-def query_stage(runner: _Runner, p: AudioPlantedPreset, seed: int, held: pd.DataFrame,
+def query_stage(runner: StageRunner, p: AudioPlantedPreset, seed: int, held: pd.DataFrame,
                 tokens: dict[str, Any], models: _Models, threads: int,
                 progress: bool | None) -> tuple[pd.DataFrame, np.ndarray]:
     from aria_tda_experiments.audio.generate import sample_in_ranges
@@ -188,14 +189,14 @@ def query_stage(runner: _Runner, p: AudioPlantedPreset, seed: int, held: pd.Data
     return queries, np.load(qdir / "tokens.npy")
 
 
-def effects_stage(runner: _Runner, p: AudioPlantedPreset, seed: int, held: pd.DataFrame,
+def effects_stage(runner: StageRunner, p: AudioPlantedPreset, seed: int, held: pd.DataFrame,
                   tokens: dict[str, Any], qtokens: np.ndarray,
                   models: _Models) -> dict[str, np.ndarray]:
     """Per-model losses: held-out items after the prompt, queries' attribution target.
 
     Parameters
     ----------
-    runner : aria_tda_experiments.demo._Runner
+    runner : aria_tda_experiments.stage_runner.StageRunner
     p : AudioPlantedPreset
     seed : int
     held : pandas.DataFrame
@@ -324,7 +325,7 @@ def tracin_trajectory(n_checkpoints: int, keep: int) -> list[int]:
     return sorted({n_checkpoints - 1 - round(i * step) for i in range(keep)})
 
 
-def features_stage(runner: _Runner, p: AudioPlantedPreset, train: pd.DataFrame, root: Path,
+def features_stage(runner: StageRunner, p: AudioPlantedPreset, train: pd.DataFrame, root: Path,
                    threads: int, progress: bool | None) -> tuple[Path, list[str]]:
     from aria_tda._io import write_text
     from aria_tda.features.extract import extract_to_store
@@ -348,7 +349,7 @@ def features_stage(runner: _Runner, p: AudioPlantedPreset, train: pd.DataFrame, 
     return fdir / "store", [str(t) for t in store.track_ids]
 
 
-def query_features_stage(runner: _Runner, queries: pd.DataFrame, threads: int,
+def query_features_stage(runner: StageRunner, queries: pd.DataFrame, threads: int,
                          progress: bool | None) -> Path:
     """The queries' own features (the distinctive reading's anchor): each query's audible
     part (``media`` from ``start`` to ``end``: the prompt) cut into a WAV file of its own and
@@ -356,7 +357,7 @@ def query_features_stage(runner: _Runner, queries: pd.DataFrame, threads: int,
 
     Parameters
     ----------
-    runner : aria_tda_experiments.demo._Runner
+    runner : aria_tda_experiments.stage_runner.StageRunner
         Runs the stage resumably.
     queries : pandas.DataFrame
         ``query_id``, ``media`` (absolute path), ``start``, ``end`` (seconds).
@@ -397,7 +398,7 @@ def query_features_stage(runner: _Runner, queries: pd.DataFrame, threads: int,
                         _features, resumable=True) / "store"
 
 
-def attribution_stage(runner: _Runner, p: AudioPlantedPreset, seed: int,
+def attribution_stage(runner: StageRunner, p: AudioPlantedPreset, seed: int,
                       qtokens: np.ndarray, queries: pd.DataFrame, models: _Models,
                       track_ids: list[str], threads: int,
                       progress: bool | None) -> dict[str, Path]:

@@ -242,10 +242,10 @@ def _run(root: Path, which: tuple[str, ...], name: str, seed: int, n_threads: in
          report: bool, progress: bool | None, quiet: bool, plants: str = "A") -> Path:
     """The demo's body, under the working folder's writer lock."""
     from aria_tda.results import read_results_meta, write_results_meta, write_table
-    from aria_tda_experiments.demo import _Runner
     from aria_tda_experiments.planted.analysis import PLANTED_TABLES, score_planted
+    from aria_tda_experiments.stage_runner import StageRunner
 
-    runner = _Runner(root, quiet, name="aria-tda demo planted")
+    runner = StageRunner(root, quiet, name="aria-tda demo planted")
     B, n_boot = (200, 1000) if name == "default" else ((100, 500) if name == "quick" else (20, 50))
     t0 = time.perf_counter()
     _log(f"sizes {name!r}, seed {seed}, {n_threads} thread(s), modalities {', '.join(which)}, "

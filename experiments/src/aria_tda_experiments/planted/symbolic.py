@@ -393,7 +393,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     ----------
     root : Path
         Work folder (stages in ``root/symbolic-*``).
-    runner : aria_tda_experiments.demo._Runner
+    runner : aria_tda_experiments.stage_runner.StageRunner
         Runs each stage resumably and times it.
     quick : bool
         The ``quick`` sizes (else ``default``).
@@ -418,7 +418,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     import torch
 
     from aria_tda_experiments import presets
-    from aria_tda_experiments.demo import DEMO_METHODS, _corpus
+    from aria_tda_experiments.demo import DEMO_METHODS, corpus_stage
     from aria_tda_experiments.generate import sample
     from aria_tda_experiments.train import load_trained, retrain_subsets, train_ensemble
 
@@ -437,7 +437,7 @@ def run_symbolic_planted(root: Path, runner: Any, *, quick: bool, seed: int, thr
     from aria_tda_experiments.corpus import load_corpus
 
     corpus_dir = runner.stage("symbolic-corpus", {"corpus": corpus_cfg.to_dict()}, [],
-                              lambda d: _corpus(d, corpus_cfg, progress, threads))
+                              lambda d: corpus_stage(d, corpus_cfg, progress, threads))
     corpus = load_corpus(corpus_dir / "corpus")
 
     plants_dir = runner.stage(

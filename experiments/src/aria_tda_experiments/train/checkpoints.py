@@ -16,9 +16,9 @@ from aria_tda._io import atomic_path
 from aria_tda.errors import FileFormatError
 from aria_tda.manifest import make_manifest, read_manifest, write_manifest
 from aria_tda_experiments.model import ModelConfig, MusicTransformer
-from aria_tda_experiments.train.config import Checkpoint, TrainConfig, TrainedModel, _indices_digest
+from aria_tda_experiments.train.config import Checkpoint, TrainConfig, TrainedModel, indices_digest
 
-__all__ = ["MODEL_KIND", "load_model", "load_trained", "save_trained"]
+__all__ = ["MODEL_KIND", "load_model", "load_trained", "reusable", "save_trained"]
 
 MODEL_KIND = "aria_tda_experiments.model"
 
@@ -50,7 +50,7 @@ def save_trained(result: TrainedModel, out_dir: str | os.PathLike[str]) -> Path:
             train_config=result.train_config.to_dict(),
             seed=result.seed,
             n_train=int(result.indices.size),
-            indices_digest=_indices_digest(result.indices),
+            indices_digest=indices_digest(result.indices),
             checkpoints=ckpts,
             final_loss=float(result.losses[-1]) if result.losses.size else None,
             seconds=round(result.seconds, 3),
@@ -125,8 +125,21 @@ def load_model(
     return model.eval()
 
 
-def _reusable(path: Path, want: dict[str, Any]) -> bool:
-    """True if ``path`` holds a saved model made with exactly the settings in ``want``."""
+def reusable(path: Path, want: dict[str, Any]) -> bool:
+    """True if ``path`` holds a saved model made with exactly the settings in ``want``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A model folder.
+    want : dict
+        Manifest fields and their values (configs, seed, indices digest).
+
+    Returns
+    -------
+    bool
+        ``False`` also for a missing model or an unreadable manifest.
+    """
     if not (path / "model.pt").is_file():
         return False
     try:

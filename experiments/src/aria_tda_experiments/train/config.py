@@ -25,7 +25,11 @@ __all__ = [
     "Checkpoint",
     "TrainConfig",
     "TrainedModel",
+    "as_indices",
+    "as_segments",
     "checkpoint_steps",
+    "derive_seed",
+    "indices_digest",
     "lr_at",
 ]
 
@@ -211,7 +215,23 @@ def checkpoint_steps(total_steps: int, n_checkpoints: int) -> list[int]:
     return sorted({max(1, round(total_steps * (i + 1) / n)) for i in range(n)})
 
 
-def _as_segments(segments: Any) -> torch.Tensor:
+def as_segments(segments: Any) -> torch.Tensor:
+    """Training windows as an int64 tensor ``(N, L)``.
+
+    Parameters
+    ----------
+    segments : numpy.ndarray or torch.Tensor
+        Integer token windows, at least one of at least 2 tokens.
+
+    Returns
+    -------
+    torch.Tensor
+
+    Raises
+    ------
+    ParameterError
+        Not 2-D, not integers, or too small.
+    """
     if isinstance(segments, np.ndarray):
         segments = torch.from_numpy(np.ascontiguousarray(segments))
     if not isinstance(segments, torch.Tensor) or segments.ndim != 2:
@@ -224,7 +244,26 @@ def _as_segments(segments: Any) -> torch.Tensor:
     return segments.to(torch.int64)
 
 
-def _as_indices(indices: Any, n: int) -> np.ndarray:
+def as_indices(indices: Any, n: int) -> np.ndarray:
+    """Training rows, checked and sorted: distinct integers in ``[0, n)``.
+
+    Parameters
+    ----------
+    indices : array_like or None
+        The rows (``None``: all ``n``).
+    n : int
+        The number of windows.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, ascending.
+
+    Raises
+    ------
+    ParameterError
+        Empty, not 1-D integers, out of range, or with duplicates.
+    """
     if indices is None:
         return np.arange(n, dtype=np.int64)
     arr = np.asarray(indices)
@@ -241,10 +280,34 @@ def _as_indices(indices: Any, n: int) -> np.ndarray:
     return out
 
 
-def _derive(seed: int, stream: int) -> int:
-    """An independent 63-bit seed for ``stream`` (0 = init, 1 = data order) from ``seed``."""
+def derive_seed(seed: int, stream: int) -> int:
+    """An independent 63-bit seed for ``stream`` (0 = init, 1 = data order) from ``seed``.
+
+    Parameters
+    ----------
+    seed : int
+        The model's seed.
+    stream : int
+        What the seed is for.
+
+    Returns
+    -------
+    int
+    """
     return int(np.random.SeedSequence([seed, stream]).generate_state(2, np.uint64)[0] >> 1)
 
 
-def _indices_digest(indices: np.ndarray) -> str:
+def indices_digest(indices: np.ndarray) -> str:
+    """A short fingerprint of training rows (recorded with a saved model).
+
+    Parameters
+    ----------
+    indices : numpy.ndarray
+        The rows.
+
+    Returns
+    -------
+    str
+        16 hex digits of their SHA-256.
+    """
     return hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes()).hexdigest()[:16]

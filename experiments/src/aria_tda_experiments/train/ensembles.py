@@ -22,27 +22,27 @@ from aria_tda.attribution.device import check_device
 from aria_tda.attribution.subsets import sample_subsets
 from aria_tda.errors import ParameterError, expected
 from aria_tda_experiments.model import ModelConfig
-from aria_tda_experiments.train.checkpoints import _reusable, load_trained
+from aria_tda_experiments.train.checkpoints import load_trained, reusable
 from aria_tda_experiments.train.config import (
     Checkpoint,
     TrainConfig,
     TrainedModel,
-    _as_indices,
-    _as_segments,
-    _indices_digest,
+    as_indices,
+    as_segments,
+    indices_digest,
 )
 from aria_tda_experiments.train.loop import train_model
 
-__all__ = ["SubsetRetrains", "retrain_subsets", "train_ensemble"]
+__all__ = ["SubsetRetrains", "retrain_subsets", "train_ensemble", "train_many"]
 
 
 def _train_or_reuse(
     seg: torch.Tensor, idx: np.ndarray, *, model_config: ModelConfig, train_config: TrainConfig,
     seed: int, out_dir: Path | None, desc: str, progress_bar: bool | None, device: str = "cpu",
 ) -> TrainedModel:
-    if out_dir is not None and _reusable(out_dir, {
+    if out_dir is not None and reusable(out_dir, {
         "model_config": model_config.to_dict(), "train_config": train_config.to_dict(),
-        "seed": seed, "indices_digest": _indices_digest(idx),
+        "seed": seed, "indices_digest": indices_digest(idx),
     }):
         return load_trained(out_dir)
     return train_model(seg, indices=idx, model_config=model_config, train_config=train_config,
@@ -59,7 +59,7 @@ def _init_worker(segments: np.ndarray) -> None:
 
 
 def _train_job(job: tuple[np.ndarray, dict[str, Any], dict[str, Any], int, str, str]) -> str:
-    """Worker side of :func:`_train_many`: train one model and save it to ``out_dir``."""
+    """Worker side of :func:`train_many`: train one model and save it to ``out_dir``."""
     idx, model_cfg, train_cfg, seed, out_dir, device = job
     if _WORKER_SEGMENTS is None:  # pragma: no cover - initializer always ran
         raise RuntimeError("worker started without segments")
@@ -69,7 +69,7 @@ def _train_job(job: tuple[np.ndarray, dict[str, Any], dict[str, Any], int, str, 
     return out_dir
 
 
-def _train_many(
+def train_many(
     seg: torch.Tensor, jobs: list[tuple[np.ndarray, int, Path | None, str]], *,
     model_config: ModelConfig, train_config: TrainConfig, n_jobs: int,
     progress_bar: bool | None, desc: str, device: str = "cpu",
@@ -81,6 +81,30 @@ def _train_many(
     processes share it: small models are launch-bound, so several at once keep it busy.
     A model's settings and rows decide whether a saved model is reused, not the device it was
     trained on (a stage trained on a GPU can be finished on a CPU).
+
+    Parameters
+    ----------
+    seg : torch.Tensor
+        The training windows ``(N, L)``.
+    jobs : list of (numpy.ndarray, int, pathlib.Path or None, str)
+        One ``(rows, seed, folder, label)`` per model (no folder: not saved).
+    model_config : ModelConfig
+        The architecture.
+    train_config : TrainConfig
+        The optimisation.
+    n_jobs : int
+        Models trained at once.
+    progress_bar : bool or None
+        Draw progress bars.
+    desc : str
+        The progress bar's label.
+    device : str
+        Where to train.
+
+    Returns
+    -------
+    list of TrainedModel
+        In job order.
     """
     n_jobs = check_int("n_jobs", n_jobs, min_value=1)
     device = check_device("device", device)
@@ -100,8 +124,8 @@ def _train_many(
     with tempfile.TemporaryDirectory(prefix="aria-train-") as scratch:
         todo = {}
         for j, (idx, sd, od, _) in enumerate(jobs):
-            same = {**want, "seed": sd, "indices_digest": _indices_digest(idx)}
-            if od is not None and _reusable(od, same):
+            same = {**want, "seed": sd, "indices_digest": indices_digest(idx)}
+            if od is not None and reusable(od, same):
                 out[j] = load_trained(od)
                 bar.update(1)
             else:
@@ -196,7 +220,7 @@ def retrain_subsets(
     device : str
         Where the models train (:func:`~aria_tda_experiments.train.train_model`).
     """
-    seg = _as_segments(segments)
+    seg = as_segments(segments)
     init = check_choice("init", init, ("shared", "per_subset"))
     seed = check_int("seed", seed, min_value=0)
     if subsets is None:
@@ -206,7 +230,7 @@ def retrain_subsets(
         if subsets.ndim != 2:
             what = "a 2-D array (n_subsets, size)"
             raise ParameterError(expected("subsets", what, subsets.shape))
-        subsets = np.stack([_as_indices(row, seg.shape[0]) for row in subsets])
+        subsets = np.stack([as_indices(row, seg.shape[0]) for row in subsets])
     model_config = model_config or ModelConfig(max_len=int(seg.shape[1]))
     train_config = train_config or TrainConfig()
     root = Path(out_dir) if out_dir is not None else None
@@ -217,9 +241,9 @@ def retrain_subsets(
     seeds = [seed if init == "shared" else seed + 1 + j for j in range(len(subsets))]
     jobs = [(subsets[j], seeds[j], None if root is None else root / f"subset-{j:03d}",
              f"subset {j}") for j in range(len(subsets))]
-    models = _train_many(seg, jobs, model_config=model_config, train_config=train_config,
-                         n_jobs=n_jobs, progress_bar=progress_bar, desc="LDS retrains",
-                         device=device)
+    models = train_many(seg, jobs, model_config=model_config, train_config=train_config,
+                        n_jobs=n_jobs, progress_bar=progress_bar, desc="LDS retrains",
+                        device=device)
     return SubsetRetrains(indices=subsets, models=models, seeds=seeds)
 
 
@@ -263,15 +287,15 @@ def train_ensemble(
     device : str
         Where the models train (:func:`~aria_tda_experiments.train.train_model`).
     """
-    seg = _as_segments(segments)
+    seg = as_segments(segments)
     n_models = check_int("n_models", n_models, min_value=1)
     seed = check_int("seed", seed, min_value=0)
-    idx = _as_indices(indices, seg.shape[0])
+    idx = as_indices(indices, seg.shape[0])
     model_config = model_config or ModelConfig(max_len=int(seg.shape[1]))
     train_config = train_config or TrainConfig()
     root = Path(out_dir) if out_dir is not None else None
     jobs = [(idx, seed + i, None if root is None else root / f"member-{i:02d}", f"member {i}")
             for i in range(n_models)]
-    return _train_many(seg, jobs, model_config=model_config, train_config=train_config,
-                       n_jobs=n_jobs, progress_bar=progress_bar, desc="ensemble",
-                       device=device)
+    return train_many(seg, jobs, model_config=model_config, train_config=train_config,
+                      n_jobs=n_jobs, progress_bar=progress_bar, desc="ensemble",
+                      device=device)

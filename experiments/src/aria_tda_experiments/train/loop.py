@@ -24,10 +24,10 @@ from aria_tda_experiments.train.config import (
     Checkpoint,
     TrainConfig,
     TrainedModel,
-    _as_indices,
-    _as_segments,
-    _derive,
+    as_indices,
+    as_segments,
     checkpoint_steps,
+    derive_seed,
     lr_at,
 )
 
@@ -86,8 +86,8 @@ def train_model(
     -------
     TrainedModel
     """
-    seg = _as_segments(segments)
-    idx = _as_indices(indices, seg.shape[0])
+    seg = as_segments(segments)
+    idx = as_indices(indices, seg.shape[0])
     model_config = model_config or ModelConfig(max_len=int(seg.shape[1]))
     train_config = train_config or TrainConfig()
     seed = check_int("seed", seed, min_value=0)
@@ -114,7 +114,7 @@ def train_model(
                                       f"an index < the window length {seg.shape[1]}",
                                       cfg.target_start))
     data = seg[torch.from_numpy(idx)].to(dev)
-    order_gen = torch.Generator().manual_seed(_derive(seed, 1))
+    order_gen = torch.Generator().manual_seed(derive_seed(seed, 1))
     # per-step losses stay on the device; they are read (and checked) at checkpoints and at
     # the end, so an accelerator never waits for the host inside the loop
     # (float32, as the loss itself: the values equal float(loss) exactly)
@@ -211,7 +211,7 @@ def evaluate_losses(
         torch intra-op threads (``None``: leave torch's setting).
     """
     fn = loss if callable(loss) else loss_fn(loss)
-    seg = _as_segments(tokens)
+    seg = as_segments(tokens)
     batch_size = check_int("batch_size", batch_size, min_value=1)
     model.eval()
     ctx = torch_threads(num_threads) if num_threads is not None else contextlib.nullcontext()
