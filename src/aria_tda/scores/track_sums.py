@@ -277,6 +277,7 @@ def finish_track_scores(
     *,
     residual: tuple[np.ndarray, ResidualRead, np.ndarray] | None = None,
     gram: np.ndarray | None = None,
+    gram_dtype: Any = np.float64,
 ) -> None:
     r"""Turn the track sums into the z-scored ``S_track`` in place (and its residual's).
 
@@ -295,8 +296,11 @@ def finish_track_scores(
         residual pass and the track of every segment (``codes``; ``None``: the identity).
     gram : numpy.ndarray [shape=(T, T)], float64, optional
         Zeros; receives :math:`S_{\mathrm{track}}^\top S_{\mathrm{track}}` of the z-scored
-        ``S_track`` (float64 products, as :func:`aria_tda.scores.rank1` sums it), so its leading
-        singular triple (the alignment's :math:`u_1`) needs no pass of its own over it.
+        ``S_track`` (summed in float64), so its leading singular triple (the alignment's
+        :math:`u_1`) needs no pass of its own over it.
+    gram_dtype : numpy dtype
+        Precision of the Gram's block products: float32 for scores stored in float32 or less
+        (the precision of the scores themselves, as the diagnostics' Gram), float64 otherwise.
     """
     warn_constant_zscore(moments.constant)
     n_tracks, t = sums.shape
@@ -331,4 +335,5 @@ def finish_track_scores(
         mean *= scale
         sums[a:b] = mean
         if gram is not None:
-            gram += mean.T @ mean
+            y = mean if np.dtype(gram_dtype) == np.float64 else mean.astype(gram_dtype)
+            gram += y.T @ y

@@ -320,9 +320,12 @@ def _read_zscore(setting: SettingSpec, src: Any, segments: Any, out: dict[str, P
             assert moments is not None and sums.stats is not None
             w.fields["parameters"] = s_track_parameters(src, segments, details, residual=False)
             gram = np.zeros((src.n_cols, src.n_cols)) if gram_fits(src) else None
+            # the S_track Gram's products in the scores' own precision (as the diagnostics')
+            gram_dtype = np.float32 if np.dtype(src.block_dtype).itemsize <= 4 else np.float64
             if not residual:
                 with passes.run("S_track written", "track sums"):
-                    finish_track_scores(w.array, counts, moments, sums.stats.shift, gram=gram)
+                    finish_track_scores(w.array, counts, moments, sums.stats.shift, gram=gram,
+                                        gram_dtype=gram_dtype)
             else:
                 with passes.run("residual pass (u1, residual moments)", "scores"):
                     read = _residual_pass(src, d, chunk_rows=kw["chunk_rows"],
@@ -331,7 +334,7 @@ def _read_zscore(setting: SettingSpec, src: Any, segments: Any, out: dict[str, P
                         ScoreWriter(out["residual"], parameters={}, **writer) as wr:
                     finish_track_scores(w.array, counts, moments, sums.stats.shift,
                                         residual=(wr.array, read, None if identity else codes),
-                                        gram=gram)
+                                        gram=gram, gram_dtype=gram_dtype)
                     wr.fields["parameters"] = s_track_parameters(
                         src, segments, details, residual=True)
     except _RankChosen as chose:
