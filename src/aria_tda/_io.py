@@ -315,7 +315,7 @@ def remove_path(path: str | os.PathLike[str]) -> None:
             p.unlink()
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):
@@ -335,7 +335,7 @@ def _json_default(obj: Any) -> Any:
 
 def write_json(path: str | os.PathLike[str], obj: Any, *, indent: int = 2) -> Path:
     """Write ``obj`` as JSON atomically (numpy scalars/arrays, Paths and dataclasses allowed)."""
-    text = json.dumps(obj, indent=indent, default=_json_default, allow_nan=True)
+    text = json.dumps(obj, indent=indent, default=json_default, allow_nan=True)
     return write_text(path, text + "\n")
 
 

@@ -127,8 +127,10 @@ def progress(
     if mode == "bar":
         from tqdm.auto import tqdm
 
+        # disable=False: the environment was read above (tqdm reads TQDM_DISABLE once, when
+        # first imported, which may be before a caller changed it)
         return tqdm(iterable, total=total, desc=desc, unit=unit, dynamic_ncols=True,
-                    file=sys.stderr, **kwargs)
+                    file=sys.stderr, disable=False, **kwargs)
     from tqdm import tqdm as plain_tqdm  # never the notebook widget for lines
 
     interval = _line_interval()

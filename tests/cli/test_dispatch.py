@@ -9,7 +9,7 @@ import pytest
 import aria_tda.cli
 import aria_tda.cli.run
 from aria_tda.cli import main
-from aria_tda.cli._common import WarningPrinter
+from aria_tda.cli.common import WarningPrinter
 from aria_tda.errors import AriaWarning, DataError
 
 

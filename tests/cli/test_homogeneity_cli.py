@@ -26,7 +26,7 @@ def test_logs_under_its_own_name(tmp_path, rng, capsys, planted_study):
                  "--out", str(tmp_path / "one")])
     assert code == 0
     out = capsys.readouterr().out
-    assert "[aria-tda homogeneity] scores: reliability diagnostics" in out
+    assert "[aria-tda homogeneity] scores: reading the scores (diagnostics, top-K, S_track)" in out
     assert "aria-tda run" not in out
 
 

@@ -56,7 +56,7 @@ def test_a_reader_that_left_ends_the_command_quietly(tmp_path):
 
 
 def test_error_lines_are_one_line_without_escape_codes(capsys):
-    from aria_tda.cli._common import MAX_ERROR_CHARS, handle_errors
+    from aria_tda.cli.common import MAX_ERROR_CHARS, handle_errors
     from aria_tda.errors import FileFormatError
 
     def body():
@@ -71,7 +71,7 @@ def test_error_lines_are_one_line_without_escape_codes(capsys):
 def test_other_libraries_warnings_are_one_line_each(capsys):
     import warnings
 
-    from aria_tda.cli._common import install_warning_format
+    from aria_tda.cli.common import install_warning_format
 
     with warnings.catch_warnings():
         warnings.simplefilter("always")
@@ -91,7 +91,7 @@ def test_an_os_error_names_the_flag_and_what_was_expected(tmp_path, capsys):
     import argparse
     import errno
 
-    from aria_tda.cli._common import handle_errors
+    from aria_tda.cli.common import handle_errors
 
     spill = tmp_path / "spill"
     spill.write_text("a file")
@@ -145,7 +145,7 @@ def test_the_nearest_path_given_names_the_flag(tmp_path, monkeypatch, capsys):
     import argparse
     import errno
 
-    from aria_tda.cli._common import handle_errors
+    from aria_tda.cli.common import handle_errors
 
     monkeypatch.chdir(tmp_path)
     args = argparse.Namespace(command="features", input=".", out="store")

@@ -35,40 +35,6 @@ PACKAGES = ("aria_tda", "aria_tda_experiments")
 #: ``(owner module, imported name)`` -> the modules that import it. Each entry waits for its
 #: owner to make the name public (or for the importers to stop needing it).
 ALLOWED: dict[tuple[str, str], frozenset[str]] = {
-    # the JSON fallback of ARIA's files; also imported by the command line (cli/_common.py)
-    ("aria_tda._io", "_json_default"): frozenset({
-        "aria_tda.cli._common", "aria_tda.features.store_writing",
-    }),
-    # the command line's shared helpers (add_progress_flag, print_json), which the
-    # experiments' subcommands reuse: a public name for aria_tda.cli._common is the CLI's to give
-    ("aria_tda.cli", "_common"): frozenset({
-        "aria_tda_experiments.cli.demo", "aria_tda_experiments.cli.sensitivity",
-    }),
-    ("aria_tda.cli.report", "_note_missing_plots"): frozenset({
-        "aria_tda.cli.homogeneity", "aria_tda.cli.run",
-    }),
-    ("aria_tda.diagnostics.kappa", "_nan_kappa"): frozenset({
-        "aria_tda.diagnostics.modes", "aria_tda.diagnostics.result",
-    }),
-    ("aria_tda.diagnostics.kappa", "_warn_constant"): frozenset({
-        "aria_tda.diagnostics.core", "aria_tda.diagnostics.modes", "aria_tda.diagnostics.result",
-    }),
-    ("aria_tda.diagnostics.modes", "_diagnose_approx"): frozenset({"aria_tda.diagnostics.core"}),
-    ("aria_tda.diagnostics.modes", "_diagnose_tiled"): frozenset({"aria_tda.diagnostics.core"}),
-    ("aria_tda.diagnostics.result", "_check_dims"): frozenset({"aria_tda.diagnostics.core"}),
-    ("aria_tda.scores.distributed", "_n_parts"): frozenset({
-        "aria_tda.diagnostics.distributed", "aria_tda.homogeneity.distributed",
-    }),
-    ("aria_tda.scores.distributed", "_reopen"): frozenset({"aria_tda.diagnostics.distributed"}),
-    ("aria_tda.scores.source", "_as_row_ids"): frozenset({
-        "aria_tda.scores.readers", "aria_tda.scores.writers",
-    }),
-    ("aria_tda.scores.source", "_resolve_chunk_rows"): frozenset({
-        "aria_tda.diagnostics.distributed", "aria_tda.scores.readers",
-    }),
-    ("aria_tda.scores.stats", "_checked"): frozenset({"aria_tda.diagnostics.tiled"}),
-    ("aria_tda.scores.stats", "_finish_scaled"): frozenset({"aria_tda.diagnostics.tiled"}),
-    ("aria_tda.scores.stats", "_start_scaled"): frozenset({"aria_tda.diagnostics.tiled"}),
 }
 
 

@@ -19,7 +19,7 @@ import pytest
 from aria_tda.diagnostics import diagnose
 from aria_tda.errors import DataError, FileFormatError
 from aria_tda.scores import open_scores, save_scores
-from aria_tda.scores.distributed import _reopen
+from aria_tda.scores.distributed import reopen
 from aria_tda.scores.formats import sniff_format
 from aria_tda.scores.formats.bergson import BergsonSource
 
@@ -93,7 +93,7 @@ def test_bergson_run_is_read_in_place(rng, tmp_path):
         got = np.concatenate([b.copy() for _, b in src.iter_chunks(rows)])
         np.testing.assert_array_equal(got, s)
     np.testing.assert_array_equal(open_scores(path, transpose=True).to_numpy(), s.T)
-    np.testing.assert_array_equal(_reopen(str(path), None, False).to_numpy(), s)  # Dask task
+    np.testing.assert_array_equal(reopen(str(path), None, False).to_numpy(), s)  # Dask task
     d, ref = diagnose(tmp_path / "run", chunk_rows=16), diagnose(s, chunk_rows=16)
     assert (d.kappa, d.r1, d.p) == pytest.approx((ref.kappa, ref.r1, ref.p), rel=1e-12)
     # RUN/scores/ (MAGIC and other pipelines) and the run folder above it
@@ -298,7 +298,7 @@ def test_kronfluence_partitions_are_assembled_whole(rng, tmp_path):
         got = np.concatenate([b.copy() for _, b in src.iter_chunks(rows)])
         np.testing.assert_allclose(got, s, rtol=1e-5, atol=1e-5)
     assert sniff_format(folder) == "safetensors"
-    np.testing.assert_allclose(_reopen(str(folder), None, True).to_numpy(), s, atol=1e-5)
+    np.testing.assert_allclose(reopen(str(folder), None, True).to_numpy(), s, atol=1e-5)
     np.testing.assert_allclose(open_scores(folder, transpose=True).to_numpy(), s.T, atol=1e-5)
     d, ref = diagnose(folder), diagnose(s.astype(np.float64))
     assert (d.kappa, d.r1, d.p) == pytest.approx((ref.kappa, ref.r1, ref.p), rel=1e-5)

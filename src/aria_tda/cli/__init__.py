@@ -17,12 +17,12 @@ line ``aria-tda COMMAND: error: ...`` and exit status 2, Ctrl-C one line and sta
 unexpected exception keeps its traceback (a bug should be visible); an ``OSError`` about a
 path given to a flag names the flag. ARIA's warnings print once each, other libraries'
 warnings as one line each; repeats that differ only in K are one line listing the K's
-(:class:`aria_tda.cli._common.WarningPrinter`). A usage error (an unknown flag, a bad choice) is
+(:class:`aria_tda.cli.common.WarningPrinter`). A usage error (an unknown flag, a bad choice) is
 one line too, and a failed command removes the empty folders it made for its output. Under a
 tight memory limit (``ulimit -v``) libraries load with one BLAS thread and Arrow on ``malloc``
 (:func:`aria_tda._memory.adapt_to_limit`), and what the limit refuses is one line. A
 closed pipe (``aria-tda diagnose F --json | head -5``) ends quietly with status 141, as a
-command killed by ``SIGPIPE`` does (:func:`aria_tda.cli._common.quiet_broken_pipe`).
+command killed by ``SIGPIPE`` does (:func:`aria_tda.cli.common.quiet_broken_pipe`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from aria_tda.cli._common import (
+from aria_tda.cli.common import (
     flag_names,
     flush_stdout,
     handle_errors,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria_tda.cli._common import (
+from aria_tda.cli.common import (
     add_progress_flag,
     add_score_reading_flags,
     add_transpose_flag,

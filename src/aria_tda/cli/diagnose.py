@@ -22,7 +22,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from aria_tda.cli._common import (
+from aria_tda.cli.common import (
     add_progress_flag,
     add_scheduler_flag,
     add_score_reading_flags,

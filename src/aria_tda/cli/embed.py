@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria_tda.cli._common import add_progress_flag, add_scheduler_flag, print_json
+from aria_tda.cli.common import add_progress_flag, add_scheduler_flag, print_json
 from aria_tda.errors import ParameterError, expected
 
 

@@ -27,7 +27,7 @@ import json
 import sys
 from typing import Any
 
-from aria_tda.cli._common import add_progress_flag, add_scheduler_flag, print_json
+from aria_tda.cli.common import add_progress_flag, add_scheduler_flag, print_json
 from aria_tda.errors import ParameterError, expected
 
 

@@ -19,7 +19,7 @@ import argparse
 from typing import Any
 
 from aria_tda._options import option_help
-from aria_tda.cli._common import (
+from aria_tda.cli.common import (
     add_progress_flag,
     add_scheduler_flag,
     add_summary_flags,
@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     )
     import time
 
-    from aria_tda.cli.report import _note_missing_plots
+    from aria_tda.cli.report import note_missing_plots
 
     started = time.time()
     checked = validate_study(spec, source="aria-tda homogeneity")
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         out = run_study(checked, progress=args.progress, command="aria-tda homogeneity",
                         scheduler=scheduler)
         # a report without matplotlib has no K-sweep plots: say so once
-        _note_missing_plots("aria-tda homogeneity", html=out / "report.html",
+        note_missing_plots("aria-tda homogeneity", html=out / "report.html",
                             since=started - 1)
         return out
 

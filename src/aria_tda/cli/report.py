@@ -21,7 +21,7 @@ import argparse
 import warnings
 from typing import Any
 
-from aria_tda.cli._common import add_progress_flag
+from aria_tda.cli.common import add_progress_flag
 
 
 def register(subparsers: Any) -> None:
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
             progress=args.progress,
         )
     print(f"wrote {out.html}" + (f" (tables at K = {out.k})" if out.k is not None else ""))
-    _note_missing_plots("aria-tda report", args.plots)
+    note_missing_plots("aria-tda report", args.plots)
     if out.media is not None and out.media.folder is not None:
         m = out.media
         print(f"wrote {m.files} media files ({m.bytes / 1e6:.1f} MB) for {m.queries} queries to "
@@ -159,11 +159,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _note_missing_plots(command: str, plots: bool = True, *, html: Any = None,
+def note_missing_plots(command: str, plots: bool = True, *, html: Any = None,
                         since: float = 0.0) -> None:
     """One stderr line when the K-sweep plots were left out because matplotlib is missing.
 
     With ``html`` and ``since`` (a ``time.time()``), only when that report was written since then.
+
+    Parameters
+    ----------
+    command : str
+        The command the line names (``aria-tda run``).
+    plots : bool
+        Whether plots were asked for (no line otherwise).
+    html : path-like, optional
+        The report written.
+    since : float
+        ``time.time()`` when the command started.
     """
     import sys
     from pathlib import Path

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria_tda.cli._common import add_progress_flag
+from aria_tda.cli.common import add_progress_flag
 
 
 def register(subparsers: Any) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aria_tda.cli._common import (
+from aria_tda.cli.common import (
     add_progress_flag,
     add_scheduler_flag,
     add_summary_flags,
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     require_scheduler(scheduler)  # the scale extra, checked before any work
     import time
 
-    from aria_tda.cli.report import _note_missing_plots
+    from aria_tda.cli.report import note_missing_plots
 
     started = time.time()
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                         progress=args.progress, quiet=args.quiet, command="aria-tda run",
                         scheduler=scheduler)
         if not args.quiet:  # a report without matplotlib has no K-sweep plots: say so once
-            _note_missing_plots("aria-tda run", html=out / "report.html", since=started - 1)
+            note_missing_plots("aria-tda run", html=out / "report.html", since=started - 1)
         return out
 
     return run_and_summarise(args, work)

@@ -24,11 +24,11 @@ from aria_tda.diagnostics.concentration import (
     TopKAccumulator,
     topk_concentration_reference,
 )
-from aria_tda.diagnostics.kappa import _warn_constant, kappa_from_sum
-from aria_tda.diagnostics.modes import _diagnose_approx, _diagnose_tiled, choose_mode
+from aria_tda.diagnostics.kappa import kappa_from_sum, warn_constant
+from aria_tda.diagnostics.modes import choose_mode, diagnose_approx, diagnose_tiled
 from aria_tda.diagnostics.result import (
     Diagnostics,
-    _check_dims,
+    check_dims,
     diagnostics_from_stats,
 )
 from aria_tda.errors import AriaWarning, DataError, ParameterError
@@ -128,7 +128,7 @@ def diagnose(
     else:
         with out_of_memory("opening the score matrix", "raise the limit"):
             src = as_source(scores, key=a.key, transpose=a.transpose)
-    _check_dims(*src.shape)
+    check_dims(*src.shape)
     _warn_orientation(*src.shape, transposed=a.transpose, fmt=getattr(src, "format", None))
     return run_passes(src, a, client=client, room=room)
 
@@ -249,8 +249,8 @@ def _diagnose_dask(
 #: The local backends of :func:`run_passes`, by mode.
 _BACKENDS: dict[str, Callable[[Any, DiagnoseArgs, TopKAccumulator | None], Diagnostics]] = {
     "exact": _diagnose_exact,
-    "exact-tiled": _diagnose_tiled,
-    "approx": _diagnose_approx,
+    "exact-tiled": diagnose_tiled,
+    "approx": diagnose_approx,
 }
 
 
@@ -297,13 +297,13 @@ def diagnose_reference(
     s = np.asarray(as_source(scores, key=a.key, transpose=a.transpose).to_numpy(),
                    dtype=np.float64)
     m, t = s.shape
-    _check_dims(m, t)
+    check_dims(m, t)
     if not np.isfinite(s).all():
         i, j = np.argwhere(~np.isfinite(s))[0]
         raise DataError(f"scores: expected finite scores, got {s[i, j]} at row {i}, column {j}")
     constant = np.ptp(s, axis=0) == 0
     const_idx = np.flatnonzero(constant)
-    _warn_constant(const_idx, t)
+    warn_constant(const_idx, t)
     keep = ~constant
     k = int(keep.sum())
     if k >= 2:

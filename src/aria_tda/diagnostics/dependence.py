@@ -383,9 +383,9 @@ def _residual_similarity(z: np.ndarray) -> tuple[np.ndarray, float]:
     r = (z.T @ z) / z.shape[0]
     q = r.shape[0]
     signed = float((r.sum() - np.trace(r)) / (q * (q - 1))) if q > 1 else float("nan")
-    from scipy.linalg import eigh
+    from aria_tda.scores.lowrank import top_eigenpairs
 
-    w, v = eigh(r, subset_by_index=[q - 1, q - 1])  # the leading pair only
+    w, v = top_eigenpairs(r, 1)  # the leading pair only (its sign does not matter here)
     e1 = v[:, 0]
     r -= w[0] * np.outer(e1, e1)  # in place: the residual
     d = np.sqrt(np.clip(np.diag(r), 0.0, None))

@@ -38,14 +38,14 @@ from aria_tda._optional import require
 from aria_tda.diagnostics.concentration import TopKAccumulator
 from aria_tda.errors import ParameterError, expected
 from aria_tda.scores.blockstats import BlockStats
-from aria_tda.scores.distributed import _n_parts, _reopen, row_ranges
+from aria_tda.scores.distributed import n_parts, reopen, row_ranges
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.source import (
     ArraySource,
     ScoreSource,
-    _resolve_chunk_rows,
     block_dtype_for,
     check_matrix_shape,
+    resolve_chunk_rows,
 )
 from aria_tda.scores.stats import block_stats, locate_nonfinite, stream_matvec, stream_stats
 
@@ -65,7 +65,7 @@ def _partition_stats(
     compute_dtype: str | None,
     topk: tuple[int, ...] = (),
 ) -> tuple[BlockStats, TopKAccumulator | None]:
-    src = _reopen(path, key, transposed)
+    src = reopen(path, key, transposed)
     acc = TopKAccumulator(src.n_cols, topk, n_rows=src.n_rows) if topk else None
     try:
         st = stream_stats(
@@ -264,7 +264,7 @@ def stats_topk_dask(
             str(src.path), src.key, src.transposed, a, b, shift, rows, gram, moments,
             compute_dtype, ks,
         )
-        for a, b in row_ranges(src.n_rows, _n_parts(client, n_partitions), rows)
+        for a, b in row_ranges(src.n_rows, n_parts(client, n_partitions), rows)
     ]
     return _compute(_tree_merge(parts, split_every), client)
 
@@ -278,7 +278,7 @@ def _as_dask_rows(arr: Any, chunk_rows: int | None) -> Any:
         arr = np.asarray(arr)
     m, t = check_matrix_shape(arr.shape)
     block_dtype_for(arr.dtype)
-    rows = _resolve_chunk_rows(chunk_rows, (m, t), arr.dtype)
+    rows = resolve_chunk_rows(chunk_rows, (m, t), arr.dtype)
     if not is_dask:
         return da.from_array(arr, chunks=(rows, t))
     if chunk_rows is not None:
@@ -289,7 +289,7 @@ def _as_dask_rows(arr: Any, chunk_rows: int | None) -> Any:
 def _partition_matvec(
     path: str, key: str | None, transposed: bool, start: int, stop: int, v: np.ndarray, rows: int
 ) -> np.ndarray:
-    src = _reopen(path, key, transposed)
+    src = reopen(path, key, transposed)
     try:
         return stream_matvec(src, v, chunk_rows=rows, start=start, stop=stop, progress=False)
     finally:
@@ -335,6 +335,6 @@ def matvec_dask(
     task = dask.delayed(_partition_matvec, pure=True)
     parts = [
         task(str(src.path), src.key, src.transposed, a, b, vec, rows)
-        for a, b in row_ranges(src.n_rows, _n_parts(client, n_partitions), rows)
+        for a, b in row_ranges(src.n_rows, n_parts(client, n_partitions), rows)
     ]
     return np.concatenate(_compute(parts, client))

@@ -236,7 +236,7 @@ def kappa_estimate_reference(
     )
 
 
-def _warn_constant(idx: np.ndarray, t: int) -> None:
+def warn_constant(idx: np.ndarray, t: int) -> None:
     """Warn that the constant columns ``idx`` (of ``t``) are left out of κ."""
     if idx.size:
         first = ", ".join(str(int(i)) for i in idx[:5]) + (", ..." if idx.size > 5 else "")
@@ -248,7 +248,7 @@ def _warn_constant(idx: np.ndarray, t: int) -> None:
         )
 
 
-def _nan_kappa(k: int, t: int, *, stacklevel: int = 4) -> float:
+def nan_kappa(k: int, t: int, *, stacklevel: int = 4) -> float:
     """NaN, with the warning that only ``k < 2`` of ``t`` columns vary."""
     warnings.warn(
         f"only {k} of {t} score columns vary: kappa is undefined (NaN)",

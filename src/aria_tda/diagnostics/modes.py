@@ -17,7 +17,7 @@ import numpy as np
 
 from aria_tda._checks import check_choice
 from aria_tda._memory import HEADROOM_SHARE, headroom, limit_error, size_text
-from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_sum
+from aria_tda.diagnostics.kappa import kappa_from_sum, nan_kappa, warn_constant
 from aria_tda.diagnostics.result import CONST_ULPS, MODES, ApproxOptions, Diagnostics
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ def _tiled_budget(
     chunk_rows: int | None,
 ) -> tuple[int, int | None, int, int] | None:
     """``(tiles, chunk_rows, block, max_dim)`` of the tiled pass within ``total`` bytes, or
-    ``None`` when it does not fit (see :func:`_diagnose_tiled`)."""
+    ``None`` when it does not fit (see :func:`diagnose_tiled`)."""
     from aria_tda.diagnostics.tiled import gram_read_bytes, pass_rows
 
     t = src.n_cols
@@ -154,7 +154,7 @@ def _tiled_budget(
     return tiles, chunk_rows, blk, dim
 
 
-def _diagnose_tiled(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnostics:
+def diagnose_tiled(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnostics:
     """:func:`diagnose` with the Gram in column panels spilled to disk (exact); ``acc`` (a
     :class:`~aria_tda.diagnostics.concentration.TopKAccumulator`) sees the first panel's pass.
 
@@ -197,9 +197,9 @@ def _diagnose_tiled(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnostic
                 "scores: expected a matrix with non-zero entries, got an all-zero matrix"
             )
         const_idx = np.flatnonzero(tg.constant)
-        _warn_constant(const_idx, t)
+        warn_constant(const_idx, t)
         k = t - int(const_idx.size)
-        kappa = kappa_from_sum(tg.abs_corr_sum, k) if k >= 2 else _nan_kappa(k, t)
+        kappa = kappa_from_sum(tg.abs_corr_sum, k) if k >= 2 else nan_kappa(k, t)
         ritz = block_krylov_eigs(
             tg.matmat, t, n_energy, trace=frob2, block=blk, max_products=400, seed=args.seed,
             max_dim=dim,
@@ -252,7 +252,7 @@ def _finish(
     )
 
 
-def _diagnose_approx(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnostics:
+def diagnose_approx(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnostics:
     """:func:`diagnose` in a few passes: block Krylov r_i, sampled κ, exact p; ``acc`` sees
     the first pass."""
     from aria_tda.diagnostics.kappa import abs_correlations, kappa_estimate
@@ -274,12 +274,12 @@ def _diagnose_approx(src: Any, args: DiagnoseArgs, acc: Any = None) -> Diagnosti
         raise DataError("scores: expected a matrix with non-zero entries, got an all-zero matrix")
     constant = st.constant_mask(ulps=CONST_ULPS)
     const_idx = np.flatnonzero(constant)
-    _warn_constant(const_idx, t)
+    warn_constant(const_idx, t)
     population = t - int(const_idx.size)
     keep = ~sk.sample_stats.constant_mask(ulps=CONST_ULPS) & ~constant[sk.sample]
     est = None
     if population < 2 or int(keep.sum()) < 2:
-        kappa = _nan_kappa(population, t)
+        kappa = nan_kappa(population, t)
     else:
         est = kappa_estimate(abs_correlations(sk.sample_stats, keep), population, opts.level)
         kappa = est.kappa

@@ -11,7 +11,7 @@ import numpy as np
 
 from aria_tda._checks import check_int
 from aria_tda._options import Options, option
-from aria_tda.diagnostics.kappa import _nan_kappa, _warn_constant, kappa_from_stats
+from aria_tda.diagnostics.kappa import kappa_from_stats, nan_kappa, warn_constant
 from aria_tda.errors import DataError
 from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.lowrank import top_eigenpairs
@@ -285,7 +285,7 @@ def _power_of_two(x: float) -> float:
     return math.ldexp(1.0, math.frexp(abs(x))[1])
 
 
-def _check_dims(m: int, t: int) -> None:
+def check_dims(m: int, t: int) -> None:
     if t < 2:
         raise DataError(
             expected_text("scores", "at least 2 queries (columns) for κ", f"{t} column(s)")
@@ -314,7 +314,7 @@ def diagnostics_from_stats(
     """
     n_energy = check_int("n_energy", n_energy, min_value=1)
     m, t = stats.n, stats.n_cols
-    _check_dims(m, t)
+    check_dims(m, t)
     if stats.gram is None:
         raise ValueError("diagnostics need BlockStats with the Gram matrix")
     sumsq = stats.sum_squares
@@ -325,10 +325,10 @@ def diagnostics_from_stats(
     # κ (Eq. kappa): Pearson correlations of the non-constant columns
     constant = stats.constant_mask(ulps=CONST_ULPS)
     const_idx = np.flatnonzero(constant)
-    _warn_constant(const_idx, t)
+    warn_constant(const_idx, t)
     keep = ~constant
     k = int(keep.sum())
-    kappa = kappa_from_stats(stats, keep) if k >= 2 else _nan_kappa(k, t, stacklevel=3)
+    kappa = kappa_from_stats(stats, keep) if k >= 2 else nan_kappa(k, t, stacklevel=3)
 
     # r_i (Eq. ri): eigenvalues of the Gram are sigma_i^2
     # (normalised by a power of two first, exactly, so LAPACK and torch see entries near 1)

@@ -48,12 +48,12 @@ from aria_tda.scores.blockstats import BlockStats
 from aria_tda.scores.readers import as_source
 from aria_tda.scores.source import PREFETCH_BUFFERS, ScoreSource, expected_text
 from aria_tda.scores.stats import (
-    _checked,
-    _finish_scaled,
-    _start_scaled,
     blas_threads,
     center_scaled,
+    checked_sums,
+    finish_scaled,
     locate_nonfinite,
+    start_scaled,
 )
 
 __all__ = [
@@ -417,7 +417,7 @@ def _passes(
                     if not np.isfinite(c).all():
                         raise locate_nonfinite(block, s)
                     # sums of the column-scaled matrix (exact powers of two, see column_scale)
-                    stats, scale = _start_scaled(block, c, gram=False, moments=2, cdt=cdt)
+                    stats, scale = start_scaled(block, c, gram=False, moments=2, cdt=cdt)
                     stats.meta["eps"] = float(np.finfo(cdt).eps)
                     shift = stats.shift / scale
                 y = work[:n, i0:]
@@ -447,7 +447,7 @@ def _passes(
             del acc
     assert stats is not None
     return TiledGram(
-        stats=_checked(_finish_scaled(stats, scale)),
+        stats=checked_sums(finish_scaled(stats, scale)),
         scale=scale,
         abs_corr_sum=corr_sum,
         constant=~keep,

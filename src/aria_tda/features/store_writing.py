@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from aria_tda._io import _json_default, atomic_path, is_temporary
+from aria_tda._io import atomic_path, is_temporary, json_default
 from aria_tda._lock import LOCK_NAME
 from aria_tda.errors import DataError, FileFormatError, ParameterError, expected
 from aria_tda.features.store_format import META_PREFIX, STORE_KIND, arrow, parquet, read_manifest
@@ -402,7 +402,7 @@ def plain_params(params: Mapping[str, Any] | None) -> dict[str, Any]:
         Parameters JSON cannot hold.
     """
     try:
-        return dict(json.loads(json.dumps(dict(params or {}), default=_json_default)))
+        return dict(json.loads(json.dumps(dict(params or {}), default=json_default)))
     except (TypeError, ValueError) as exc:
         raise ParameterError(expected("params", "JSON-able extraction parameters", exc)) from None
 

@@ -35,7 +35,7 @@ from aria_tda.homogeneity.scan_checks import (
     topk_args,
 )
 from aria_tda.homogeneity.sweep import EvidenceRequest, evaluate_groups
-from aria_tda.scores.distributed import _n_parts, open_part, run_ordered, source_args
+from aria_tda.scores.distributed import n_parts, open_part, run_ordered, source_args
 from aria_tda.scores.source import ArraySource, ScoreSource
 from aria_tda.similarity import PreparedFeature
 
@@ -129,8 +129,8 @@ def top_k_dask(
     if chunk_rows is not None:
         rows = int(chunk_rows)
     t = int(src.shape[1])
-    n_parts = min(t, _n_parts(client, n_partitions))
-    width = -(-t // n_parts)
+    parts = min(t, n_parts(client, n_partitions))
+    width = -(-t // parts)
     blocks = [(c, min(c + width, t)) for c in range(0, t, width)]
     groups = np.empty((t, k_max), dtype=np.int64)
     scores = np.empty((t, k_max))
@@ -243,7 +243,7 @@ def evaluate_groups_dask(
         ``(G, nC, n_pairs)``.
     """
     total = sum(int(g.shape[0]) for g, _ in jobs)
-    step = max(1, -(-total // _n_parts(client, n_partitions)))
+    step = max(1, -(-total // n_parts(client, n_partitions)))
     calls: list[tuple[Any, ...]] = []
     owner: list[int] = []
     for j, (grp, ks) in enumerate(jobs):

@@ -60,7 +60,7 @@ def row_ranges(n_rows: int, n_parts: int, align: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
 
 
-def _reopen(path: str, key: str | None, transposed: bool) -> ScoreSource:
+def reopen(path: str, key: str | None, transposed: bool) -> ScoreSource:
     """Open ``path`` in a worker the way the client opened it."""
     native = FORMATS[sniff_format(Path(path))].queries_first
     return open_scores(path, key=key, transpose=transposed != native)
@@ -120,7 +120,7 @@ def open_part(
         if array is None:
             raise ParameterError(expected("array", "the matrix when there is no path", None))
         return ArraySource(array)
-    return _reopen(path, key, transposed)
+    return reopen(path, key, transposed)
 
 
 def _task_delay() -> None:
@@ -213,6 +213,3 @@ def run_ordered(
             consume(i, result)
             bar.update(1)
             i += 1
-
-
-_n_parts = n_parts  # TODO(issue 41): drop once diagnostics.distributed imports n_parts

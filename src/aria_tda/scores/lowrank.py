@@ -23,8 +23,8 @@ from aria_tda.errors import DataError, ParameterError, expected
 from aria_tda.scores.readers import ScoreSource, as_source
 from aria_tda.scores.stats import BlockStats, blas_threads, free_cpus, stream_matvec, stream_stats
 
-__all__ = ["LANCZOS_MIN_T", "Rank1", "ResidualSource", "fix_sign", "rank1", "residual",
-           "top_eigenpairs"]
+__all__ = ["LANCZOS_MIN_T", "Rank1", "ResidualSource", "fix_sign", "rank1",
+           "rank1_from_gram", "rank1_from_stats", "residual", "top_eigenpairs"]
 
 
 def fix_sign(v: np.ndarray) -> float:
@@ -158,7 +158,21 @@ def rank1_from_stats(
     device: Any = None,
     progress: bool | None = None,
 ) -> Rank1:
-    """:class:`Rank1` from a finished Gram pass plus the second pass for ``u1``."""
+    """:class:`Rank1` from a finished Gram pass plus the second pass for ``u1``.
+
+    Parameters
+    ----------
+    src : ScoreSource
+        The matrix ``S``.
+    stats : BlockStats
+        Its Gram pass (:func:`aria_tda.scores.stats.stream_stats`).
+    chunk_rows : int, optional
+        Rows per block of the ``S v_1`` pass.
+    device : str, optional
+        Torch device of the eigensolver and the pass.
+    progress : bool, optional
+        Draw a progress bar.
+    """
     return rank1_from_gram(src, stats.raw_gram(), chunk_rows=chunk_rows, device=device,
                            progress=progress)
 

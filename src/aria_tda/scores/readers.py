@@ -39,13 +39,13 @@ from aria_tda.scores.source import (  # noqa: F401 - private helpers kept import
     ArraySource,
     ScoreSource,
     TransposedSource,
-    _as_row_ids,
-    _resolve_chunk_rows,
+    as_row_ids,
     block_dtype_for,
     check_matrix_shape,
     check_orientation,
     default_chunk_rows,
     expected_text,
+    resolve_chunk_rows,
     transpose_source,
 )
 
@@ -147,7 +147,7 @@ def open_scores(
         src = NpySource(p, manifest=manifest)
         ids = _sidecar_row_ids(p, src.n_rows)
         if ids is not None:
-            src.row_ids = _as_row_ids(ids, src.n_rows)
+            src.row_ids = as_row_ids(ids, src.n_rows)
     elif fmt == "npz":
         src = open_npz(p, key, manifest)
     elif fmt == "torch":
@@ -226,5 +226,5 @@ def as_source(
     if transpose:
         src = transpose_source(src)
     if row_ids is not None:
-        src.row_ids = _as_row_ids(row_ids, src.n_rows)
+        src.row_ids = as_row_ids(row_ids, src.n_rows)
     return src

@@ -150,13 +150,13 @@ def default_chunk_rows(shape: Sequence[int], dtype: Any) -> int:
     return int(min(m, rows))
 
 
-def _resolve_chunk_rows(chunk_rows: Any, shape: Sequence[int], dtype: Any) -> int:
+def resolve_chunk_rows(chunk_rows: Any, shape: Sequence[int], dtype: Any) -> int:
     if chunk_rows is None:
         return default_chunk_rows(shape, dtype)
     return min(check_int("chunk_rows", chunk_rows, min_value=1), int(shape[0]))
 
 
-def _as_row_ids(row_ids: Any, n_rows: int, *, name: str = "row_ids") -> np.ndarray | None:
+def as_row_ids(row_ids: Any, n_rows: int, *, name: str = "row_ids") -> np.ndarray | None:
     if row_ids is None:
         return None
     arr = np.asarray(row_ids)
@@ -310,7 +310,7 @@ class ScoreSource(abc.ABC):
         self.shape: tuple[int, int] = check_matrix_shape(shape)
         self.dtype = dtype
         self.block_dtype: np.dtype[Any] = block_dtype_for(dtype)
-        self.row_ids = _as_row_ids(row_ids, self.shape[0])
+        self.row_ids = as_row_ids(row_ids, self.shape[0])
         self.manifest = manifest
 
     # -- to implement ----------------------------------------------------------------
@@ -353,7 +353,7 @@ class ScoreSource(abc.ABC):
         chunk_rows : int, optional
             Rows per block asked for; ``None``: :func:`default_chunk_rows`.
         """
-        return _resolve_chunk_rows(chunk_rows, self.shape, self.dtype)
+        return resolve_chunk_rows(chunk_rows, self.shape, self.dtype)
 
     def _check_range(self, start: int, stop: int) -> tuple[int, int]:
         start = check_int("start", start, min_value=0, max_value=self.n_rows)

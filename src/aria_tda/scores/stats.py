@@ -83,7 +83,7 @@ def _work_buffer(rows: int, t: int, dtype: Any, *, gram: bool) -> np.ndarray:
     return work
 
 
-def _start_scaled(
+def start_scaled(
     block: np.ndarray, shift: np.ndarray, *, gram: bool, moments: int, cdt: np.dtype[Any]
 ) -> tuple[BlockStats, np.ndarray]:
     """Empty sums of the column-scaled matrix and the scale, from the first block.
@@ -105,13 +105,13 @@ def _start_scaled(
     return acc, scale
 
 
-def _finish_scaled(acc: BlockStats, scale: np.ndarray) -> BlockStats:
+def finish_scaled(acc: BlockStats, scale: np.ndarray) -> BlockStats:
     """Sums of the scaled matrix back in the units of ``S``."""
     with np.errstate(all="ignore"):
         return acc.rescaled(1.0 / scale)
 
 
-def _checked(stats: BlockStats) -> BlockStats:
+def checked_sums(stats: BlockStats) -> BlockStats:
     """``stats``, or the error that its sums overflow float64 once back in the units of ``S``."""
     if not (np.isfinite(stats.s2).all() and (stats.gram is None or np.isfinite(stats.gram).all())):
         raise DataError(
@@ -279,10 +279,10 @@ def block_stats(
     if c.shape != (arr.shape[1],):
         raise ParameterError(expected_text("shift", f"shape ({arr.shape[1]},)", f"shape {c.shape}"))
     cdt = _np_compute_dtype(arr.dtype, compute_dtype)
-    acc, scale = _start_scaled(arr, c, gram=gram, moments=moments, cdt=cdt)
+    acc, scale = start_scaled(arr, c, gram=gram, moments=moments, cdt=cdt)
     with np.errstate(under="ignore"):
         _accumulate_numpy(acc, arr, None, compute_dtype, scale)
-    return _finish_scaled(acc, scale)
+    return finish_scaled(acc, scale)
 
 
 def _torch_acc(
@@ -334,7 +334,7 @@ def _torch_to_stats(acc_t: dict[str, Any]) -> BlockStats:
         s4=np_(acc_t["s4"]),
         meta={"eps": float(acc_t.get("eps", np.finfo(np.float64).eps))},
     )
-    return _finish_scaled(scaled, scale)
+    return finish_scaled(scaled, scale)
 
 
 # ----------------------------------------------------------------------------------------
@@ -518,7 +518,7 @@ def stream_stats(
                     c = block.mean(axis=0, dtype=np.float64) if given is None else given
                 if not np.isfinite(c).all():
                     raise locate_nonfinite(block, s)
-                acc, scale = _start_scaled(block, c, gram=gram, moments=moments, cdt=cdt)
+                acc, scale = start_scaled(block, c, gram=gram, moments=moments, cdt=cdt)
             with np.errstate(all="ignore"):
                 _accumulate_numpy(acc, block, work, compute_dtype, scale)
             if not (np.isfinite(acc.s1).all() and np.isfinite(acc.s2).all()):
@@ -527,7 +527,7 @@ def stream_stats(
                 obs.update(block, s)
     if acc is None:  # empty row range
         raise DataError(expected_text("scores", "at least one row", f"rows {start}:{stop}"))
-    return _checked(_finish_scaled(acc, scale))
+    return checked_sums(finish_scaled(acc, scale))
 
 
 def _iter_torch_blocks(
@@ -597,7 +597,7 @@ def _stream_stats_torch(
             obs.update(block, s)
     if acc_t is None:
         raise DataError(expected_text("scores", "at least one row", f"rows {start}:{stop}"))
-    return _checked(_torch_to_stats(acc_t))
+    return checked_sums(_torch_to_stats(acc_t))
 
 
 def stream_matvec(

@@ -275,7 +275,7 @@ def finish_track_scores(
     moments: ColumnMoments,
     shift: np.ndarray,
     *,
-    residual: tuple[np.ndarray, ResidualRead, np.ndarray] | None = None,
+    residual: tuple[np.ndarray, ResidualRead, np.ndarray | None] | None = None,
     gram: np.ndarray | None = None,
     gram_dtype: Any = np.float64,
 ) -> None:

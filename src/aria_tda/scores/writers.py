@@ -58,7 +58,7 @@ from aria_tda.errors import FileFormatError, ParameterError, expected
 from aria_tda.manifest import make_manifest, manifest_path, read_manifest
 from aria_tda.scores.formats.npz import ROW_IDS_KEY
 from aria_tda.scores.readers import ROW_IDS_SUFFIX, as_source
-from aria_tda.scores.source import _as_row_ids, check_matrix_shape
+from aria_tda.scores.source import as_row_ids, check_matrix_shape
 
 __all__ = [
     "ScoreWriter",
@@ -372,7 +372,7 @@ class ScoreWriter:
         self.dtype = np.dtype(dtype)
         if self.dtype.kind != "f":
             raise ParameterError(expected("dtype", "a floating-point dtype", str(self.dtype)))
-        self.row_ids = _as_row_ids(row_ids, self.shape[0])
+        self.row_ids = as_row_ids(row_ids, self.shape[0])
         self.kind = kind
         self.fields = fields
         self._stack = contextlib.ExitStack()

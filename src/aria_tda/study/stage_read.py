@@ -302,7 +302,7 @@ def _read_zscore(setting: SettingSpec, src: Any, segments: Any, out: dict[str, P
     variants = ("original", "residual") if residual else ("original",)
     for v in variants:  # room for every S_track before the first pass
         check_output_space(out[v], shape, np.float64, row_ids=True)
-    writer = {"shape": shape, "dtype": np.float64, "kind": "track_scores",
+    writer: dict[str, Any] = {"shape": shape, "dtype": np.float64, "kind": "track_scores",
               "row_ids": track_ids, "method": base.get("method"), "stage": base.get("stage"),
               "seed": base.get("seed"), "purpose": is_s_track, "overwrite": True}
     auto = setting.normalize == "auto"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from aria_tda.cli._common import add_progress_flag
+from aria_tda.cli.common import add_progress_flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:

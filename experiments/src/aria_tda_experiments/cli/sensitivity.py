@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from aria_tda.cli._common import add_progress_flag, print_json
+from aria_tda.cli.common import add_progress_flag, print_json
 
 
 def register(subparsers: Any) -> None:

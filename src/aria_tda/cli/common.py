@@ -333,9 +333,9 @@ def print_json(obj: Any) -> None:
     obj : Any
         A JSON-able object.
     """
-    from aria_tda._io import _json_default
+    from aria_tda._io import json_default
 
-    print(json.dumps(obj, indent=2, default=_json_default))
+    print(json.dumps(obj, indent=2, default=json_default))
 
 
 def add_score_reading_flags(parser: argparse.ArgumentParser) -> None:
@@ -368,7 +368,13 @@ def add_scheduler_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def add_transpose_flag(parser: argparse.ArgumentParser) -> None:
-    """Add ``--transpose`` (maps to ``transpose=True``: the matrix is queries x training)."""
+    """Add ``--transpose`` (maps to ``transpose=True``: the matrix is queries x training).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The subcommand's parser.
+    """
     parser.add_argument(
         "--transpose",
         action="store_true",
