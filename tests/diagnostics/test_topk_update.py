@@ -103,3 +103,32 @@ def test_accumulator_memory_estimate_covers_the_update(rng):
     finally:
         tracemalloc.stop()
     assert peak <= work_bytes(t, k, rows) + 16 * t, (peak, work_bytes(t, k, rows))
+
+
+def test_the_compiled_and_numpy_kernels_keep_the_same_pairs(monkeypatch):
+    """Above NUMBA_MIN_ENTRIES kept pairs the accumulator uses the compiled heaps; both kernels
+    keep the same (score, row) pairs, ties to the lower row, over blocks of any size."""
+    from aria_tda.diagnostics import concentration
+
+    rng = np.random.default_rng(3)
+    s = np.round(rng.standard_normal((700, 40)), 1).astype(np.float32)  # many exact ties
+    got = {}
+    for name, threshold in (("numpy", 10**12), ("compiled", 1)):
+        monkeypatch.setattr(concentration, "NUMBA_MIN_ENTRIES", threshold)
+        acc = concentration.TopKAccumulator(40, (1, 5, 25), n_rows=700)
+        for a, b in ((0, 3), (3, 180), (180, 181), (181, 700)):
+            acc.update(s[a:b], a)
+        vals, rows = acc._candidates()  # best first, whatever the kernel's layout
+        got[name] = (vals, rows, acc.result().to_dict())
+    assert np.array_equal(got["numpy"][0], got["compiled"][0])
+    assert np.array_equal(got["numpy"][1], got["compiled"][1])
+    assert got["numpy"][2] == got["compiled"][2]
+    # a state set from sorted candidates (a merge, torch blocks) stays with the NumPy kernel
+    monkeypatch.setattr(concentration, "NUMBA_MIN_ENTRIES", 1)
+    a = concentration.TopKAccumulator(40, (1, 5, 25), n_rows=700)
+    a.update(s[:300], 0)
+    b = concentration.TopKAccumulator(40, (1, 5, 25), n_rows=700)
+    b.update(s[300:400], 300)
+    merged = a.merge(b)
+    merged.update(s[400:], 400)
+    assert np.array_equal(merged._candidates()[1], got["numpy"][1])
