@@ -143,6 +143,19 @@ def make_store(data: Path, n: int, seed: int) -> tuple[Path, float]:
     return folder / "store", time.perf_counter() - t0
 
 
+def study_header(name: str, store: Path, b: int, seed: int) -> str:
+    """The study file's keys before its settings: the paper's K sweep, B, residual, no report."""
+    return (f'name = "{name}"\n'
+            'modality = "audio"\n'
+            f'feature_store = "{store}"\n'
+            'output = "results"\n'
+            f"K = {KS}\n"
+            f"B = {b}\n"
+            f"seed = {seed}\n"
+            "residual = true\n"
+            "report = false\n\n")
+
+
 def make_size(data: Path, store: Path, n: int, m: int, t: int, seed: int,
               b: int) -> tuple[Path, dict[str, Any]]:
     """Scores, segment map and study file of one size (reused when parameters match)."""
@@ -155,15 +168,7 @@ def make_size(data: Path, store: Path, n: int, m: int, t: int, seed: int,
         gen = _write_size(folder, store, n, m, t, seed)
         (folder / "bench.json").write_text(json.dumps(want))
     study.write_text(
-        f'name = "synthetic audio study M={m} T={t}"\n'
-        'modality = "audio"\n'
-        f'feature_store = "{store}"\n'
-        'output = "results"\n'
-        f"K = {KS}\n"
-        f"B = {b}\n"
-        f"seed = {seed}\n"
-        "residual = true\n"
-        "report = false\n\n"
+        study_header(f"synthetic audio study M={m} T={t}", store, b, seed) +
         "[[setting]]\n"
         'method = "Synthetic"\n'
         'stage = "bench"\n'
@@ -446,16 +451,8 @@ def paper_study(data: Path, store: Path, b: int, seed: int) -> tuple[Path, dict[
             f'segments = "{folder / "segments.csv"}"\n'
             'normalize = "zscore"\n')
     study = data / f"paper_study_B{b}.toml"
-    study.write_text(
-        'name = "synthetic audio study at the paper\'s size (three stages)"\n'
-        'modality = "audio"\n'
-        f'feature_store = "{store}"\n'
-        'output = "results"\n'
-        f"K = {KS}\n"
-        f"B = {b}\n"
-        f"seed = {seed}\n"
-        "residual = true\n"
-        "report = false\n\n" + "\n".join(settings))
+    study.write_text(study_header("synthetic audio study at the paper's size (three stages)",
+                                  store, b, seed) + "\n".join(settings))
     return study, sizes
 
 
