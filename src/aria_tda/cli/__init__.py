@@ -61,6 +61,10 @@ EXPERIMENT_COMMANDS = {
 }
 
 
+#: Modules of this package that are not sub-commands (what the commands share).
+NOT_COMMANDS = frozenset({"common"})
+
+
 def _own_command(name: str | None) -> dict[str, str] | None:
     """``{name: module}`` when ``name`` is one of ARIA's own sub-commands, else ``None``.
 
@@ -69,7 +73,7 @@ def _own_command(name: str | None) -> dict[str, str] | None:
     nor the installed packages' entry points (reading those takes longer than a small
     diagnosis).
     """
-    if name is None or name.startswith("_") or not name.isidentifier():
+    if name is None or name.startswith("_") or not name.isidentifier() or name in NOT_COMMANDS:
         return None
     module = f"aria_tda.cli.{name}"
     return {name: module} if importlib.util.find_spec(module) is not None else None
@@ -82,7 +86,7 @@ def _command_modules() -> dict[str, str]:
     import aria_tda.cli as pkg
 
     found = {m.name: f"aria_tda.cli.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)
-             if not m.name.startswith("_")}
+             if not m.name.startswith("_") and m.name not in NOT_COMMANDS}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.value)
     names = sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
