@@ -19,6 +19,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from aria_tda._lazy import lazy_exports
+
 #: Public name -> module that defines it (imported lazily so ``import aria_tda`` stays fast;
 #: the version too: it is read from the installed package's metadata).
 _LAZY = {
@@ -78,13 +80,4 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load o
     from aria_tda.verdict import classify
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'aria_tda' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

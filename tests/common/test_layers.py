@@ -68,6 +68,7 @@ LAYERS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "aria_tda._output_folders",
             "aria_tda._options",
             "aria_tda._dask",
+            "aria_tda._lazy",
             "aria_tda._display",
         ),
     ),

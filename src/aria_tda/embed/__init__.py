@@ -25,8 +25,9 @@ The names below are loaded on first use, so importing :mod:`aria_tda.embed.store
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aria_tda._lazy import lazy_exports
 
 #: Public name -> module that defines it (imported lazily: this package stays light).
 _LAZY = {
@@ -65,13 +66,4 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load o
     from aria_tda.embed.store import check_comparable, embedding_info, read_embeddings
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'aria_tda.embed' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

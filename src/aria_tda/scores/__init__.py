@@ -18,8 +18,9 @@ Dask task runner and row ranges), :mod:`~aria_tda.scores.distributed_aggregate`,
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aria_tda._lazy import lazy_exports
 
 #: Public name -> the module that defines it, imported on first use: reading a small matrix
 #: does not load the aggregation, normalisation or writer modules (nor what they import).
@@ -41,7 +42,7 @@ _LAZY = {
     "rank1": "aria_tda.scores.lowrank",
     "residual": "aria_tda.scores.lowrank",
     "save_scores": "aria_tda.scores.writers",
-    "segment_codes": "aria_tda.scores.aggregation",
+    "segment_codes": "aria_tda.scores.segment_map",
     "stream_matvec": "aria_tda.scores.stats",
     "stream_stats": "aria_tda.scores.stats",
 }
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load on first use
-    from aria_tda.scores.aggregation import aggregate, segment_codes
+    from aria_tda.scores.aggregation import aggregate
     from aria_tda.scores.blockstats import BlockStats
     from aria_tda.scores.lowrank import Rank1, ResidualSource, rank1, residual
     from aria_tda.scores.normalization import (
@@ -80,18 +81,10 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs; at run time they load o
         normalize,
     )
     from aria_tda.scores.readers import as_source, open_scores
+    from aria_tda.scores.segment_map import segment_codes
     from aria_tda.scores.source import ArraySource, ScoreSource
     from aria_tda.scores.stats import block_stats, stream_matvec, stream_stats
     from aria_tda.scores.writers import ScoreWriter, save_scores
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'aria_tda.scores' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -38,10 +38,9 @@ from aria_tda.study.inputs import (
     align_tracks,
     open_setting_scores,
     read_queries,
-    segments_of,
     track_ids_of,
 )
-from aria_tda.study.pool import anchor_cache, null_for, prepared_for, track_segments
+from aria_tda.study.pool import anchor_cache, null_for, prepared_for
 from aria_tda.study.stage_read import read_stage
 
 __all__ = ["compute_step", "compute_tables", "run_setting"]
@@ -291,8 +290,7 @@ def compute_tables(
         timings[f"pool_{variant}"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         log(f"{setting.name}: homogeneity ({variant}, K = {list(spec.K)}, B = {spec.B})")
-        if variant == "original":  # the segments per S_track row, from the map alone
-            counts = track_segments(setting, scores, segments_of(setting, scores, store))[1]
+        counts = stage.segment_counts  # the segments per S_track row (None: not aggregated)
         null = null_for(nulls, prepared, pool, rows, spec, progress, int(src.shape[1]),
                          client=client, segment_counts=counts, normalize=normalize_used)
         # a query that is degenerate on the original matrix stays excluded on its residual

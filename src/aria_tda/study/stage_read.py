@@ -82,6 +82,9 @@ class StageRead:
     passes : tuple of dict
         One record per pass: ``pass``, what it ``reads``, ``seconds``, ``rss_mb`` (this
         process at its end) and ``peak_rss_mb`` (the process's peak so far).
+    segment_counts : numpy.ndarray or None
+        Segments averaged into each ``S_track`` row (``None`` without aggregation), read from
+        the segment map once, here.
     original_rank1 : Rank1 or None
         The leading singular triple of the original ``S_track`` (the alignment's
         :math:`u_1`), from the Gram summed while it was written; ``None`` when it was not
@@ -94,6 +97,7 @@ class StageRead:
     normalize: str
     passes: tuple[dict[str, Any], ...]
     original_rank1: Any = None
+    segment_counts: Any = None
 
     @property
     def reads_of_scores(self) -> int:
@@ -211,12 +215,20 @@ def read_stage(
     if setting.normalize == "none":
         return _read_raw(setting, src, out["residual"], topk, residual, passes,
                          chunk_rows=chunk_rows, progress=progress, client=client, device=device)
+    from aria_tda.scores import segment_codes
+
+    codes, track_ids = segment_codes(segments, n_rows=src.n_rows, row_ids=src.row_ids,
+                                     n_cols=src.n_cols)
+    counts = np.bincount(codes, minlength=int(track_ids.size))
     if setting.normalize == "rank":
-        return _read_rank(setting, src, segments, out, topk, residual, passes, None,
+        read = _read_rank(setting, src, segments, out, topk, residual, passes, None,
                           chunk_rows=chunk_rows, progress=progress, client=client,
                           device=device)
-    return _read_zscore(setting, src, segments, out, topk, residual, passes,
-                        chunk_rows=chunk_rows, progress=progress, client=client, device=device)
+    else:
+        read = _read_zscore(setting, src, segments, (codes, track_ids), out, topk, residual,
+                            passes, chunk_rows=chunk_rows, progress=progress, client=client,
+                            device=device)
+    return dataclasses.replace(read, segment_counts=counts)
 
 
 def _read_raw(setting: SettingSpec, src: Any, out: Path, topk: tuple[int, ...], residual: bool,
@@ -282,18 +294,18 @@ class _RankChosen(Exception):
         self.d = d
 
 
-def _read_zscore(setting: SettingSpec, src: Any, segments: Any, out: dict[str, Path],
+def _read_zscore(setting: SettingSpec, src: Any, segments: Any,
+                 segment_map: tuple[np.ndarray, np.ndarray], out: dict[str, Path],
                  topk: tuple[int, ...], residual: bool, passes: _Passes, **kw: Any) -> StageRead:
     """z-score (and ``auto``): the sums of the stage pass, finished into both ``S_track``."""
-    from aria_tda.scores import open_scores, segment_codes
+    from aria_tda.scores import open_scores
     from aria_tda.scores.aggregation import is_s_track, s_track_parameters
     from aria_tda.scores.lowrank import rank1_from_gram
     from aria_tda.scores.normalization import KURTOSIS_THRESHOLD, resolve_with_moments
     from aria_tda.scores.track_sums import TrackSums, finish_track_scores
     from aria_tda.scores.writers import ScoreWriter, check_output_space
 
-    codes, track_ids = segment_codes(segments, n_rows=src.n_rows, row_ids=src.row_ids,
-                                     n_cols=src.n_cols)
+    codes, track_ids = segment_map
     n_tracks = int(track_ids.size)
     identity = n_tracks == src.n_rows and bool(np.array_equal(codes, np.arange(src.n_rows)))
     counts = np.bincount(codes, minlength=n_tracks).astype(np.float64)

@@ -21,8 +21,9 @@ trained on is the demo's business: :mod:`aria_tda_experiments.audio.encoders`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aria_tda._lazy import lazy_exports
 
 #: Public name -> module that defines it, imported on first use: the ``aria_tda.encoders``
 #: entry point loads :mod:`.specs` through this package, and every ``aria-tda`` command reads
@@ -68,9 +69,4 @@ if TYPE_CHECKING:  # typed re-exports for mypy and IDEs
     from aria_tda_experiments.encoders.encoder import OfflineEncoder, build_model, front_end
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'aria_tda_experiments.encoders' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
